@@ -1,0 +1,106 @@
+import { z } from 'zod';
+
+/**
+ * The closed set of error codes the system answers with, on the HTTP API and on the edge-host
+ * wire alike. Every code maps to exactly one HTTP status in {@link httpStatusOf}; host-side codes
+ * (`lease_lost`, `admission_full`, ...) usually travel inside a finished tool call's result rather
+ * than as an HTTP status, but the mapping is exhaustive so nothing can fall through to a 5xx.
+ */
+export const ErrorCode = z.enum([
+  // request shape
+  'malformed_json',
+  'invalid_request',
+  'invalid_arguments',
+  'unsupported_version',
+  'payload_too_large',
+  'not_found',
+  'method_not_allowed',
+  // identity and policy
+  'unauthenticated',
+  'forbidden',
+  'policy_denied',
+  // state conflicts
+  'run_not_active',
+  'call_in_progress',
+  'already_decided',
+  'stale_revision',
+  // browser host
+  'lease_lost',
+  'admission_full',
+  'page_changed',
+  'outcome_unknown',
+  'navigation_failed',
+  'action_failed',
+  'host_unavailable',
+  'deadline_exceeded',
+  // wire protocol only
+  'unauthorized_frame',
+  'unknown_method',
+  'invalid_params',
+  // never expected; a bug
+  'internal_error',
+]);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+
+/**
+ * HTTP status for an error code. Exhaustive over {@link ErrorCode}: adding a code without a status
+ * is a type error. Only `internal_error` is a 5xx, and it means a bug.
+ */
+export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 424 | 429 | 500 {
+  switch (code) {
+    case 'malformed_json':
+    case 'invalid_request':
+    case 'invalid_arguments':
+    case 'unsupported_version':
+    case 'unknown_method':
+    case 'invalid_params':
+      return 400;
+    case 'unauthenticated':
+    case 'unauthorized_frame':
+      return 401;
+    case 'forbidden':
+    case 'policy_denied':
+      return 403;
+    case 'not_found':
+      return 404;
+    case 'method_not_allowed':
+      return 405;
+    case 'deadline_exceeded':
+      return 408;
+    case 'run_not_active':
+    case 'call_in_progress':
+    case 'already_decided':
+    case 'stale_revision':
+    case 'lease_lost':
+    case 'page_changed':
+    case 'outcome_unknown':
+    case 'navigation_failed':
+    case 'action_failed':
+      return 409;
+    case 'payload_too_large':
+      return 413;
+    case 'host_unavailable':
+      return 424;
+    case 'admission_full':
+      return 429;
+    case 'internal_error':
+      return 500;
+  }
+}
+
+/** The one error body shape of the HTTP API: `{error: {code, message, request_id}}`. */
+export const ErrorBody = z.strictObject({
+  error: z.strictObject({
+    code: ErrorCode,
+    message: z.string(),
+    request_id: z.string(),
+  }),
+});
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+/** An error as it is carried inside a tool call's result or a wire frame: `{code, message}`. */
+export const ErrorDetail = z.strictObject({
+  code: ErrorCode,
+  message: z.string().max(2000),
+});
+export type ErrorDetail = z.infer<typeof ErrorDetail>;

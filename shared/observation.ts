@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+/**
+ * How the host's settling ended (ADR-0159). `dom_quiet`: the document was ready and 300 ms passed
+ * without DOM mutation inside the 2,000 ms budget. `bound_expired`: the budget ran out (or the
+ * request snapshot overflowed) first. `not_waited`: a plain observe, which never claims stability.
+ * None of them means a task completed.
+ */
+export const SettleOutcome = z.enum(['dom_quiet', 'bound_expired', 'not_waited']);
+export type SettleOutcome = z.infer<typeof SettleOutcome>;
+
+/**
+ * Settling metadata: outcome, elapsed time in ms since settling entry, the number of tracked
+ * requests pending at entry, whether the snapshot overflowed its cap, and why a bound expired.
+ */
+export const SettleReport = z.strictObject({
+  outcome: SettleOutcome,
+  elapsed_ms: z.int().min(0),
+  pending_at_entry: z.int().min(0),
+  overflow: z.boolean(),
+  expired_by: z.enum(['deadline', 'overflow']).optional(),
+});
+export type SettleReport = z.infer<typeof SettleReport>;
+
+/**
+ * Which part of the revision's aria snapshot this observation carries, in snapshot lines (one
+ * line is one node): `[start_node, end_node)` of `total_nodes`.
+ */
+export const WindowScope = z.strictObject({
+  start_node: z.int().min(0),
+  end_node: z.int().min(0),
+  total_nodes: z.int().min(0),
+});
+export type WindowScope = z.infer<typeof WindowScope>;
+
+/** The bounded window of an observation; `continuation` reads the next part of the same revision. */
+export const ObservationWindow = z.strictObject({
+  scope: WindowScope,
+  truncated: z.boolean(),
+  continuation: z.string().max(512).optional(),
+});
+export type ObservationWindow = z.infer<typeof ObservationWindow>;
+
+/**
+ * What the host saw: the page revision the snapshot's `[ref=...]` markers belong to, the URL and
+ * title, settling metadata and a bounded window of Playwright's AI-mode aria snapshot.
+ */
+export const Observation = z.strictObject({
+  revision: z.int().min(0),
+  url: z.string(),
+  title: z.string(),
+  settle: SettleReport,
+  window: ObservationWindow,
+  snapshot: z.string(),
+});
+export type Observation = z.infer<typeof Observation>;

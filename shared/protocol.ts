@@ -1,0 +1,115 @@
+import { z } from 'zod';
+import { ErrorDetail } from './errors.ts';
+import { Observation } from './observation.ts';
+import { BrowserAction, ContinuationCursor, MAX_URL_LENGTH } from './tools.ts';
+
+/**
+ * The edge-host wire protocol: CDP-style JSON frames over one WebSocket.
+ *
+ * - request (edge to host): `{id, method, params, auth}`; `auth` is a short-lived token the edge
+ *   signed for this host (see `wire-auth.ts`), checked on every frame;
+ * - response (host to edge): `{id, result}` or `{id, error: {code, message}}`;
+ * - hello (host to edge, first frame on every connection): `{method: 'host.hello', params}` with
+ *   a token the host signed, so the edge knows it reached a host holding the shared secret.
+ *
+ * There is deliberately no method that passes raw CDP or scripts through.
+ */
+
+/** Identifier of a lease a run holds on one profile's browser. */
+export const LeaseId = z.string().regex(/^lease_[A-Za-z0-9_-]{8,64}$/);
+/** Identifier of a sealed browser profile (one persistent user-data directory). */
+export const ProfileId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and -, at most 64');
+
+/** Longest a single host operation may be given, in ms. */
+export const MAX_OPERATION_TIMEOUT_MS = 120_000;
+const timeoutMs = z.int().min(100).max(MAX_OPERATION_TIMEOUT_MS);
+
+export const LeaseGrant = z.strictObject({
+  lease_id: LeaseId,
+  profile_id: ProfileId,
+  generation: z.int().min(1),
+  /** Epoch ms at which the lease lapses unless renewed. */
+  expires_at_ms: z.int(),
+});
+export type LeaseGrant = z.infer<typeof LeaseGrant>;
+
+export const HostStatus = z.strictObject({
+  host_id: z.string(),
+  browsers: z.int().min(0),
+  max_browsers: z.int().min(1),
+  leases: z.int().min(0),
+  waiting: z.int().min(0),
+  headless: z.boolean(),
+});
+export type HostStatus = z.infer<typeof HostStatus>;
+
+/**
+ * Every method the host serves: its params schema and its result schema. The host parses params
+ * with these before doing anything; the edge parses results with them before trusting anything.
+ */
+export const HOST_METHODS = {
+  'lease.acquire': {
+    params: z.strictObject({
+      run_id: z.string().min(1).max(64),
+      profile_id: ProfileId,
+      /** Lease time-to-live in ms. */
+      ttl_ms: z.int().min(1_000).max(3_600_000),
+      /** How long to wait for an admission slot before failing `admission_full`, in ms. */
+      wait_ms: z.int().min(0).max(60_000).optional(),
+    }),
+    result: LeaseGrant,
+  },
+  'lease.renew': {
+    params: z.strictObject({ lease_id: LeaseId, ttl_ms: z.int().min(1_000).max(3_600_000) }),
+    result: LeaseGrant,
+  },
+  'lease.release': {
+    params: z.strictObject({ lease_id: LeaseId }),
+    result: z.strictObject({ released: z.boolean() }),
+  },
+  'page.navigate': {
+    params: z.strictObject({ lease_id: LeaseId, url: z.string().min(1).max(MAX_URL_LENGTH), timeout_ms: timeoutMs }),
+    result: Observation,
+  },
+  'page.observe': {
+    params: z.strictObject({ lease_id: LeaseId, continuation: ContinuationCursor.optional(), timeout_ms: timeoutMs }),
+    result: Observation,
+  },
+  'page.act': {
+    params: z.strictObject({ lease_id: LeaseId, action: BrowserAction, timeout_ms: timeoutMs }),
+    result: Observation,
+  },
+  'host.status': {
+    params: z.strictObject({}),
+    result: HostStatus,
+  },
+} as const;
+
+export type HostMethod = keyof typeof HOST_METHODS;
+export const HostMethodName = z.enum(Object.keys(HOST_METHODS) as [HostMethod, ...HostMethod[]]);
+export type HostParams<M extends HostMethod> = z.infer<(typeof HOST_METHODS)[M]['params']>;
+export type HostResult<M extends HostMethod> = z.infer<(typeof HOST_METHODS)[M]['result']>;
+
+/** Largest frame either side accepts, in bytes. */
+export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
+
+/** A request frame before its method is known; params are parsed per method afterwards. */
+export const RequestFrame = z.strictObject({
+  id: z.int().min(0).max(Number.MAX_SAFE_INTEGER),
+  method: z.string().max(64),
+  params: z.unknown(),
+  auth: z.string().max(4096),
+});
+export type RequestFrame = z.infer<typeof RequestFrame>;
+
+export const ResponseFrame = z.union([
+  z.strictObject({ id: z.int().min(0), result: z.unknown() }),
+  z.strictObject({ id: z.int().min(0).nullable(), error: ErrorDetail }),
+]);
+export type ResponseFrame = z.infer<typeof ResponseFrame>;
+
+export const HelloFrame = z.strictObject({
+  method: z.literal('host.hello'),
+  params: z.strictObject({ host_id: z.string().max(128), auth: z.string().max(4096) }),
+});
+export type HelloFrame = z.infer<typeof HelloFrame>;

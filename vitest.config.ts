@@ -1,0 +1,57 @@
+import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-pool-workers';
+import { defineConfig } from 'vitest/config';
+
+/**
+ * Three projects, run one after another by `npm test`:
+ * - edge: the Worker inside workerd against a real, migrated D1 (Cloudflare's vitest integration);
+ * - host: the browser host in Node driving real Chromium;
+ * - e2e: real processes (`wrangler dev` and the host) driven over HTTP.
+ */
+export default defineConfig(async () => {
+  const migrations = await readD1Migrations('drizzle');
+  return {
+    test: {
+      projects: [
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: './wrangler.toml' },
+              miniflare: {
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  HOST_SHARED_SECRET: 'test-shared-secret-of-at-least-32-bytes!!',
+                  HOST_URL: 'ws://127.0.0.1:9',
+                },
+              },
+            }),
+          ],
+          test: {
+            name: 'edge',
+            include: ['test/edge/**/*.test.ts'],
+            setupFiles: ['test/edge/apply-migrations.ts'],
+          },
+        },
+        {
+          test: {
+            name: 'host',
+            include: ['test/host/**/*.test.ts'],
+            environment: 'node',
+            testTimeout: 60_000,
+            hookTimeout: 60_000,
+            fileParallelism: false,
+          },
+        },
+        {
+          test: {
+            name: 'e2e',
+            include: ['test/e2e/**/*.test.ts'],
+            environment: 'node',
+            testTimeout: 240_000,
+            hookTimeout: 240_000,
+            fileParallelism: false,
+          },
+        },
+      ],
+    },
+  };
+});
