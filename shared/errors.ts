@@ -88,12 +88,16 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
   }
 }
 
-/** The one error body shape of the HTTP API: `{error: {code, message, request_id}}`. */
+/**
+ * The one error body shape of the HTTP API: `{error: {code, message, request_id, details?}}`.
+ * `details` carries identifiers a client may act on, e.g. the denied call's id and rule.
+ */
 export const ErrorBody = z.strictObject({
   error: z.strictObject({
     code: ErrorCode,
     message: z.string(),
     request_id: z.string(),
+    details: z.record(z.string(), z.string()).optional(),
   }),
 });
 export type ErrorBody = z.infer<typeof ErrorBody>;

@@ -1,0 +1,78 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import type { ErrorBody, ErrorCode } from '../shared/errors.ts';
+import { ApiError } from './http/api-error.ts';
+import type { AppEnv } from './http/app-env.ts';
+import { approvalRoutes } from './http/routes/approvals.ts';
+import { healthRoutes } from './http/routes/health.ts';
+import { runRoutes } from './http/routes/runs.ts';
+import { toolCallRoutes } from './http/routes/tool-calls.ts';
+import type { Ports } from './ports.ts';
+
+/** Largest request body the API accepts, in bytes. */
+export const MAX_BODY_BYTES = 256 * 1024;
+
+/** Builds the ports of one request from the runtime's context (env bindings, clock, host pool). */
+export type PortsFactory = (c: Context<AppEnv>) => Ports;
+
+/**
+ * The edge's Hono app, the same on Workers, Deno and Node: the entry point supplies a factory
+ * that builds the ports (database, host connection, clock) per request. Every error leaves as
+ * `{error: {code, message, request_id}}` with the status of its code.
+ */
+export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.use(async function requestContext(c, next) {
+    c.set('requestId', c.req.header('X-Request-Id')?.slice(0, 64) || crypto.randomUUID());
+    c.header('X-Request-Id', c.var.requestId);
+    c.set('ports', portsFor(c));
+    await next();
+  });
+  app.use(
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+      },
+    }),
+  );
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+  app.route('/', healthRoutes);
+  app.route('/', runRoutes);
+  app.route('/', toolCallRoutes);
+  app.route('/', approvalRoutes);
+  app.doc31('/v1/openapi.json', {
+    openapi: '3.1.0',
+    info: { title: 'Policy-governed browser API', version: '1.0.0', description: 'Agents propose browser tool calls; owners approve; the edge decides by policy.' },
+  });
+
+  app.notFound((c) => c.json(errorBody('not_found', `no route ${c.req.method} ${new URL(c.req.url).pathname}`, c.var.requestId), 404));
+  app.onError((error, c) => {
+    const requestId = c.var.requestId ?? crypto.randomUUID();
+    if (error instanceof ApiError) return c.json(errorBody(error.code, error.message, requestId, error.details), error.status);
+    if (error instanceof HTTPException) {
+      const code = codeOfHttpException(error);
+      return c.json(errorBody(code, error.message || code, requestId), error.status);
+    }
+    console.error(`[${requestId}] unexpected error`, error);
+    return c.json(errorBody('internal_error', 'unexpected error; it has been logged', requestId), 500);
+  });
+  return app;
+}
+
+function errorBody(code: ErrorCode, message: string, requestId: string, details?: Record<string, string>): ErrorBody {
+  return { error: { code, message, request_id: requestId, ...(details ? { details } : {}) } };
+}
+
+/** Hono's own validators throw plain HTTPExceptions (e.g. malformed JSON); name them. */
+function codeOfHttpException(error: HTTPException): ErrorCode {
+  if (error.status === 400 && /json/i.test(error.message)) return 'malformed_json';
+  if (error.status === 401) return 'unauthenticated';
+  if (error.status === 404) return 'not_found';
+  if (error.status === 413) return 'payload_too_large';
+  return 'invalid_request';
+}

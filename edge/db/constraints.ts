@@ -1,0 +1,31 @@
+import { ApiError } from '../http/api-error.ts';
+
+/**
+ * Turns a database refusal that protects an invariant into the API error a client can act on:
+ * the one-active-call index into `call_in_progress`, the run guard into `run_not_active`, the
+ * watermark guard and the one-effect-per-call index into `already_decided`. Any other error is
+ * returned unchanged (and will surface as `internal_error`: a bug).
+ */
+export function translateConstraint(error: unknown): unknown {
+  const text = messagesOf(error);
+  if (text.includes('tool_calls.run_id') || text.includes('tool_calls_one_active_per_run')) {
+    return new ApiError('call_in_progress', 'another call of this run is waiting for approval or being dispatched');
+  }
+  if (text.includes('guard:run_not_active')) {
+    return new ApiError('run_not_active', 'the run is not running (it may be waiting for approval, cancelled or finished)');
+  }
+  if (text.includes('guard:call_not_dispatching') || text.includes('effects.tool_call_id')) {
+    return new ApiError('already_decided', 'the call was already decided');
+  }
+  return error;
+}
+
+function messagesOf(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 5; depth++) {
+    parts.push(current.message);
+    current = current.cause;
+  }
+  return parts.join(' | ');
+}

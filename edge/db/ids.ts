@@ -1,0 +1,11 @@
+/**
+ * A new identifier: `prefix_` followed by 20 random base32 characters (100 bits), e.g.
+ * `run_k3v9...`. Prefixes say what a thing is: run, call, apr, msg, eff, prn.
+ */
+export function newId(prefix: 'run' | 'call' | 'apr' | 'msg' | 'eff' | 'prn'): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
+  const bytes = crypto.getRandomValues(new Uint8Array(20));
+  let out = '';
+  for (const byte of bytes) out += alphabet[byte & 31];
+  return `${prefix}_${out}`;
+}

@@ -1,0 +1,31 @@
+import { type HostConnector, HostSession, HostUnreachable, type WireSocket } from './host-session.ts';
+
+/** The shape of a Workers fetch response that upgraded to a WebSocket. */
+interface UpgradedResponse {
+  status: number;
+  webSocket?: (WireSocket & { accept(): void }) | null;
+}
+
+/**
+ * Connects to a browser host the Workers way: `fetch(url, {headers: {Upgrade: 'websocket'}})`,
+ * then `response.webSocket.accept()` (no `open` event to wait for).
+ * @param hostUrl ws:// or wss:// URL of the host; fetch wants http(s), so the scheme is swapped.
+ * @throws HostUnreachable (from `connect`) when the upgrade fails or the host does not authenticate.
+ */
+export function fetchUpgradeConnector(hostUrl: string, secret: string): HostConnector {
+  const httpUrl = hostUrl.replace(/^ws(s?):/, 'http$1:');
+  return {
+    async connect(timeoutMs) {
+      let response: UpgradedResponse;
+      try {
+        response = (await fetch(httpUrl, { headers: { Upgrade: 'websocket' } })) as unknown as UpgradedResponse;
+      } catch (error) {
+        throw new HostUnreachable(`cannot reach the browser host: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      const socket = response.webSocket;
+      if (!socket) throw new HostUnreachable(`the browser host refused the WebSocket upgrade (HTTP ${response.status})`);
+      socket.accept();
+      return HostSession.handshake(socket, secret, timeoutMs);
+    },
+  };
+}

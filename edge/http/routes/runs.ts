@@ -1,0 +1,89 @@
+import { createRoute } from '@hono/zod-openapi';
+import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunView } from '../../../shared/api.ts';
+import { requirePrincipal } from '../../auth/principal.ts';
+import { addMessage, cancelRun, createRun, loadRun, reportRun, runActivity } from '../../pipeline/runs.ts';
+import { runView } from '../../pipeline/views.ts';
+import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
+
+const security = [{ bearer: [] }];
+
+const create = createRoute({
+  method: 'post',
+  path: '/v1/runs',
+  summary: 'Create a run: profile, intent, allowed origins, deadline',
+  security,
+  middleware: [requirePrincipal('owner', 'agent')] as const,
+  request: { body: jsonBody(CreateRunBody) },
+  responses: { 201: jsonResponse(RunView, 'the run'), ...errorResponses(...AUTH_ERRORS) },
+});
+
+const read = createRoute({
+  method: 'get',
+  path: '/v1/runs/{id}',
+  summary: "A run's state",
+  security,
+  middleware: [requirePrincipal('owner', 'agent')] as const,
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(RunView, 'the run'), ...errorResponses(...AUTH_ERRORS, 'not_found') },
+});
+
+const activity = createRoute({
+  method: 'get',
+  path: '/v1/runs/{id}/activity',
+  summary: "A run's passive activity record",
+  security,
+  middleware: [requirePrincipal('owner', 'agent')] as const,
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(ActivityList, 'the activity, oldest first'), ...errorResponses(...AUTH_ERRORS, 'not_found') },
+});
+
+const message = createRoute({
+  method: 'post',
+  path: '/v1/runs/{id}/messages',
+  summary: 'Start a new turn: trusted from the owner, untrusted when an agent relays it',
+  security,
+  middleware: [requirePrincipal('owner', 'agent')] as const,
+  request: { params: IdParam, body: jsonBody(MessageBody) },
+  responses: { 201: jsonResponse(MessageView, 'the message'), ...errorResponses(...AUTH_ERRORS, 'not_found', 'run_not_active') },
+});
+
+const report = createRoute({
+  method: 'post',
+  path: '/v1/runs/{id}/report',
+  summary: "The agent's tool-free final report; ends the run",
+  security,
+  middleware: [requirePrincipal('agent')] as const,
+  request: { params: IdParam, body: jsonBody(ReportBody) },
+  responses: { 200: jsonResponse(RunView, 'the ended run'), ...errorResponses(...AUTH_ERRORS, 'not_found', 'run_not_active') },
+});
+
+const cancel = createRoute({
+  method: 'post',
+  path: '/v1/runs/{id}/cancel',
+  summary: 'Cancel a run; fences everything parked on it',
+  security,
+  middleware: [requirePrincipal('owner', 'agent')] as const,
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(RunView, 'the cancelled run'), ...errorResponses(...AUTH_ERRORS, 'not_found', 'run_not_active') },
+});
+
+/** Run endpoints of DESIGN.md section 13. Handlers only parse, call one service, answer. */
+export const runRoutes = newRouter()
+  .openapi(create, async (c) => c.json(runView(await createRun(c.var.ports, c.var.principal, c.req.valid('json'))), 201))
+  .openapi(read, async (c) => c.json(runView(await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id)), 200))
+  .openapi(activity, async (c) => {
+    const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
+    return c.json(await runActivity(c.var.ports, run), 200);
+  })
+  .openapi(message, async (c) => {
+    const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
+    return c.json(await addMessage(c.var.ports, c.var.principal, run, c.req.valid('json').text), 201);
+  })
+  .openapi(report, async (c) => {
+    const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
+    return c.json(runView(await reportRun(c.var.ports, c.var.principal, run, c.req.valid('json'))), 200);
+  })
+  .openapi(cancel, async (c) => {
+    const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
+    return c.json(runView(await cancelRun(c.var.ports, run)), 200);
+  });

@@ -1,0 +1,62 @@
+import { createRoute } from '@hono/zod-openapi';
+import { z } from 'zod';
+import { IdParam, ProposeBody, ToolCallView, WaitQuery } from '../../../shared/api.ts';
+import { requirePrincipal } from '../../auth/principal.ts';
+import { proposeToolCall } from '../../pipeline/propose.ts';
+import { loadRun } from '../../pipeline/runs.ts';
+import { readToolCall } from '../../pipeline/tool-calls.ts';
+import { toolCallView } from '../../pipeline/views.ts';
+import { ApiError } from '../api-error.ts';
+import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
+
+const security = [{ bearer: [] }];
+
+const propose = createRoute({
+  method: 'post',
+  path: '/v1/runs/{id}/tool-calls',
+  summary: 'Propose one tool call: {tool, version, arguments}',
+  description:
+    '200: the finished call (succeeded, failed or uncertain). 202: parked, waiting for the owner (approval_id). ' +
+    '403 policy_denied with the deciding rule; 400 invalid_arguments; 409 stale_revision, call_in_progress or run_not_active.',
+  security,
+  middleware: [requirePrincipal('agent')] as const,
+  request: { params: IdParam, body: jsonBody(ProposeBody) },
+  responses: {
+    200: jsonResponse(ToolCallView, 'the finished call'),
+    202: jsonResponse(ToolCallView, 'waiting for approval'),
+    ...errorResponses(...AUTH_ERRORS, 'invalid_arguments', 'not_found', 'policy_denied', 'stale_revision', 'call_in_progress', 'run_not_active'),
+  },
+});
+
+const read = createRoute({
+  method: 'get',
+  path: '/v1/tool-calls/{id}',
+  summary: "A call's state and result, long-polling up to wait_ms (0-30000) for it to finish",
+  security,
+  middleware: [requirePrincipal('agent', 'owner')] as const,
+  request: { params: IdParam, query: WaitQuery },
+  responses: { 200: jsonResponse(ToolCallView, 'the call'), ...errorResponses(...AUTH_ERRORS, 'not_found') },
+});
+
+/** Tool call endpoints. A proposal whose envelope fails its schema is `invalid_arguments`. */
+export const toolCallRoutes = newRouter()
+  .openapi(
+    propose,
+    async (c) => {
+      const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
+      const outcome = await proposeToolCall(c.var.ports, c.var.principal, run, c.req.valid('json'));
+      const view = toolCallView(outcome.call, outcome.approvalId);
+      return outcome.status === 202 ? c.json(view, 202) : c.json(view, 200);
+    },
+    (result) => {
+      if (!result.success) {
+        const code = result.target === 'json' ? 'invalid_arguments' : 'invalid_request';
+        throw new ApiError(code, z.prettifyError(result.error));
+      }
+      return undefined;
+    },
+  )
+  .openapi(read, async (c) => {
+    const { call, approvalId } = await readToolCall(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('query').wait_ms ?? 0);
+    return c.json(toolCallView(call, approvalId), 200);
+  });

@@ -1,0 +1,173 @@
+import { and, eq } from 'drizzle-orm';
+import type { CallPhases } from '../../shared/api.ts';
+import type { ErrorCode, ErrorDetail } from '../../shared/errors.ts';
+import type { Observation } from '../../shared/observation.ts';
+import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
+import { type ToolInvocation, toolContract } from '../../shared/tools.ts';
+import { effects, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
+import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
+import type { Ports } from '../ports.ts';
+import { ensureLease } from './lease.ts';
+import { iso } from './views.ts';
+
+/** Host error codes that guarantee the command was not carried out. */
+const NOT_SENT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'stale_revision',
+  'lease_lost',
+  'page_changed',
+  'action_failed',
+  'admission_full',
+  'navigation_failed',
+  'invalid_params',
+  'unknown_method',
+  'unauthorized_frame',
+]);
+
+/** How a dispatch ended, before it is written down. */
+interface DispatchOutcome {
+  state: 'succeeded' | 'failed' | 'uncertain';
+  observation: Observation | null;
+  error: ErrorDetail | null;
+  retryable: boolean;
+  dispatch: NonNullable<CallPhases['dispatch']>['outcome'];
+  leaseGeneration?: number;
+}
+
+/**
+ * Sends exactly one command for a call that is already `dispatching` (and, for an external
+ * write, whose effect watermark is already committed), then records how it ended in one batch.
+ * Never retries. The tool deadline (config `toolDeadlineMs`, capped by the run deadline) bounds
+ * everything; when it runs out after the watermark, the call ends `uncertain`, not retryable
+ * (DESIGN.md section 4). Never throws for host trouble: it becomes the call's outcome.
+ * @returns the call row as stored afterwards.
+ */
+export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow, invocation: ToolInvocation): Promise<ToolCallRow> {
+  const isWrite = toolContract(invocation.tool, invocation.version).classification === 'external_write';
+  const startedAt = ports.clock.now();
+  const deadlineAt = Math.min(call.deadlineAt ?? startedAt + ports.config.toolDeadlineMs, run.deadlineAt);
+  const remaining = () => Math.max(0, deadlineAt - ports.clock.now());
+
+  let outcome: DispatchOutcome;
+  let session: HostSession | undefined;
+  let sent = false;
+  try {
+    session = await ports.host.connect(Math.min(remaining(), 10_000));
+    const lease = await ensureLease(ports, session, run, isWrite, remaining());
+    const timeout = Math.max(100, Math.min(remaining(), MAX_OPERATION_TIMEOUT_MS));
+    sent = true;
+    const observation = await sendCommand(session, lease.lease_id, invocation, timeout);
+    outcome = { state: 'succeeded', observation, error: null, retryable: false, dispatch: 'answered', leaseGeneration: lease.generation };
+  } catch (error) {
+    outcome = classifyFailure(error, isWrite, sent);
+  } finally {
+    session?.close();
+  }
+  return recordOutcome(ports, run, call, outcome, startedAt, isWrite);
+}
+
+function sendCommand(session: HostSession, leaseId: string, invocation: ToolInvocation, timeoutMs: number): Promise<Observation> {
+  switch (invocation.tool) {
+    case 'browser.navigate':
+      return session.call('page.navigate', { lease_id: leaseId, url: invocation.arguments.url, timeout_ms: timeoutMs }, timeoutMs + 1_000);
+    case 'browser.observe':
+      return session.call(
+        'page.observe',
+        { lease_id: leaseId, timeout_ms: timeoutMs, ...(invocation.arguments.continuation ? { continuation: invocation.arguments.continuation } : {}) },
+        timeoutMs + 1_000,
+      );
+    case 'browser.act':
+      return session.call('page.act', { lease_id: leaseId, action: invocation.arguments, timeout_ms: timeoutMs }, timeoutMs + 1_000);
+  }
+}
+
+/**
+ * What a failure means for the call. A write is `uncertain` once its frame may have been acted on
+ * (no answer, or the host reports `outcome_unknown`); it is `failed` only when the host says it
+ * did not carry it out, or it was never sent.
+ */
+function classifyFailure(error: unknown, isWrite: boolean, sent: boolean): DispatchOutcome {
+  if (error instanceof HostUnreachable || (error instanceof HostNoAnswer && !sent)) {
+    return { state: 'failed', observation: null, error: { code: 'host_unavailable', message: error.message }, retryable: true, dispatch: 'not_sent' };
+  }
+  if (error instanceof HostCallError) {
+    if (NOT_SENT.has(error.code) || !sent) {
+      return { state: 'failed', observation: null, error: { code: error.code, message: error.message }, retryable: true, dispatch: 'host_error' };
+    }
+    return isWrite
+      ? { state: 'uncertain', observation: null, error: { code: 'outcome_unknown', message: error.message }, retryable: false, dispatch: 'host_error' }
+      : { state: 'failed', observation: null, error: { code: error.code, message: error.message }, retryable: true, dispatch: 'host_error' };
+  }
+  if (error instanceof HostNoAnswer) {
+    return isWrite
+      ? { state: 'uncertain', observation: null, error: { code: 'outcome_unknown', message: error.message }, retryable: false, dispatch: error.reason }
+      : { state: 'failed', observation: null, error: { code: error.reason === 'deadline_exceeded' ? 'deadline_exceeded' : 'host_unavailable', message: error.message }, retryable: true, dispatch: error.reason };
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return isWrite
+    ? { state: 'uncertain', observation: null, error: { code: 'outcome_unknown', message }, retryable: false, dispatch: 'connection_lost' }
+    : { state: 'failed', observation: null, error: { code: 'host_unavailable', message }, retryable: true, dispatch: 'connection_lost' };
+}
+
+async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outcome: DispatchOutcome, startedAt: number, isWrite: boolean): Promise<ToolCallRow> {
+  const now = ports.clock.now();
+  const phases: CallPhases = {
+    ...(call.phases as CallPhases),
+    dispatch: {
+      started_at: iso(startedAt),
+      finished_at: iso(now),
+      elapsed_ms: now - startedAt,
+      outcome: outcome.dispatch,
+      ...(outcome.leaseGeneration !== undefined ? { lease_generation: outcome.leaseGeneration } : {}),
+    },
+    ...(outcome.observation ? { settle: outcome.observation.settle } : {}),
+  };
+  const update = {
+    state: outcome.state,
+    result: outcome.observation,
+    errorCode: outcome.error?.code ?? null,
+    errorMessage: outcome.error?.message ?? null,
+    retryable: outcome.retryable,
+    phases,
+    updatedAt: now,
+  };
+  const statements = [
+    ports.db
+      .update(toolCalls)
+      .set(update)
+      .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
+    ...(isWrite
+      ? [ports.db.update(effects).set({ state: outcome.state, finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed')))]
+      : []),
+    ...(outcome.observation ? [ports.db.update(runs).set({ latestRevision: outcome.observation.revision, updatedAt: now }).where(eq(runs.id, run.id))] : []),
+  ] as const;
+  await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
+  return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? { ...call, ...update };
+}
+
+/** Grace after a call's deadline before an unfinished dispatch is declared lost, in ms. */
+const LOST_DISPATCH_GRACE_MS = 5_000;
+
+/**
+ * A call still `dispatching` well past its deadline was abandoned (the edge instance died
+ * mid-dispatch). It ends `uncertain` (a write, whose watermark is committed) or `failed` (a read),
+ * by one conditional update; never resent.
+ */
+export async function recoverLostDispatch(ports: Ports, call: ToolCallRow, isWrite: boolean): Promise<ToolCallRow> {
+  const now = ports.clock.now();
+  if (call.state !== 'dispatching' || call.deadlineAt === null || now < call.deadlineAt + LOST_DISPATCH_GRACE_MS) return call;
+  const state = isWrite ? ('uncertain' as const) : ('failed' as const);
+  await ports.db.batch([
+    ports.db
+      .update(toolCalls)
+      .set({
+        state,
+        errorCode: isWrite ? 'outcome_unknown' : 'deadline_exceeded',
+        errorMessage: 'the dispatch was abandoned before an answer was recorded',
+        retryable: !isWrite,
+        updatedAt: now,
+      })
+      .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
+    ports.db.update(effects).set({ state: 'uncertain', finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
+  ]);
+  return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? call;
+}

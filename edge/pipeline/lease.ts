@@ -1,0 +1,63 @@
+import { and, eq, isNull, or } from 'drizzle-orm';
+import type { LeaseGrant } from '../../shared/protocol.ts';
+import { type RunRow, runs } from '../db/schema.ts';
+import { HostCallError, type HostSession } from '../host/host-session.ts';
+import type { Ports } from '../ports.ts';
+
+/**
+ * Makes sure the run holds a live lease on its profile's browser before a command is sent
+ * (DESIGN.md section 6). An existing lease is renewed; when the host says it is gone, a read
+ * acquires a fresh one, but a write fails `lease_lost` without dispatch: the page it was planned
+ * against may no longer be the one it would hit.
+ * @param timeoutMs time available for the lease commands, in ms.
+ * @throws HostCallError('lease_lost') for a write whose lease is gone;
+ *   HostCallError('admission_full') when no browser slot frees up in time; and whatever
+ *   {@link HostSession.call} throws.
+ */
+export async function ensureLease(ports: Ports, session: HostSession, run: RunRow, forWrite: boolean, timeoutMs: number): Promise<LeaseGrant> {
+  if (run.leaseId !== null) {
+    try {
+      return await session.call('lease.renew', { lease_id: run.leaseId, ttl_ms: ports.config.leaseTtlMs }, timeoutMs);
+    } catch (error) {
+      if (!(error instanceof HostCallError) || error.code !== 'lease_lost') throw error;
+      await ports.db
+        .update(runs)
+        .set({ leaseId: null, updatedAt: ports.clock.now() })
+        .where(and(eq(runs.id, run.id), eq(runs.leaseId, run.leaseId)));
+      if (forWrite) throw error;
+    }
+  } else if (forWrite) {
+    throw new HostCallError('lease_lost', 'the run holds no lease; observe the page first');
+  }
+  const grant = await session.call(
+    'lease.acquire',
+    { run_id: run.id, profile_id: run.profileId, ttl_ms: ports.config.leaseTtlMs, wait_ms: ports.config.admissionWaitMs },
+    timeoutMs,
+  );
+  await ports.db
+    .update(runs)
+    .set({ leaseId: grant.lease_id, leaseGeneration: grant.generation, updatedAt: ports.clock.now() })
+    .where(and(eq(runs.id, run.id), or(isNull(runs.leaseId), eq(runs.leaseId, run.leaseId ?? ''))));
+  return grant;
+}
+
+/** Lease commands and the release on a run's end get at most this long, in ms. */
+const RELEASE_TIMEOUT_MS = 3_000;
+
+/**
+ * Releases the run's lease on the host, best effort: a host that is down or already forgot the
+ * lease changes nothing, because an unrenewed lease lapses by its TTL anyway.
+ */
+export async function releaseLease(ports: Ports, run: RunRow): Promise<void> {
+  if (run.leaseId === null) return;
+  let session: HostSession | undefined;
+  try {
+    session = await ports.host.connect(RELEASE_TIMEOUT_MS);
+    await session.call('lease.release', { lease_id: run.leaseId }, RELEASE_TIMEOUT_MS);
+  } catch {
+    // best effort: the lease lapses by its TTL
+  } finally {
+    session?.close();
+  }
+  await ports.db.update(runs).set({ leaseId: null }).where(and(eq(runs.id, run.id), eq(runs.leaseId, run.leaseId)));
+}

@@ -1,0 +1,201 @@
+import { and, asc, eq, inArray, notInArray } from 'drizzle-orm';
+import {
+  type ActivityList,
+  type CreateRunBody,
+  DEFAULT_RUN_DEADLINE_MS,
+  type MessageView,
+  type ReportBody,
+  TERMINAL_RUN_STATES,
+} from '../../shared/api.ts';
+import type { Principal } from '../auth/principal.ts';
+import { newId } from '../db/ids.ts';
+import { approvals, effects, messages, type RunRow, runs, toolCalls } from '../db/schema.ts';
+import { ApiError } from '../http/api-error.ts';
+import type { Ports } from '../ports.ts';
+import { releaseLease } from './lease.ts';
+import { iso } from './views.ts';
+
+/** States in which a run may still change. */
+const ACTIVE_RUN_STATES = ['queued', 'running', 'waiting_for_approval', 'waiting_for_authentication'] as const;
+
+/**
+ * Creates a run for the caller's owner. An agent that creates a run holds it (`running`, claimed
+ * by that agent); a run the owner creates is `queued` until an agent's first proposal claims it.
+ * The intent is recorded as the run's first message, trusted only when the owner wrote it.
+ */
+export async function createRun(ports: Ports, principal: Principal, body: CreateRunBody): Promise<RunRow> {
+  const now = ports.clock.now();
+  const row: RunRow = {
+    id: newId('run'),
+    ownerId: principal.ownerId,
+    createdBy: principal.id,
+    claimedBy: principal.kind === 'agent' ? principal.id : null,
+    profileId: body.profile_id,
+    intent: body.intent,
+    origins: [...new Set(body.origins.map((origin) => new URL(origin).origin))],
+    state: principal.kind === 'agent' ? 'running' : 'queued',
+    deadlineAt: now + (body.deadline_ms ?? DEFAULT_RUN_DEADLINE_MS),
+    leaseId: null,
+    leaseGeneration: null,
+    latestRevision: null,
+    reportSummary: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await ports.db.batch([
+    ports.db.insert(runs).values(row),
+    ports.db.insert(messages).values({
+      id: newId('msg'),
+      runId: row.id,
+      principalId: principal.id,
+      trust: principal.kind === 'owner' ? 'trusted' : 'untrusted',
+      text: body.intent,
+      createdAt: now,
+    }),
+  ]);
+  return row;
+}
+
+/**
+ * Loads a run the caller may see (same owner).
+ * @throws ApiError('not_found') for an unknown run or another owner's run (no existence leak).
+ */
+export async function loadRun(ports: Ports, principal: Principal, runId: string): Promise<RunRow> {
+  const row = await ports.db.select().from(runs).where(eq(runs.id, runId)).get();
+  if (!row || row.ownerId !== principal.ownerId) throw new ApiError('not_found', `no run ${runId}`);
+  return expireIfPastDeadline(ports, row);
+}
+
+/**
+ * Moves a run whose deadline has passed to `deadline_exceeded` (one conditional update, with its
+ * parked approvals and calls cancelled in the same batch) and returns the current row.
+ */
+export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<RunRow> {
+  const now = ports.clock.now();
+  if (now < row.deadlineAt || !(ACTIVE_RUN_STATES as readonly string[]).includes(row.state)) return row;
+  await ports.db.batch([
+    ports.db
+      .update(runs)
+      .set({ state: 'deadline_exceeded', updatedAt: now })
+      .where(and(eq(runs.id, row.id), inArray(runs.state, [...ACTIVE_RUN_STATES]))),
+    ports.db.update(approvals).set({ state: 'cancelled', decidedAt: now }).where(and(eq(approvals.runId, row.id), eq(approvals.state, 'pending'))),
+    ports.db
+      .update(toolCalls)
+      .set({ state: 'cancelled', errorCode: 'deadline_exceeded', errorMessage: 'the run deadline passed before approval', updatedAt: now })
+      .where(and(eq(toolCalls.runId, row.id), eq(toolCalls.state, 'waiting_for_approval'))),
+  ]);
+  return (await ports.db.select().from(runs).where(eq(runs.id, row.id)).get()) ?? row;
+}
+
+/**
+ * Makes sure the calling agent holds the run and that it is running: a `queued` run is claimed
+ * with one conditional update, so two agents can never both win.
+ * @throws ApiError('run_not_active') when the run is not running or queued;
+ *   ApiError('forbidden') when another agent holds it.
+ */
+export async function holdRun(ports: Ports, principal: Principal, run: RunRow): Promise<RunRow> {
+  if (run.state === 'queued') {
+    const now = ports.clock.now();
+    const claimed = await ports.db
+      .update(runs)
+      .set({ state: 'running', claimedBy: principal.id, updatedAt: now })
+      .where(and(eq(runs.id, run.id), eq(runs.state, 'queued')))
+      .run();
+    if (claimed.meta.changes !== 1) return holdRun(ports, principal, await loadRun(ports, principal, run.id));
+    return { ...run, state: 'running', claimedBy: principal.id, updatedAt: now };
+  }
+  if (run.claimedBy !== null && run.claimedBy !== principal.id) {
+    throw new ApiError('forbidden', 'another agent holds this run');
+  }
+  if (run.state !== 'running') {
+    throw new ApiError('run_not_active', `the run is ${run.state}, not running`);
+  }
+  return run;
+}
+
+/**
+ * Records a message on a run: trusted when the owner wrote it, untrusted when an agent relays it.
+ * @throws ApiError('run_not_active') on a finished run.
+ */
+export async function addMessage(ports: Ports, principal: Principal, run: RunRow, text: string): Promise<MessageView> {
+  if (TERMINAL_RUN_STATES.includes(run.state)) throw new ApiError('run_not_active', `the run is ${run.state}`);
+  const now = ports.clock.now();
+  const row = {
+    id: newId('msg'),
+    runId: run.id,
+    principalId: principal.id,
+    trust: principal.kind === 'owner' ? ('trusted' as const) : ('untrusted' as const),
+    text,
+    createdAt: now,
+  };
+  await ports.db.insert(messages).values(row);
+  return { id: row.id, run_id: run.id, trust: row.trust, text, created_at: iso(now) };
+}
+
+/**
+ * Ends a running run with the agent's tool-free final report: one conditional update that only
+ * wins while the run is running and no call is waiting or dispatching. Releases the lease.
+ * @throws ApiError('run_not_active') otherwise.
+ */
+export async function reportRun(ports: Ports, principal: Principal, run: RunRow, body: ReportBody): Promise<RunRow> {
+  const held = await holdRun(ports, principal, run);
+  const now = ports.clock.now();
+  const ended = await ports.db
+    .update(runs)
+    .set({ state: body.status, reportSummary: body.summary, updatedAt: now })
+    .where(and(eq(runs.id, held.id), eq(runs.state, 'running')))
+    .run();
+  if (ended.meta.changes !== 1) throw new ApiError('run_not_active', 'the run changed state; read it again');
+  await releaseLease(ports, held);
+  return { ...held, state: body.status, reportSummary: body.summary, updatedAt: now };
+}
+
+/**
+ * Cancels a run that has not ended: the run, its pending approvals and its parked calls, in one
+ * batch. A call already being dispatched finishes and is recorded, but nothing new starts.
+ * @throws ApiError('run_not_active') when the run already ended.
+ */
+export async function cancelRun(ports: Ports, run: RunRow): Promise<RunRow> {
+  const now = ports.clock.now();
+  const [cancelled] = await ports.db.batch([
+    ports.db
+      .update(runs)
+      .set({ state: 'cancelled', updatedAt: now })
+      .where(and(eq(runs.id, run.id), notInArray(runs.state, [...TERMINAL_RUN_STATES]))),
+    ports.db.update(approvals).set({ state: 'cancelled', decidedAt: now }).where(and(eq(approvals.runId, run.id), eq(approvals.state, 'pending'))),
+    ports.db
+      .update(toolCalls)
+      .set({ state: 'cancelled', errorCode: 'run_not_active', errorMessage: 'the run was cancelled', updatedAt: now })
+      .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'waiting_for_approval'))),
+  ]);
+  if (cancelled.meta.changes !== 1) throw new ApiError('run_not_active', `the run already ended (${run.state})`);
+  await releaseLease(ports, run);
+  return { ...run, state: 'cancelled', updatedAt: now };
+}
+
+/** The run's passive activity record, oldest first: messages, calls, approvals and effects. */
+export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityList> {
+  const [messageRows, callRows, approvalRows, effectRows] = await ports.db.batch([
+    ports.db.select().from(messages).where(eq(messages.runId, run.id)).orderBy(asc(messages.createdAt)),
+    ports.db.select().from(toolCalls).where(eq(toolCalls.runId, run.id)).orderBy(asc(toolCalls.createdAt)),
+    ports.db.select().from(approvals).where(eq(approvals.runId, run.id)).orderBy(asc(approvals.createdAt)),
+    ports.db.select().from(effects).where(eq(effects.runId, run.id)).orderBy(asc(effects.committedAt)),
+  ]);
+  const entries: ActivityList['activity'] = [
+    { at: iso(run.createdAt), kind: 'run_created', id: run.id, summary: `run for profile ${run.profileId}: ${run.intent}` },
+    ...messageRows.map((m) => ({ at: iso(m.createdAt), kind: 'message' as const, id: m.id, summary: `${m.trust} message: ${m.text.slice(0, 200)}` })),
+    ...callRows.map((c) => ({
+      at: iso(c.createdAt),
+      kind: 'tool_call' as const,
+      id: c.id,
+      summary: `${c.tool} ${c.version}: ${c.state}${c.decisionRule ? ` (rule ${c.decisionRule})` : ''}${c.errorCode ? `, ${c.errorCode}` : ''}`,
+    })),
+    ...approvalRows.map((a) => ({ at: iso(a.decidedAt ?? a.createdAt), kind: 'approval' as const, id: a.id, summary: `approval for ${a.toolCallId}: ${a.state}` })),
+    ...effectRows.map((e) => ({ at: iso(e.finishedAt ?? e.committedAt), kind: 'effect' as const, id: e.id, summary: `effect of ${e.toolCallId}: ${e.state}` })),
+  ];
+  if ((TERMINAL_RUN_STATES as readonly string[]).includes(run.state)) {
+    entries.push({ at: iso(run.updatedAt), kind: 'run_ended', id: run.id, summary: `run ${run.state}${run.reportSummary ? `: ${run.reportSummary.slice(0, 200)}` : ''}` });
+  }
+  entries.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  return { run_id: run.id, activity: entries };
+}

@@ -1,0 +1,41 @@
+import { eq } from 'drizzle-orm';
+import { FINISHED_CALL_STATES } from '../../shared/api.ts';
+import { ToolName, ToolVersion, toolContract } from '../../shared/tools.ts';
+import type { Principal } from '../auth/principal.ts';
+import { approvals, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { ApiError } from '../http/api-error.ts';
+import type { Ports } from '../ports.ts';
+import { recoverLostDispatch } from './dispatch.ts';
+
+/** Spacing of the database reads of a long-poll, in ms. */
+const POLL_SPACING_MS = 250;
+
+/**
+ * Reads a call the caller may see, waiting up to `waitMs` (0-30,000 ms) for it to finish. A call
+ * abandoned mid-dispatch is settled on the way (see `recoverLostDispatch`).
+ * @returns the call row and the id of its approval, if it had one.
+ * @throws ApiError('not_found') for an unknown call or another owner's.
+ */
+export async function readToolCall(ports: Ports, principal: Principal, callId: string, waitMs: number): Promise<{ call: ToolCallRow; approvalId: string | null }> {
+  const first = await ports.db.select().from(toolCalls).where(eq(toolCalls.id, callId)).get();
+  if (!first) throw new ApiError('not_found', `no tool call ${callId}`);
+  const run = await ports.db.select({ ownerId: runs.ownerId }).from(runs).where(eq(runs.id, first.runId)).get();
+  if (!run || run.ownerId !== principal.ownerId) throw new ApiError('not_found', `no tool call ${callId}`);
+
+  const until = ports.clock.now() + waitMs;
+  let call = await settleIfLost(ports, first);
+  while (!FINISHED_CALL_STATES.includes(call.state) && ports.clock.now() < until) {
+    await ports.clock.sleep(Math.min(POLL_SPACING_MS, Math.max(0, until - ports.clock.now())));
+    call = await settleIfLost(ports, (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, callId)).get()) ?? call);
+  }
+  const approval = await ports.db.select({ id: approvals.id }).from(approvals).where(eq(approvals.toolCallId, call.id)).get();
+  return { call, approvalId: approval?.id ?? null };
+}
+
+function settleIfLost(ports: Ports, call: ToolCallRow): Promise<ToolCallRow> {
+  if (call.state !== 'dispatching') return Promise.resolve(call);
+  const tool = ToolName.safeParse(call.tool);
+  const version = ToolVersion.safeParse(call.version);
+  const isWrite = tool.success && version.success && toolContract(tool.data, version.data).classification === 'external_write';
+  return recoverLostDispatch(ports, call, isWrite);
+}

@@ -1,0 +1,61 @@
+import type { ApprovalView, CallPhases, RunView, ToolCallView } from '../../shared/api.ts';
+import { ErrorCode } from '../../shared/errors.ts';
+import { Observation } from '../../shared/observation.ts';
+import type { ApprovalRow, RunRow, ToolCallRow } from '../db/schema.ts';
+
+/** ISO-8601 form of an epoch-ms timestamp. */
+export const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The API view of a run row. */
+export function runView(row: RunRow): RunView {
+  return {
+    id: row.id,
+    state: row.state,
+    profile_id: row.profileId,
+    intent: row.intent,
+    origins: row.origins,
+    deadline_at: iso(row.deadlineAt),
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+    latest_revision: row.latestRevision,
+    summary: row.reportSummary,
+  };
+}
+
+/** The API view of a tool call row; `approvalId` when the call waited for the owner. */
+export function toolCallView(row: ToolCallRow, approvalId: string | null): ToolCallView {
+  const result = row.result === null ? null : Observation.safeParse(row.result);
+  const code = ErrorCode.safeParse(row.errorCode);
+  return {
+    id: row.id,
+    run_id: row.runId,
+    tool: row.tool,
+    version: row.version,
+    arguments: row.arguments,
+    state: row.state,
+    approval_id: approvalId,
+    result: result?.success ? result.data : null,
+    error: code.success ? { code: code.data, message: row.errorMessage ?? '' } : null,
+    retryable: row.retryable,
+    phases: row.phases as CallPhases,
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+  };
+}
+
+/** The API view of an approval, with the exact call it covers. */
+export function approvalView(row: ApprovalRow, call: ToolCallRow): ApprovalView {
+  return {
+    id: row.id,
+    tool_call_id: row.toolCallId,
+    run_id: row.runId,
+    state: row.state,
+    tool: call.tool,
+    version: call.version,
+    arguments: call.arguments,
+    arguments_hash: row.argumentsHash,
+    policy_hash: row.policyHash,
+    created_at: iso(row.createdAt),
+    decided_at: row.decidedAt === null ? null : iso(row.decidedAt),
+  };
+}

@@ -1,0 +1,68 @@
+import type { DrizzleD1Database } from 'drizzle-orm/d1';
+import type * as schema from './db/schema.ts';
+import type { HostConnector } from './host/host-session.ts';
+
+/**
+ * The edge's side effects, built per request by the entry point (Workers, Deno, Node) and handed
+ * to the app factory: the database, the browser host connection and the clock. Nothing in the app
+ * keeps a client or socket at module scope.
+ */
+export interface Ports {
+  /** drizzle over D1 on Workers; drivers elsewhere must offer the same async API and `batch`. */
+  readonly db: Database;
+  readonly host: HostConnector;
+  readonly clock: Clock;
+  readonly config: EdgeConfig;
+}
+
+export type Database = DrizzleD1Database<typeof schema>;
+
+/** Wall-clock time and waiting; injected so tests and runtimes can substitute their own. */
+export interface Clock {
+  /** Epoch ms. */
+  now(): number;
+  /** Resolves after `ms` milliseconds. */
+  sleep(ms: number): Promise<void>;
+}
+
+/** The system clock. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+/** Settings the entry point reads from its environment. */
+export interface EdgeConfig {
+  /** Outer deadline of one tool call, in ms. */
+  readonly toolDeadlineMs: number;
+  /** Lease time-to-live requested from the host, in ms. */
+  readonly leaseTtlMs: number;
+  /** How long a lease acquisition may wait for an admission slot, in ms. */
+  readonly admissionWaitMs: number;
+}
+
+/** Defaults for {@link EdgeConfig}. */
+export const DEFAULT_EDGE_CONFIG: EdgeConfig = {
+  toolDeadlineMs: 30_000,
+  leaseTtlMs: 300_000,
+  admissionWaitMs: 5_000,
+};
+
+/**
+ * Parses the edge's string settings (Workers vars, process env) over the defaults.
+ * @throws Error for a setting that is not a positive integer.
+ */
+export function edgeConfigFrom(vars: Record<string, unknown>): EdgeConfig {
+  const read = (name: string, fallback: number): number => {
+    const raw = vars[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got ${String(raw)}`);
+    return value;
+  };
+  return {
+    toolDeadlineMs: read('TOOL_DEADLINE_MS', DEFAULT_EDGE_CONFIG.toolDeadlineMs),
+    leaseTtlMs: read('LEASE_TTL_MS', DEFAULT_EDGE_CONFIG.leaseTtlMs),
+    admissionWaitMs: read('ADMISSION_WAIT_MS', DEFAULT_EDGE_CONFIG.admissionWaitMs),
+  };
+}

@@ -1,0 +1,35 @@
+import { drizzle } from 'drizzle-orm/d1';
+import { createApp } from './app.ts';
+import * as schema from './db/schema.ts';
+import { fetchUpgradeConnector } from './host/fetch-upgrade-connector.ts';
+import { edgeConfigFrom, systemClock } from './ports.ts';
+
+/** Bindings and vars of the Worker (wrangler.toml, `.dev.vars`, `wrangler secret`). */
+export interface WorkerEnv {
+  DB: D1Database;
+  /** ws:// or wss:// URL of the browser host. */
+  HOST_URL: string;
+  /** Shared secret for edge-host wire tokens, at least 32 bytes. */
+  HOST_SHARED_SECRET: string;
+  TOOL_DEADLINE_MS?: string;
+  LEASE_TTL_MS?: string;
+  ADMISSION_WAIT_MS?: string;
+}
+
+/**
+ * The Workers entry: the only file that knows about Workers bindings. It wires D1 (through
+ * drizzle), the fetch-upgrade WebSocket connector and the system clock into the shared app.
+ */
+const app = createApp((c) => {
+  const env = c.env as unknown as WorkerEnv;
+  return {
+    db: drizzle(env.DB, { schema }),
+    host: fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
+    clock: systemClock,
+    config: edgeConfigFrom(env as unknown as Record<string, unknown>),
+  };
+});
+
+export default {
+  fetch: app.fetch,
+} satisfies ExportedHandler<WorkerEnv>;

@@ -1,0 +1,207 @@
+import { z } from 'zod';
+import { ErrorDetail } from './errors.ts';
+import { Observation, SettleReport } from './observation.ts';
+import { ProfileId } from './protocol.ts';
+import { ToolName, ToolVersion } from './tools.ts';
+
+/**
+ * Request and response bodies of the agent-facing HTTP API v1 (DESIGN.md section 13). The edge's
+ * route validators, the OpenAPI document and the clients (demo agent, tests) all use these.
+ */
+
+/** An origin as the browser reports it: `scheme://host[:port]`, http or https only. */
+export const Origin = z
+  .string()
+  .max(255)
+  .regex(/^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, 'an http(s) origin such as https://example.com or http://127.0.0.1:8080');
+
+/** Longest run deadline, in ms (one hour). */
+export const MAX_RUN_DEADLINE_MS = 3_600_000;
+/** Default run deadline, in ms (five minutes). */
+export const DEFAULT_RUN_DEADLINE_MS = 300_000;
+
+export const CreateRunBody = z.strictObject({
+  profile_id: ProfileId,
+  intent: z.string().min(1).max(2000),
+  origins: z.array(Origin).min(1).max(16),
+  deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
+});
+export type CreateRunBody = z.infer<typeof CreateRunBody>;
+
+export const RunState = z.enum([
+  'queued',
+  'running',
+  'waiting_for_approval',
+  'waiting_for_authentication',
+  'completed',
+  'partial',
+  'uncertain',
+  'cancelled',
+  'failed',
+  'deadline_exceeded',
+]);
+export type RunState = z.infer<typeof RunState>;
+
+/** Run states after which nothing more happens on the run. */
+export const TERMINAL_RUN_STATES: readonly RunState[] = ['completed', 'partial', 'uncertain', 'cancelled', 'failed', 'deadline_exceeded'];
+
+export const RunView = z.strictObject({
+  id: z.string(),
+  state: RunState,
+  profile_id: z.string(),
+  intent: z.string(),
+  origins: z.array(z.string()),
+  /** ISO-8601 instants. */
+  deadline_at: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  latest_revision: z.int().nullable(),
+  summary: z.string().nullable(),
+});
+export type RunView = z.infer<typeof RunView>;
+
+export const MessageBody = z.strictObject({ text: z.string().min(1).max(10_000) });
+export type MessageBody = z.infer<typeof MessageBody>;
+
+export const MessageView = z.strictObject({
+  id: z.string(),
+  run_id: z.string(),
+  trust: z.enum(['trusted', 'untrusted']),
+  text: z.string(),
+  created_at: z.string(),
+});
+export type MessageView = z.infer<typeof MessageView>;
+
+/** A proposed tool call; `arguments` is validated against the pinned tool version's schema. */
+export const ProposeBody = z.strictObject({
+  tool: ToolName,
+  version: ToolVersion,
+  arguments: z.record(z.string(), z.unknown()),
+});
+export type ProposeBody = z.infer<typeof ProposeBody>;
+
+export const ToolCallState = z.enum([
+  'rejected',
+  'denied',
+  'waiting_for_approval',
+  'dispatching',
+  'succeeded',
+  'failed',
+  'uncertain',
+  'cancelled',
+]);
+export type ToolCallState = z.infer<typeof ToolCallState>;
+
+/** Tool call states that never change again. */
+export const FINISHED_CALL_STATES: readonly ToolCallState[] = ['rejected', 'denied', 'succeeded', 'failed', 'uncertain', 'cancelled'];
+
+export const PolicyEffect = z.enum(['allow', 'approval', 'deny']);
+export type PolicyEffect = z.infer<typeof PolicyEffect>;
+
+/** The decision phase: the effect, the rule that decided it and the policy profile's hash. */
+export const DecisionRecord = z.strictObject({
+  effect: PolicyEffect,
+  rule: z.string(),
+  reason: z.string(),
+  policy_hash: z.string(),
+});
+export type DecisionRecord = z.infer<typeof DecisionRecord>;
+
+/** Phase metadata of a call, as recorded in D1. Times are ISO-8601; durations in ms. */
+export const CallPhases = z.strictObject({
+  decision: DecisionRecord.optional(),
+  approval: z
+    .strictObject({ approval_id: z.string(), decision: z.enum(['pending', 'approved', 'denied', 'cancelled']), at: z.string() })
+    .optional(),
+  watermark: z.strictObject({ effect_id: z.string(), committed_at: z.string() }).optional(),
+  dispatch: z
+    .strictObject({
+      started_at: z.string(),
+      finished_at: z.string().optional(),
+      elapsed_ms: z.int().min(0).optional(),
+      lease_generation: z.int().optional(),
+      outcome: z.enum(['answered', 'host_error', 'not_sent', 'connection_lost', 'deadline_exceeded']).optional(),
+    })
+    .optional(),
+  settle: SettleReport.optional(),
+});
+export type CallPhases = z.infer<typeof CallPhases>;
+
+export const ToolCallView = z.strictObject({
+  id: z.string(),
+  run_id: z.string(),
+  tool: z.string(),
+  version: z.string(),
+  arguments: z.unknown(),
+  state: ToolCallState,
+  approval_id: z.string().nullable(),
+  result: Observation.nullable(),
+  error: ErrorDetail.nullable(),
+  /** False for every call whose effect may have happened; such a call is never retried. */
+  retryable: z.boolean().nullable(),
+  phases: CallPhases,
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ToolCallView = z.infer<typeof ToolCallView>;
+
+export const ApprovalState = z.enum(['pending', 'approved', 'denied', 'cancelled']);
+
+export const ApprovalView = z.strictObject({
+  id: z.string(),
+  tool_call_id: z.string(),
+  run_id: z.string(),
+  state: ApprovalState,
+  tool: z.string(),
+  version: z.string(),
+  arguments: z.unknown(),
+  arguments_hash: z.string(),
+  policy_hash: z.string(),
+  created_at: z.string(),
+  decided_at: z.string().nullable(),
+});
+export type ApprovalView = z.infer<typeof ApprovalView>;
+
+export const ApprovalList = z.strictObject({ approvals: z.array(ApprovalView) });
+
+export const DecisionBody = z.strictObject({ decision: z.enum(['approve', 'deny']) });
+export type DecisionBody = z.infer<typeof DecisionBody>;
+
+export const DecisionResponse = z.strictObject({ approval: ApprovalView, tool_call: ToolCallView });
+
+export const ReportBody = z.strictObject({
+  status: z.enum(['completed', 'partial', 'uncertain', 'failed']),
+  summary: z.string().min(1).max(20_000),
+});
+export type ReportBody = z.infer<typeof ReportBody>;
+
+/** One entry of a run's passive activity record, oldest first. */
+export const ActivityEntry = z.strictObject({
+  at: z.string(),
+  kind: z.enum(['run_created', 'message', 'tool_call', 'approval', 'effect', 'run_ended']),
+  id: z.string(),
+  summary: z.string(),
+});
+export const ActivityList = z.strictObject({ run_id: z.string(), activity: z.array(ActivityEntry) });
+export type ActivityList = z.infer<typeof ActivityList>;
+
+export const HealthView = z.strictObject({
+  status: z.literal('ok'),
+  tools: z.record(z.string(), z.array(z.string())),
+});
+
+/** Longest a `GET /v1/tool-calls/{id}?wait_ms=` long-poll may wait, in ms. */
+export const MAX_WAIT_MS = 30_000;
+
+export const WaitQuery = z.strictObject({
+  wait_ms: z
+    .string()
+    .regex(/^[0-9]{1,5}$/, 'an integer number of ms, 0-30000')
+    .transform(Number)
+    .pipe(z.int().min(0).max(MAX_WAIT_MS))
+    .optional(),
+});
+
+export const ApprovalsQuery = z.strictObject({ state: ApprovalState.optional() });
+
+export const IdParam = z.strictObject({ id: z.string().min(1).max(64) });
