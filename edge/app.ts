@@ -74,5 +74,6 @@ function codeOfHttpException(error: HTTPException): ErrorCode {
   if (error.status === 401) return 'unauthenticated';
   if (error.status === 404) return 'not_found';
   if (error.status === 413) return 'payload_too_large';
+  if (error.status === 415) return 'unsupported_media_type';
   return 'invalid_request';
 }

@@ -13,6 +13,7 @@ export const ErrorCode = z.enum([
   'invalid_arguments',
   'unsupported_version',
   'payload_too_large',
+  'unsupported_media_type',
   'not_found',
   'method_not_allowed',
   // identity and policy
@@ -46,7 +47,7 @@ export type ErrorCode = z.infer<typeof ErrorCode>;
  * HTTP status for an error code. Exhaustive over {@link ErrorCode}: adding a code without a status
  * is a type error. Only `internal_error` is a 5xx, and it means a bug.
  */
-export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 424 | 429 | 500 {
+export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 415 | 424 | 429 | 500 {
   switch (code) {
     case 'malformed_json':
     case 'invalid_request':
@@ -79,6 +80,8 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
       return 409;
     case 'payload_too_large':
       return 413;
+    case 'unsupported_media_type':
+      return 415;
     case 'host_unavailable':
       return 424;
     case 'admission_full':

@@ -31,11 +31,10 @@ export interface ProposalOutcome {
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now.
  */
 export async function proposeToolCall(ports: Ports, principal: Principal, loadedRun: RunRow, body: ProposeBody): Promise<ProposalOutcome> {
-  const run = await holdRun(ports, principal, loadedRun);
   const now = ports.clock.now();
   const argumentsHash = await canonicalHash({ tool: body.tool, version: body.version, arguments: body.arguments });
   const base = {
-    runId: run.id,
+    runId: loadedRun.id,
     principalId: principal.id,
     tool: body.tool,
     version: body.version,
@@ -52,6 +51,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     throw new ApiError('invalid_arguments', `${body.tool} ${body.version}: ${message}`);
   }
   const invocation = { tool: body.tool, version: body.version, arguments: parsed.data } as ToolInvocation;
+  const run = await holdRun(ports, principal, loadedRun);
 
   if (invocation.tool === 'browser.act' && invocation.arguments.revision !== run.latestRevision) {
     const message =

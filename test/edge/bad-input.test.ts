@@ -1,0 +1,104 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type Parties, call, counts, seedParties, setLatestRevision } from './edge-client.ts';
+
+// Every endpoint answers malformed input, missing or wrong tokens, unknown fields, wrong types,
+// unknown ids and wrong principals with a 4xx and a stable code, and changes nothing (rejected
+// tool-call proposals are stored as rejections and nothing else). One assertion per case.
+
+let parties: Parties;
+let runId: string;
+let approvalId: string;
+let callId: string;
+
+beforeAll(async () => {
+  parties = await seedParties();
+  const run = await call('POST', '/v1/runs', { token: parties.agent.token, body: { profile_id: 'p1', intent: 'x', origins: ['http://127.0.0.1:8123'] } });
+  runId = run.body.id;
+  await setLatestRevision(runId, 1);
+  const parked = await call('POST', `/v1/runs/${runId}/tool-calls`, {
+    token: parties.agent.token,
+    body: { tool: 'browser.act', version: '1.2.0', arguments: { action: 'click', revision: 1, reference: 'e1' } },
+  });
+  approvalId = parked.body.approval_id;
+  callId = parked.body.id;
+});
+
+type Case = [name: string, method: string, path: () => string, options: () => Parameters<typeof call>[2], status: number, code: string];
+
+const agent = () => parties.agent.token;
+const owner = () => parties.owner.token;
+const act = (args: Record<string, unknown>) => ({ tool: 'browser.act', version: '1.2.0', arguments: args });
+
+const cases: Case[] = [
+  ['no token', 'POST', () => '/v1/runs', () => ({ body: { profile_id: 'p', intent: 'x', origins: ['http://a.test'] } }), 401, 'unauthenticated'],
+  ['unknown token', 'GET', () => `/v1/runs/${runId}`, () => ({ token: 'x'.repeat(32) }), 401, 'unauthenticated'],
+  ['malformed Authorization header', 'GET', () => `/v1/runs/${runId}`, () => ({ headers: { Authorization: 'Basic abc' } }), 401, 'unauthenticated'],
+  ['malformed JSON', 'POST', () => '/v1/runs', () => ({ token: agent(), raw: '{"profile_id":' }), 400, 'malformed_json'],
+  ['JSON that is not an object', 'POST', () => '/v1/runs', () => ({ token: agent(), raw: '[1,2]' }), 400, 'invalid_request'],
+  ['body without JSON content type', 'POST', () => '/v1/runs', () => ({ token: agent(), raw: '{}', headers: { 'Content-Type': 'text/plain' } }), 415, 'unsupported_media_type'],
+  ['unknown field on a run', 'POST', () => '/v1/runs', () => ({ token: agent(), body: { profile_id: 'p', intent: 'x', origins: ['http://a.test'], admin: true } }), 400, 'invalid_request'],
+  ['deadline as a string', 'POST', () => '/v1/runs', () => ({ token: agent(), body: { profile_id: 'p', intent: 'x', origins: ['http://a.test'], deadline_ms: '60000' } }), 400, 'invalid_request'],
+  ['origin with a path', 'POST', () => '/v1/runs', () => ({ token: agent(), body: { profile_id: 'p', intent: 'x', origins: ['http://a.test/path'] } }), 400, 'invalid_request'],
+  ['non-http origin', 'POST', () => '/v1/runs', () => ({ token: agent(), body: { profile_id: 'p', intent: 'x', origins: ['file://x'] } }), 400, 'invalid_request'],
+  ['profile id with a slash', 'POST', () => '/v1/runs', () => ({ token: agent(), body: { profile_id: '../etc', intent: 'x', origins: ['http://a.test'] } }), 400, 'invalid_request'],
+  ['empty intent', 'POST', () => '/v1/runs', () => ({ token: agent(), body: { profile_id: 'p', intent: '', origins: ['http://a.test'] } }), 400, 'invalid_request'],
+  ['operator creating a run', 'POST', () => '/v1/runs', () => ({ token: parties.operator.token, body: { profile_id: 'p', intent: 'x', origins: ['http://a.test'] } }), 403, 'forbidden'],
+  ['oversized body', 'POST', () => '/v1/runs', () => ({ token: agent(), raw: JSON.stringify({ intent: 'x'.repeat(300_000) }) }), 413, 'payload_too_large'],
+  ['unknown run', 'GET', () => '/v1/runs/run_doesnotexist', () => ({ token: agent() }), 404, 'not_found'],
+  ['unknown route', 'GET', () => '/v1/nothing-here', () => ({ token: agent() }), 404, 'not_found'],
+  ['empty message', 'POST', () => `/v1/runs/${runId}/messages`, () => ({ token: owner(), body: { text: '' } }), 400, 'invalid_request'],
+  ['message with an unknown field', 'POST', () => `/v1/runs/${runId}/messages`, () => ({ token: owner(), body: { text: 'x', trust: 'trusted' } }), 400, 'invalid_request'],
+  ['message to an unknown run', 'POST', () => '/v1/runs/run_nope/messages', () => ({ token: owner(), body: { text: 'x' } }), 404, 'not_found'],
+  ['owner proposing a tool call', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: owner(), body: { tool: 'browser.observe', version: '1.2.0', arguments: {} } }), 403, 'forbidden'],
+  ['unknown tool', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: { tool: 'browser.eval', version: '1.2.0', arguments: {} } }), 400, 'invalid_arguments'],
+  ['unknown version', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: { tool: 'browser.observe', version: '9.9.9', arguments: {} } }), 400, 'invalid_arguments'],
+  ['unknown envelope field', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: { tool: 'browser.observe', version: '1.2.0', arguments: {}, approved: true } }), 400, 'invalid_arguments'],
+  ['arguments not an object', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: { tool: 'browser.observe', version: '1.2.0', arguments: 'x' } }), 400, 'invalid_arguments'],
+  ['unknown argument field', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: { tool: 'browser.observe', version: '1.2.0', arguments: { selector: '#x' } } }), 400, 'invalid_arguments'],
+  ['navigate without url', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: { tool: 'browser.navigate', version: '1.2.0', arguments: {} } }), 400, 'invalid_arguments'],
+  ['revision as a string', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: act({ action: 'click', revision: '1', reference: 'e1' }) }), 400, 'invalid_arguments'],
+  ['scroll delta as a string', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: act({ action: 'scroll', revision: 1, reference: 'e1', delta: '100' }) }), 400, 'invalid_arguments'],
+  ['scroll delta not an integer', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: act({ action: 'scroll', revision: 1, reference: 'e1', delta: 100.5 }) }), 400, 'invalid_arguments'],
+  ['scroll delta a boolean', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: act({ action: 'scroll', revision: 1, reference: 'e1', delta: true }) }), 400, 'invalid_arguments'],
+  ['unknown action', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: act({ action: 'upload', revision: 1, reference: 'e1' }) }), 400, 'invalid_arguments'],
+  ['click with extra field', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: act({ action: 'click', revision: 1, reference: 'e1', force: true }) }), 400, 'invalid_arguments'],
+  ['reference that is a selector', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: act({ action: 'click', revision: 1, reference: 'button.submit' }) }), 400, 'invalid_arguments'],
+  ['type without text', 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: agent(), body: act({ action: 'type', revision: 1, reference: 'e1' }) }), 400, 'invalid_arguments'],
+  ['proposal on an unknown run', 'POST', () => '/v1/runs/run_nope/tool-calls', () => ({ token: agent(), body: { tool: 'browser.observe', version: '1.2.0', arguments: {} } }), 404, 'not_found'],
+  ["proposal on a stranger's run", 'POST', () => `/v1/runs/${runId}/tool-calls`, () => ({ token: parties.strangerAgent.token, body: { tool: 'browser.observe', version: '1.2.0', arguments: {} } }), 404, 'not_found'],
+  ['unknown tool call', 'GET', () => '/v1/tool-calls/call_nope', () => ({ token: agent() }), 404, 'not_found'],
+  ["a stranger reading a call", 'GET', () => `/v1/tool-calls/${callId}`, () => ({ token: parties.strangerAgent.token }), 404, 'not_found'],
+  ['wait_ms not a number', 'GET', () => `/v1/tool-calls/${callId}?wait_ms=abc`, () => ({ token: agent() }), 400, 'invalid_request'],
+  ['wait_ms too long', 'GET', () => `/v1/tool-calls/${callId}?wait_ms=99999`, () => ({ token: agent() }), 400, 'invalid_request'],
+  ['wait_ms negative', 'GET', () => `/v1/tool-calls/${callId}?wait_ms=-1`, () => ({ token: agent() }), 400, 'invalid_request'],
+  ['unknown query parameter', 'GET', () => `/v1/tool-calls/${callId}?verbose=1`, () => ({ token: agent() }), 400, 'invalid_request'],
+  ['agent listing approvals', 'GET', () => '/v1/approvals?state=pending', () => ({ token: agent() }), 403, 'forbidden'],
+  ['unknown approval state', 'GET', () => '/v1/approvals?state=everything', () => ({ token: owner() }), 400, 'invalid_request'],
+  ['decision not approve or deny', 'POST', () => `/v1/approvals/${approvalId}/decision`, () => ({ token: owner(), body: { decision: 'yes' } }), 400, 'invalid_request'],
+  ['decision with an extra field', 'POST', () => `/v1/approvals/${approvalId}/decision`, () => ({ token: owner(), body: { decision: 'approve', arguments: {} } }), 400, 'invalid_request'],
+  ['decision on an unknown approval', 'POST', () => '/v1/approvals/apr_nope/decision', () => ({ token: owner(), body: { decision: 'approve' } }), 404, 'not_found'],
+  ['agent deciding', 'POST', () => `/v1/approvals/${approvalId}/decision`, () => ({ token: agent(), body: { decision: 'approve' } }), 403, 'forbidden'],
+  ['report with an unknown status', 'POST', () => `/v1/runs/${runId}/report`, () => ({ token: agent(), body: { status: 'done', summary: 'x' } }), 400, 'invalid_request'],
+  ['report without summary', 'POST', () => `/v1/runs/${runId}/report`, () => ({ token: agent(), body: { status: 'completed' } }), 400, 'invalid_request'],
+  ['owner reporting', 'POST', () => `/v1/runs/${runId}/report`, () => ({ token: owner(), body: { status: 'completed', summary: 'x' } }), 403, 'forbidden'],
+  ['report while a call waits for approval', 'POST', () => `/v1/runs/${runId}/report`, () => ({ token: agent(), body: { status: 'completed', summary: 'x' } }), 409, 'run_not_active'],
+  ['cancel of an unknown run', 'POST', () => '/v1/runs/run_nope/cancel', () => ({ token: owner() }), 404, 'not_found'],
+  ['operator cancelling', 'POST', () => `/v1/runs/${runId}/cancel`, () => ({ token: parties.operator.token }), 403, 'forbidden'],
+];
+
+describe('bad input answers a typed 4xx and changes nothing', () => {
+  it.each(cases)('%s: %s %s', async (_name, method, path, options, status, code) => {
+    const before = await counts();
+    const answer = await call(method, path(), options());
+    expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status, code });
+    const after = await counts();
+    // A rejected proposal is recorded as a rejection and nothing else.
+    const rejectionStored = code === 'invalid_arguments' && after.tool_calls === before.tool_calls + 1;
+    expect({ ...after, tool_calls: rejectionStored ? before.tool_calls : after.tool_calls }).toEqual(before);
+  });
+
+  it('every error body has exactly code, message and request_id (and details only where documented)', async () => {
+    const answer = await call('GET', '/v1/runs/run_nope', { token: agent(), headers: { 'X-Request-Id': 'req-123' } });
+    expect(answer.body).toEqual({ error: { code: 'not_found', message: 'no run run_nope', request_id: 'req-123' } });
+  });
+});
