@@ -1,0 +1,85 @@
+import type { z } from 'zod';
+import { ApprovalList, DecisionResponse, RunView, ToolCallView } from '../shared/api.ts';
+import { ErrorBody } from '../shared/errors.ts';
+
+/**
+ * A small HTTP client of the agent-facing API, used by the demo agent, the end-to-end tests and
+ * the benchmark. It speaks only HTTP and parses every answer with the shared zod schemas, so a
+ * drift between server and contract fails loudly.
+ */
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly token: string,
+  ) {}
+
+  /** Sends a request and returns status and parsed JSON body (unvalidated). */
+  async raw(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+    return { status: response.status, body: parsed };
+  }
+
+  /**
+   * Sends a request and parses a success answer with `schema`.
+   * @throws ApiRequestError for any status not in `expect`, carrying the typed error body.
+   */
+  async request<T extends z.ZodType>(method: string, path: string, schema: T, body?: unknown, expect: number[] = [200, 201, 202]): Promise<{ status: number; body: z.infer<T> }> {
+    const answer = await this.raw(method, path, body);
+    if (!expect.includes(answer.status)) {
+      const error = ErrorBody.safeParse(answer.body);
+      throw new ApiRequestError(answer.status, error.success ? error.data.error.code : 'unparsed', error.success ? error.data.error.message : JSON.stringify(answer.body));
+    }
+    return { status: answer.status, body: schema.parse(answer.body) };
+  }
+
+  createRun(body: { profile_id: string; intent: string; origins: string[]; deadline_ms?: number }) {
+    return this.request('POST', '/v1/runs', RunView, body).then((a) => a.body);
+  }
+
+  run(id: string) {
+    return this.request('GET', `/v1/runs/${id}`, RunView).then((a) => a.body);
+  }
+
+  propose(runId: string, tool: string, args: Record<string, unknown>, version = '1.2.0') {
+    return this.request('POST', `/v1/runs/${runId}/tool-calls`, ToolCallView, { tool, version, arguments: args });
+  }
+
+  toolCall(id: string, waitMs = 0) {
+    return this.request('GET', `/v1/tool-calls/${id}?wait_ms=${waitMs}`, ToolCallView).then((a) => a.body);
+  }
+
+  pendingApprovals() {
+    return this.request('GET', '/v1/approvals?state=pending', ApprovalList).then((a) => a.body.approvals);
+  }
+
+  decide(approvalId: string, decision: 'approve' | 'deny') {
+    return this.request('POST', `/v1/approvals/${approvalId}/decision`, DecisionResponse, { decision }).then((a) => a.body);
+  }
+
+  report(runId: string, status: 'completed' | 'partial' | 'uncertain' | 'failed', summary: string) {
+    return this.request('POST', `/v1/runs/${runId}/report`, RunView, { status, summary }).then((a) => a.body);
+  }
+}
+
+/** A non-success answer of the API, with its stable error code. */
+export class ApiRequestError extends Error {
+  override readonly name = 'ApiRequestError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(`${status} ${code}: ${message}`);
+  }
+}

@@ -1,0 +1,8 @@
+/** Types of the plain-JS set-up script's exports (scripts/setup.mjs). */
+export type DevVars = Record<'AGENT_TOKEN' | 'OWNER_TOKEN' | 'OPERATOR_TOKEN' | 'HOST_SHARED_SECRET', string> & Record<string, string>;
+/** Reads `.dev.vars`; throws when it does not exist (run `npm run setup`). */
+export function readDevVars(): DevVars;
+/** Applies migrations to a local D1 (default state dir, or `persistTo`) and seeds the local principals. */
+export function prepareLocalDatabase(vars: DevVars, persistTo?: string): void;
+/** SQL that upserts the local owner, agent and operator with their hashed tokens. */
+export function localPrincipalsSql(vars: DevVars, now?: number): string;

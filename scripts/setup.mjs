@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// One-time (and idempotent) local set-up shared by `npm run demo`, `npm test`, `npm run dev` and
+// `npm run bench`. Plain Node with no dependencies, because it runs before `npm ci` has.
+//  1. npm packages, when node_modules is missing or older than package-lock.json;
+//  2. Debian's chromium and xvfb, when absent (apt-get as root; otherwise says what to run);
+//  3. `.dev.vars` with AGENT_TOKEN, OWNER_TOKEN, OPERATOR_TOKEN and HOST_SHARED_SECRET, when missing;
+//  4. the local D1: migrations applied and the three principals seeded (tokens stored hashed).
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const say = (text) => console.log(`[setup] ${text}`);
+
+function run(command, args, options = {}) {
+  execFileSync(command, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], ...options });
+}
+
+function ensureNodeModules() {
+  const marker = join(root, 'node_modules', '.package-lock.json');
+  const lock = join(root, 'package-lock.json');
+  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
+  say('installing npm packages (npm ci)');
+  run('npm', ['ci', '--no-audit', '--no-fund']);
+}
+
+function ensureDebianPackages() {
+  const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+  const missing = [];
+  if (!existsSync(chromium)) missing.push('chromium');
+  if (!existsSync('/usr/bin/Xvfb')) missing.push('xvfb');
+  if (missing.length === 0) return;
+  if (process.getuid?.() !== 0) {
+    throw new Error(`missing ${missing.join(' and ')}: run  sudo apt-get install -y ${missing.join(' ')}  (or set CHROMIUM_PATH)`);
+  }
+  say(`installing Debian packages: ${missing.join(', ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  run('apt-get', ['update', '-qq'], { env });
+  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
+}
+
+/** Reads `.dev.vars` (KEY=value lines) and adds whichever local secrets are missing. */
+function ensureDevVars() {
+  const path = join(root, '.dev.vars');
+  const vars = parseDevVars(existsSync(path) ? readFileSync(path, 'utf8') : '');
+  const wanted = {
+    AGENT_TOKEN: () => `agt_${randomBytes(24).toString('base64url')}`,
+    OWNER_TOKEN: () => `own_${randomBytes(24).toString('base64url')}`,
+    OPERATOR_TOKEN: () => `opr_${randomBytes(24).toString('base64url')}`,
+    HOST_SHARED_SECRET: () => randomBytes(32).toString('base64url'),
+  };
+  const added = Object.keys(wanted).filter((key) => !vars[key]);
+  if (added.length > 0) {
+    for (const key of added) vars[key] = wanted[key]();
+    const lines = Object.entries(vars).map(([key, value]) => `${key}="${value}"`);
+    writeFileSync(path, `# Local development secrets (git-ignored), made by scripts/setup.mjs.\n${lines.join('\n')}\n`, { mode: 0o600 });
+    say(`wrote ${added.join(', ')} to .dev.vars`);
+  }
+  return vars;
+}
+
+/** The principals the local tokens belong to: one owner, its agent and an operator. */
+export function localPrincipalsSql(vars, now = Date.now()) {
+  const hash = (token) => createHash('sha256').update(token).digest('hex');
+  const rows = [
+    ['prn_local_owner', 'owner', vars.OWNER_TOKEN, 'local owner'],
+    ['prn_local_agent', 'agent', vars.AGENT_TOKEN, 'local agent'],
+    ['prn_local_operator', 'operator', vars.OPERATOR_TOKEN, 'local operator'],
+  ];
+  return rows
+    .map(
+      ([id, kind, token, label]) =>
+        `INSERT INTO principals (id, kind, owner_id, token_hash, label, created_at) VALUES ('${id}', '${kind}', 'prn_local_owner', '${hash(token)}', '${label}', ${now}) ` +
+        `ON CONFLICT(id) DO UPDATE SET token_hash = excluded.token_hash;`,
+    )
+    .join(' ');
+}
+
+/** Applies the migrations to a local D1 (default state dir, or `persistTo`) and seeds principals. */
+export function prepareLocalDatabase(vars, persistTo) {
+  const wrangler = join(root, 'node_modules', '.bin', 'wrangler');
+  const persist = persistTo ? ['--persist-to', persistTo] : [];
+  const env = { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' };
+  const quiet = { env, stdio: ['ignore', 'pipe', 'inherit'] };
+  run(wrangler, ['d1', 'migrations', 'apply', 'governed-browser', '--local', ...persist], quiet);
+  run(wrangler, ['d1', 'execute', 'governed-browser', '--local', ...persist, '--command', localPrincipalsSql(vars)], quiet);
+}
+
+/** Reads `.dev.vars` without changing it. */
+export function readDevVars() {
+  return parseDevVars(readFileSync(join(root, '.dev.vars'), 'utf8'));
+}
+
+/** `KEY="value"` lines to an object; comments and other lines are ignored. */
+function parseDevVars(text) {
+  return Object.fromEntries(
+    text
+      .split('\n')
+      .map((line) => line.match(/^\s*([A-Z_][A-Z0-9_]*)\s*=\s*"?([^"]*)"?\s*$/))
+      .filter(Boolean)
+      .map((match) => [match[1], match[2]]),
+  );
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  try {
+    ensureNodeModules();
+    ensureDebianPackages();
+    const vars = ensureDevVars();
+    say('applying D1 migrations to the local database and seeding principals');
+    prepareLocalDatabase(vars);
+    say('ready');
+  } catch (error) {
+    console.error(`[setup] failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  }
+}
