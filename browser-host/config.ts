@@ -1,0 +1,129 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { MIN_SHARED_SECRET_BYTES } from '../shared/wire-auth.ts';
+
+/**
+ * Bounds of one observation window (DESIGN.md section 6): at most `maxNodes` snapshot lines and
+ * at most `maxBytes` UTF-8 bytes of snapshot text.
+ */
+export interface WindowCaps {
+  readonly maxNodes: number;
+  readonly maxBytes: number;
+}
+
+/**
+ * Settling numbers (ADR-0159): the whole budget from settling entry, the DOM-quiet period, and
+ * the cap on the request snapshot, in ms, ms and requests. Defaults 2,000 / 300 / 256; tests may
+ * shrink them.
+ */
+export interface SettleConfig {
+  readonly budgetMs: number;
+  readonly quietMs: number;
+  readonly maxTrackedRequests: number;
+}
+
+/** Everything the host is configured with; see {@link parseHostConfig} for the sources. */
+export interface HostConfig {
+  /** TCP port of the WebSocket server; 0 picks any free port. */
+  readonly port: number;
+  /** Address to listen on; loopback unless an operator deliberately says otherwise. */
+  readonly bind: string;
+  /** HS256 secret shared with the edge, at least 32 bytes (shared/wire-auth.ts). */
+  readonly sharedSecret: string;
+  /** Name the host announces in its hello frame. */
+  readonly hostId: string;
+  readonly chromiumPath: string;
+  readonly headless: boolean;
+  /** X display for headed Chromium; when absent and headed, the host starts its own Xvfb. */
+  readonly display: string | undefined;
+  /** Directory holding one persistent user-data directory per profile. */
+  readonly profilesDir: string;
+  /** Most browsers open at once (DESIGN.md section 11: 3). */
+  readonly maxBrowsers: number;
+  /** Default admission wait of `lease.acquire` without `wait_ms`, in ms. */
+  readonly admissionWaitMs: number;
+  /** Most `lease.acquire` calls waiting for admission at once; beyond it they fail at once. */
+  readonly admissionQueueMax: number;
+  /** Longest a browser launch may take, in ms. */
+  readonly launchTimeoutMs: number;
+  readonly window: WindowCaps;
+  readonly settle: SettleConfig;
+}
+
+/** Invalid configuration: the message names the variable and what it must be. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export const DEFAULT_WINDOW_CAPS: WindowCaps = { maxNodes: 400, maxBytes: 32 * 1024 };
+export const DEFAULT_SETTLE_CONFIG: SettleConfig = { budgetMs: 2_000, quietMs: 300, maxTrackedRequests: 256 };
+
+const integer = (min: number, max: number) =>
+  z.string().regex(/^\d+$/, 'a whole number').transform(Number).pipe(z.int().min(min).max(max));
+const flag = z.enum(['1', '0', 'true', 'false', '']).transform((v) => v === '1' || v === 'true');
+
+const EnvSchema = z.object({
+  HOST_PORT: integer(0, 65_535).default(8790),
+  HOST_BIND: z.string().min(1).default('127.0.0.1'),
+  HOST_SHARED_SECRET: z
+    .string({ error: 'is required' })
+    .refine((s) => new TextEncoder().encode(s).byteLength >= MIN_SHARED_SECRET_BYTES, {
+      message: `must be at least ${MIN_SHARED_SECRET_BYTES} bytes`,
+    }),
+  HOST_ID: z.string().min(1).max(128).default('host-1'),
+  CHROMIUM_PATH: z.string().min(1).default('/usr/bin/chromium'),
+  HOST_HEADLESS: flag.default(false),
+  HOST_PROFILES_DIR: z.string().min(1).optional(),
+  HOST_MAX_BROWSERS: integer(1, 64).default(3),
+  HOST_ADMISSION_WAIT_MS: integer(0, 60_000).default(5_000),
+  HOST_WINDOW_MAX_NODES: integer(1, 100_000).default(DEFAULT_WINDOW_CAPS.maxNodes),
+  HOST_WINDOW_MAX_BYTES: integer(256, 1024 * 1024).default(DEFAULT_WINDOW_CAPS.maxBytes),
+  HOST_SETTLE_BUDGET_MS: integer(0, 60_000).default(DEFAULT_SETTLE_CONFIG.budgetMs),
+  HOST_SETTLE_QUIET_MS: integer(0, 10_000).default(DEFAULT_SETTLE_CONFIG.quietMs),
+  DISPLAY: z.string().optional(),
+});
+
+/**
+ * Reads the host configuration from environment variables and command-line flags:
+ * `HOST_PORT` (default 8790, 0 = any free port), `HOST_BIND` (default 127.0.0.1),
+ * `HOST_SHARED_SECRET` (required, >= 32 bytes), `HOST_ID` (default host-1), `CHROMIUM_PATH`
+ * (default /usr/bin/chromium), `HOST_HEADLESS=1` or `--headless` (default headed),
+ * `HOST_PROFILES_DIR` (default `.profiles` under `cwd`), `HOST_MAX_BROWSERS` (default 3),
+ * `HOST_ADMISSION_WAIT_MS` (default 5,000 ms), `HOST_WINDOW_MAX_NODES` / `HOST_WINDOW_MAX_BYTES`
+ * (default 400 nodes / 32 KiB), `HOST_SETTLE_BUDGET_MS` / `HOST_SETTLE_QUIET_MS` (default
+ * 2,000 / 300 ms, ADR-0159) and `DISPLAY`.
+ * @throws ConfigError naming every invalid variable or unknown flag.
+ */
+export function parseHostConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  argv: readonly string[] = [],
+  cwd: string = process.cwd(),
+): HostConfig {
+  const unknownFlags = argv.filter((arg) => arg !== '--headless');
+  const parsed = EnvSchema.safeParse(env);
+  const problems = [
+    ...unknownFlags.map((arg) => `unknown argument ${JSON.stringify(arg)} (the only flag is --headless)`),
+    ...(parsed.success ? [] : parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`)),
+  ];
+  if (!parsed.success || problems.length > 0) throw new ConfigError(`invalid browser-host configuration: ${problems.join('; ')}`);
+  const e = parsed.data;
+  return {
+    port: e.HOST_PORT,
+    bind: e.HOST_BIND,
+    sharedSecret: e.HOST_SHARED_SECRET,
+    hostId: e.HOST_ID,
+    chromiumPath: e.CHROMIUM_PATH,
+    headless: e.HOST_HEADLESS || argv.includes('--headless'),
+    display: e.DISPLAY === '' ? undefined : e.DISPLAY,
+    profilesDir: path.resolve(cwd, e.HOST_PROFILES_DIR ?? '.profiles'),
+    maxBrowsers: e.HOST_MAX_BROWSERS,
+    admissionWaitMs: e.HOST_ADMISSION_WAIT_MS,
+    admissionQueueMax: 64,
+    launchTimeoutMs: 30_000,
+    window: { maxNodes: e.HOST_WINDOW_MAX_NODES, maxBytes: e.HOST_WINDOW_MAX_BYTES },
+    settle: { ...DEFAULT_SETTLE_CONFIG, budgetMs: e.HOST_SETTLE_BUDGET_MS, quietMs: e.HOST_SETTLE_QUIET_MS },
+  };
+}
