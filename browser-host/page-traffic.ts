@@ -1,0 +1,203 @@
+import type { Page, Request, Response } from 'playwright-core';
+
+/**
+ * Request types the settle snapshot waits for (ADR-0159): the document, scripts, stylesheets,
+ * fetch/XHR and event streams. Images, fonts and media never hold settling back.
+ */
+const TRACKED_TYPES: ReadonlySet<string> = new Set(['document', 'script', 'stylesheet', 'fetch', 'xhr', 'eventsource']);
+
+/**
+ * The finite set of requests one settling waits for (ADR-0159). It holds the tracked requests in
+ * flight when it was opened plus those started while it stays open (for an action: the ones the
+ * dispatch itself started), at most `cap`; once {@link RequestSnapshot.close}d nothing joins it,
+ * so background polling never extends it. Completed or failed requests leave it; an event
+ * stream leaves when its response headers arrive; a new main-frame document empties it.
+ */
+export interface RequestSnapshot {
+  /** Requests in the snapshot when it closed (or now, if still open); at most the cap. */
+  readonly pendingAtEntry: number;
+  /** True when more than `cap` requests would have joined: the snapshot cannot be trusted. */
+  readonly overflow: boolean;
+  /** Requests still pending. */
+  readonly pending: number;
+  /** Stops new requests from joining. Idempotent. */
+  close(): void;
+  /** Resolves when no request is pending (at once if none is). */
+  drained(): Promise<void>;
+  /** Detaches from the tracker; call when settling ends. */
+  dispose(): void;
+}
+
+/**
+ * Follows one page's traffic through Playwright's events: the tracked requests in flight
+ * (`request`, `requestfinished`, `requestfailed`, `response`), handing out
+ * {@link RequestSnapshot}s for settling, and the main-frame documents it loads.
+ *
+ * Playwright's `framenavigated` fires for same-document navigations too (pushState, fragments),
+ * so a new document is a main-frame `framenavigated` that follows a main-frame navigation
+ * request; those are the only ones that replace the document.
+ */
+export class PageTraffic {
+  readonly #inFlight = new Set<Request>();
+  readonly #snapshots = new Set<Snapshot>();
+  #navigationRequested = false;
+  #documents = 0;
+  #documentWaiters: Array<() => void> = [];
+
+  /** How many new main-frame documents have committed since attaching; grows by one each. */
+  get documents(): number {
+    return this.#documents;
+  }
+
+  /** Resolves at the next new main-frame document, or as soon as `signal` aborts. */
+  nextDocument(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const wake = (): void => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        this.#documentWaiters = this.#documentWaiters.filter((waiter) => waiter !== wake);
+        resolve();
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#documentWaiters.push(wake);
+    });
+  }
+
+  /** Starts following `page`; returns a function that stops following it. */
+  attach(page: Page): () => void {
+    const isMainNavigation = (request: Request): boolean =>
+      request.isNavigationRequest() && request.frame().parentFrame() === null;
+    const onRequest = (request: Request): void => {
+      if (isMainNavigation(request)) this.#navigationRequested = true;
+      if (!TRACKED_TYPES.has(request.resourceType())) return;
+      this.#inFlight.add(request);
+      for (const snapshot of this.#snapshots) snapshot.offer(request);
+    };
+    const onDone = (request: Request): void => this.#forget(request);
+    const onFailed = (request: Request): void => {
+      if (isMainNavigation(request)) this.#navigationRequested = false;
+      this.#forget(request);
+    };
+    const onResponse = (response: Response): void => {
+      if (response.request().resourceType() === 'eventsource') this.#forget(response.request());
+    };
+    const onNavigated = (frame: { parentFrame(): unknown }): void => {
+      if (frame.parentFrame() !== null || !this.#navigationRequested) return;
+      this.#navigationRequested = false;
+      this.#newDocument();
+    };
+    page.on('request', onRequest);
+    page.on('requestfinished', onDone);
+    page.on('requestfailed', onFailed);
+    page.on('response', onResponse);
+    page.on('framenavigated', onNavigated);
+    return () => {
+      page.off('request', onRequest);
+      page.off('requestfinished', onDone);
+      page.off('requestfailed', onFailed);
+      page.off('response', onResponse);
+      page.off('framenavigated', onNavigated);
+      this.#inFlight.clear();
+    };
+  }
+
+  /**
+   * Opens a snapshot of the tracked requests in flight now, capped at `cap` (ADR-0159: 256).
+   * New requests join it until it is closed.
+   */
+  open(cap: number): RequestSnapshot {
+    const snapshot = new Snapshot(cap, () => this.#snapshots.delete(snapshot));
+    this.#snapshots.add(snapshot);
+    for (const request of this.#inFlight) snapshot.offer(request);
+    return snapshot;
+  }
+
+  #forget(request: Request): void {
+    this.#inFlight.delete(request);
+    for (const snapshot of this.#snapshots) snapshot.remove(request);
+  }
+
+  /** A new main-frame document: requests of the old one no longer hold anything back. */
+  #newDocument(): void {
+    this.#documents += 1;
+    const waiters = this.#documentWaiters;
+    this.#documentWaiters = [];
+    for (const wake of waiters) wake();
+    for (const request of this.#inFlight) {
+      if (!request.isNavigationRequest()) this.#inFlight.delete(request);
+    }
+    for (const snapshot of this.#snapshots) snapshot.clear();
+  }
+}
+
+class Snapshot implements RequestSnapshot {
+  readonly #cap: number;
+  readonly #detach: () => void;
+  readonly #pending = new Set<Request>();
+  #open = true;
+  #joined = 0;
+  #overflow = false;
+  #waiters: Array<() => void> = [];
+
+  constructor(cap: number, detach: () => void) {
+    this.#cap = cap;
+    this.#detach = detach;
+  }
+
+  get pendingAtEntry(): number {
+    return this.#joined;
+  }
+
+  get overflow(): boolean {
+    return this.#overflow;
+  }
+
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  offer(request: Request): void {
+    if (!this.#open || this.#pending.has(request)) return;
+    if (this.#joined >= this.#cap) {
+      this.#overflow = true;
+      return;
+    }
+    this.#joined += 1;
+    this.#pending.add(request);
+  }
+
+  remove(request: Request): void {
+    if (this.#pending.delete(request)) this.#wakeIfDrained();
+  }
+
+  clear(): void {
+    this.#pending.clear();
+    this.#wakeIfDrained();
+  }
+
+  close(): void {
+    this.#open = false;
+  }
+
+  drained(): Promise<void> {
+    if (this.#pending.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  dispose(): void {
+    this.#open = false;
+    this.#detach();
+    this.#pending.clear();
+    this.#wakeIfDrained();
+  }
+
+  #wakeIfDrained(): void {
+    if (this.#pending.size > 0) return;
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const wake of waiters) wake();
+  }
+}
