@@ -1,0 +1,64 @@
+import { errors } from 'playwright-core';
+import type { SettleReport } from '../shared/observation.ts';
+import { Deadline } from './deadline.ts';
+import { HostError, firstLineOf } from './host-error.ts';
+import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+
+/** How long a cancelled capture gets to wind down before the host answers anyway, in ms. */
+const JOIN_GRACE_MS = 5_000;
+/** Time kept back for the capture when earlier steps share an operation's deadline, in ms. */
+const CAPTURE_RESERVE_MS = 1_000;
+
+/**
+ * How much of `deadline` to keep for the final capture: 1,000 ms, or a third of what is left
+ * when that is less, so short operations still get to dispatch.
+ */
+export function captureReserveMs(deadline: Deadline): number {
+  return Math.min(CAPTURE_RESERVE_MS, Math.floor(deadline.remainingMs() / 3));
+}
+
+/**
+ * Takes a full capture of the browser's page: Playwright's AI-mode aria snapshot
+ * (`page.ariaSnapshot({mode: 'ai'})`, `[ref=eN]` markers that `page.getByRef` resolves), the title
+ * and the URL, recorded as the page's next revision together with `settle`, the report of the
+ * settling that preceded it.
+ *
+ * Capture cancellation (ADR-0159): if the capture fails or outlives the deadline, it is aborted
+ * through its signal and joined (awaited until it has finished) before this returns; no
+ * references are returned and the page is invalidated, so later acts and continuation reads fail
+ * `page_changed` until a fresh full capture succeeds.
+ * @throws HostError('deadline_exceeded') when the capture ran out of time,
+ *   HostError('page_changed') when it failed otherwise (page closed, crashed, replaced).
+ */
+export async function captureRevision(deadline: Deadline, browser: ProfileBrowser, settle: SettleReport): Promise<CapturedRevision> {
+  const page = await browser.page(deadline);
+  const capture = deadline.child(deadline.remainingMs());
+  const snapshot = page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) });
+  try {
+    const text = await capture.race(snapshot);
+    const title = await capture.race(page.title());
+    return browser.recordCapture({ url: page.url(), title, lines: text === '' ? [] : text.split('\n'), settle });
+  } catch (error) {
+    capture.dispose();
+    await join(snapshot);
+    browser.invalidate(`a capture failed: ${firstLineOf(error)}`);
+    const timedOut = deadline.expired || error instanceof errors.TimeoutError || (error instanceof HostError && error.code === 'deadline_exceeded');
+    throw timedOut
+      ? new HostError('deadline_exceeded', 'the capture ran out of time and was cancelled; earlier references are void')
+      : new HostError('page_changed', `the capture failed: ${firstLineOf(error)}`);
+  } finally {
+    capture.dispose();
+  }
+}
+
+/** Waits (bounded) for a cancelled capture to finish, whatever its outcome. */
+async function join(pending: Promise<unknown>): Promise<void> {
+  const grace = Deadline.after(JOIN_GRACE_MS);
+  try {
+    await grace.race(pending.then(() => {}, () => {}));
+  } catch {
+    // Still running after the grace period: the page stays invalidated, which is what matters.
+  } finally {
+    grace.dispose();
+  }
+}

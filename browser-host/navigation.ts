@@ -1,0 +1,56 @@
+import type { SettleConfig } from './config.ts';
+import { captureReserveMs, captureRevision } from './capture.ts';
+import type { Deadline } from './deadline.ts';
+import { HostError, firstLineOf } from './host-error.ts';
+import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import { enterSettling, settle } from './settle.ts';
+
+/**
+ * The URL to load, if it is one the host will load at all: absolute http or https only. The edge
+ * already denies everything else by policy (DESIGN.md section 5); this is defence in depth.
+ * @throws HostError('invalid_params') for anything else (file:, chrome:, javascript:, data:, ...).
+ */
+export function navigableUrl(url: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new HostError('invalid_params', 'url: not an absolute URL');
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new HostError('invalid_params', `url: only http and https are allowed, not ${parsed.protocol}`);
+  }
+  return parsed;
+}
+
+/**
+ * Loads `url` in the browser's page, settles (ADR-0159) and captures the next revision.
+ * The load waits only for commit (the response arrived and the new document exists); readiness
+ * is settling's job, so slow subresources never hold it back. Time is split so that settling
+ * and the capture keep a share of `deadline`.
+ * @throws HostError('invalid_params') for a non-http(s) URL (before anything is loaded);
+ *   HostError('navigation_failed') when the load fails or times out (earlier references are then
+ *   invalidated); HostError('deadline_exceeded' | 'page_changed') when the capture fails.
+ */
+export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, url: string, config: SettleConfig): Promise<CapturedRevision> {
+  const target = navigableUrl(url);
+  const page = await browser.page(deadline);
+  const entry = enterSettling(browser.traffic, config);
+  const load = deadline.leaving(captureReserveMs(deadline) + Math.min(config.budgetMs, deadline.remainingMs() / 3));
+  try {
+    await page.goto(target.href, { waitUntil: 'commit', timeout: Math.max(1, load.remainingMs()), signal: load.signal });
+  } catch (error) {
+    entry.requests.dispose();
+    browser.invalidate('a navigation failed');
+    throw new HostError('navigation_failed', `could not load ${target.href}: ${firstLineOf(error)}`);
+  } finally {
+    load.dispose();
+  }
+  const settleDeadline = deadline.leaving(captureReserveMs(deadline));
+  try {
+    const report = await settle(settleDeadline, page, browser.traffic, entry, config);
+    return await captureRevision(deadline, browser, report);
+  } finally {
+    settleDeadline.dispose();
+  }
+}

@@ -1,0 +1,75 @@
+import type { Observation, SettleReport } from '../shared/observation.ts';
+import { captureRevision } from './capture.ts';
+import type { WindowCaps } from './config.ts';
+import type { ContinuationCursors } from './continuation-cursor.ts';
+import type { Deadline } from './deadline.ts';
+import { HostError } from './host-error.ts';
+import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import { sliceWindow } from './snapshot-window.ts';
+
+/** What shaping an observation for one lease needs: the window caps and the cursor sealer. */
+export interface ObservationContext {
+  readonly caps: WindowCaps;
+  readonly cursors: ContinuationCursors;
+  readonly leaseId: string;
+}
+
+/**
+ * The settle report of an explicit observe: it did not wait, so it claims no stability
+ * (ADR-0159: "Ordinary explicit observation does not claim it waited for stability").
+ */
+export const NOT_WAITED: SettleReport = { outcome: 'not_waited', elapsed_ms: 0, pending_at_entry: 0, overflow: false };
+
+/**
+ * The shared/observation.ts `Observation` of `captured` whose window starts at snapshot line
+ * `start`: `window.scope` is `[start_node, end_node)` of `total_nodes`; when lines remain,
+ * `truncated` is true and `continuation` is a cursor, bound to this lease and revision, for the
+ * next window.
+ */
+export function observationOf(captured: CapturedRevision, start: number, context: ObservationContext): Observation {
+  const window = sliceWindow(captured.lines, start, context.caps);
+  return {
+    revision: captured.revision,
+    url: captured.url,
+    title: captured.title,
+    settle: captured.settle,
+    window: {
+      scope: { start_node: window.start, end_node: window.end, total_nodes: window.total },
+      truncated: window.truncated,
+      ...(window.truncated
+        ? { continuation: context.cursors.seal({ leaseId: context.leaseId, revision: captured.revision, start: window.end }) }
+        : {}),
+    },
+    snapshot: window.text,
+  };
+}
+
+/**
+ * A plain `page.observe`: a fresh full capture (the page's next revision) reported as
+ * `not_waited`, first window.
+ * @throws HostError('deadline_exceeded' | 'page_changed') from {@link captureRevision}.
+ */
+export async function observeAfresh(deadline: Deadline, browser: ProfileBrowser, context: ObservationContext): Promise<Observation> {
+  const captured = await captureRevision(deadline, browser, NOT_WAITED);
+  return observationOf(captured, 0, context);
+}
+
+/**
+ * `page.observe {continuation}`: the next window of the cached latest revision; never recaptures,
+ * never touches the page.
+ * @throws HostError('invalid_params') for a forged or undecodable cursor, one issued to another
+ *   lease, or one pointing outside the revision; HostError('stale_revision') when the cursor's
+ *   revision is no longer the page's latest; HostError('page_changed') when the latest revision's
+ *   references were invalidated by a failed capture (ADR-0159).
+ */
+export function continueObservation(browser: ProfileBrowser, cursor: string, context: ObservationContext): Observation {
+  const position = context.cursors.open(cursor);
+  if (position.leaseId !== context.leaseId) throw new HostError('invalid_params', 'continuation: issued to another lease');
+  const latest = browser.latest;
+  if (latest === undefined || position.revision !== latest.revision) {
+    throw new HostError('stale_revision', `continuation is for revision ${position.revision}; the latest is ${browser.revision}`);
+  }
+  if (browser.invalidation !== undefined) throw new HostError('page_changed', `observe again: ${browser.invalidation}`);
+  if (position.start >= latest.lines.length) throw new HostError('invalid_params', 'continuation: points past the end of the snapshot');
+  return observationOf(latest, position.start, context);
+}

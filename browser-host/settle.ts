@@ -1,0 +1,144 @@
+import { performance } from 'node:perf_hooks';
+import type { Page } from 'playwright-core';
+import type { SettleReport } from '../shared/observation.ts';
+import type { SettleConfig } from './config.ts';
+import type { Deadline } from './deadline.ts';
+import type { PageTraffic, RequestSnapshot } from './page-traffic.ts';
+
+/**
+ * The moment settling starts (ADR-0159): just before a navigation or an action is dispatched, so
+ * the requests it starts join the snapshot and `elapsed_ms` counts from here.
+ */
+export interface SettleEntry {
+  /** `performance.now()` at entry, in ms. */
+  readonly startedAt: number;
+  readonly requests: RequestSnapshot;
+}
+
+/**
+ * Opens settling for the page whose traffic is `traffic`: notes the time and opens the request
+ * snapshot (in flight now, plus what starts before the first readiness check returns, at most
+ * `config.maxTrackedRequests`). Call just before dispatching; always pass the entry to
+ * {@link settle} or dispose its `requests`.
+ */
+export function enterSettling(traffic: PageTraffic, config: SettleConfig): SettleEntry {
+  return { startedAt: performance.now(), requests: traffic.open(config.maxTrackedRequests) };
+}
+
+/** In-page: resolves true once `document.readyState` is past `loading`, false after `maxMs`. */
+const WAIT_FOR_READINESS = `(maxMs) => new Promise((resolve) => {
+  if (document.readyState !== 'loading') { resolve(true); return; }
+  const timer = setTimeout(() => resolve(false), maxMs);
+  document.addEventListener('readystatechange', () => {
+    if (document.readyState !== 'loading') { clearTimeout(timer); resolve(true); }
+  });
+})`;
+
+/**
+ * In-page: once the document is ready, resolves true after `quietMs` without any DOM mutation
+ * (subtree, child list, attributes, character data), or false when `maxMs` pass first.
+ */
+const WAIT_FOR_DOM_QUIET = `({ quietMs, maxMs }) => new Promise((resolve) => {
+  const start = performance.now();
+  const watch = () => {
+    let last = performance.now();
+    const observer = new MutationObserver(() => { last = performance.now(); });
+    observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+    const check = () => {
+      const now = performance.now();
+      if (now - last >= quietMs) { observer.disconnect(); resolve(true); }
+      else if (now - start >= maxMs) { observer.disconnect(); resolve(false); }
+      else setTimeout(check, Math.max(1, Math.min(quietMs - (now - last), maxMs - (now - start))));
+    };
+    setTimeout(check, Math.max(0, Math.min(quietMs, maxMs - (performance.now() - start))));
+  };
+  if (document.readyState !== 'loading') { watch(); return; }
+  const onChange = () => {
+    if (document.readyState === 'loading') return;
+    document.removeEventListener('readystatechange', onChange);
+    watch();
+  };
+  document.addEventListener('readystatechange', onChange);
+})`;
+
+/**
+ * Settles the page after a navigation or a dispatched action, per ADR-0159: within
+ * `config.budgetMs` from entry (2,000 ms by default, and never past `deadline`),
+ * 1. wait for document readiness (`interactive` or `complete`; not the load event, so slow
+ *    images never hold it back);
+ * 2. wait until every request of the entry's snapshot has finished, failed or (event streams)
+ *    received its headers;
+ * 3. wait for `config.quietMs` (300 ms) without DOM mutation.
+ * A new main-frame document during settling clears the request snapshot and restarts at step 1
+ * inside the same budget. Background activity need not stop.
+ *
+ * Never throws for the page's behaviour: returns `dom_quiet`, or `bound_expired` with
+ * `expired_by: 'deadline'` when the budget ran out first, or `expired_by: 'overflow'` when the
+ * snapshot overflowed (steps 1 and 3 still run so the capture sees a calmer page).
+ * `elapsed_ms` counts from entry; `pending_at_entry` is the snapshot's size. Disposes the entry.
+ */
+export async function settle(
+  deadline: Deadline,
+  page: Page,
+  traffic: PageTraffic,
+  entry: SettleEntry,
+  config: SettleConfig,
+): Promise<SettleReport> {
+  const budget = deadline.child(config.budgetMs - (performance.now() - entry.startedAt));
+  try {
+    const quiet = await settleWithin(budget, page, traffic, entry, config);
+    const overflow = entry.requests.overflow;
+    const report: SettleReport = {
+      outcome: quiet && !overflow ? 'dom_quiet' : 'bound_expired',
+      elapsed_ms: Math.max(0, Math.round(performance.now() - entry.startedAt)),
+      pending_at_entry: entry.requests.pendingAtEntry,
+      overflow,
+    };
+    if (report.outcome === 'bound_expired') report.expired_by = overflow ? 'overflow' : 'deadline';
+    return report;
+  } finally {
+    budget.dispose();
+    entry.requests.dispose();
+  }
+}
+
+/** True when all three conditions held before the budget ran out. */
+async function settleWithin(
+  budget: Deadline,
+  page: Page,
+  traffic: PageTraffic,
+  entry: SettleEntry,
+  config: SettleConfig,
+): Promise<boolean> {
+  while (!budget.expired) {
+    const document = traffic.documents;
+    try {
+      const ready = await inPage<boolean>(budget, page, WAIT_FOR_READINESS, budget.remainingMs());
+      // The first round trip after dispatch is where requests the action started have been
+      // reported; later ones (polling) must not join the snapshot.
+      entry.requests.close();
+      if (!ready) return false;
+      if (!entry.requests.overflow) await budget.race(entry.requests.drained());
+      if (traffic.documents !== document) continue;
+      const quiet = await inPage<boolean>(budget, page, WAIT_FOR_DOM_QUIET, {
+        quietMs: config.quietMs,
+        maxMs: budget.remainingMs(),
+      });
+      if (traffic.documents !== document) continue;
+      return quiet;
+    } catch {
+      entry.requests.close();
+      if (budget.expired) return false;
+      // The document went away under an evaluation; wait for its successor (or the budget)
+      // rather than spinning on a page that keeps failing.
+      if (traffic.documents === document) await traffic.nextDocument(budget.signal);
+    }
+  }
+  return false;
+}
+
+function inPage<T>(budget: Deadline, page: Page, fn: string, arg: unknown): Promise<T> {
+  // The functions are strings so no bundler helper leaks into the page; they are the host's
+  // own fixed code, never anything an agent or a page supplied.
+  return budget.race(page.evaluate(`(${fn})(${JSON.stringify(arg)})`) as Promise<T>);
+}
