@@ -1,0 +1,111 @@
+import type { HostStatus } from '../shared/protocol.ts';
+import { Admission } from './admission.ts';
+import type { HostConfig } from './config.ts';
+import { ContinuationCursors } from './continuation-cursor.ts';
+import { Deadline } from './deadline.ts';
+import { startVirtualDisplay, type VirtualDisplay } from './display.ts';
+import { LeaseTable } from './lease.ts';
+import { methodHandlers } from './methods.ts';
+import { ProfileBrowser } from './profile-browser.ts';
+import { startWireServer, type WireServer } from './server.ts';
+
+/** A running browser host. */
+export interface BrowserHost {
+  /** `ws://<bind>:<port>`, what the edge connects to. */
+  readonly url: string;
+  readonly port: number;
+  /** The Xvfb display the host started (headed without `DISPLAY`), e.g. `:99`; else undefined. */
+  readonly display: VirtualDisplay | undefined;
+  /** Counts of browsers, leases and waiters, as `host.status` answers. */
+  status(): HostStatus;
+  /** Stops serving, ends every lease, closes every browser and stops Xvfb. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Test seams; production passes none. */
+export interface BrowserHostOptions {
+  /** Epoch-ms clock for lease expiry. Defaults to `Date.now`. */
+  readonly now?: () => number;
+}
+
+/** Longest Xvfb may take to report its display, in ms. */
+const DISPLAY_START_MS = 10_000;
+
+/**
+ * Starts a browser host: an Xvfb display when headed and no `DISPLAY` is configured, admission
+ * (at most `config.maxBrowsers` browsers), the lease table and the wire server on
+ * `config.bind:config.port`. Browsers start lazily, on `lease.acquire`.
+ * @throws HostError('host_unavailable') when Xvfb cannot start; Error when the port cannot be
+ *   bound. Whatever had started is stopped again before it throws.
+ */
+export async function startBrowserHost(config: HostConfig, options: BrowserHostOptions = {}): Promise<BrowserHost> {
+  let display: VirtualDisplay | undefined;
+  if (!config.headless && config.display === undefined) {
+    const deadline = Deadline.after(DISPLAY_START_MS);
+    try {
+      display = await startVirtualDisplay(deadline);
+    } finally {
+      deadline.dispose();
+    }
+  }
+  const launchOptions = {
+    chromiumPath: config.chromiumPath,
+    headless: config.headless,
+    display: display?.name ?? config.display,
+    profilesDir: config.profilesDir,
+  };
+  // Revisions continue across relaunches of a profile's browser, so no number is ever reused.
+  const lastRevisions = new Map<string, number>();
+  const launch = async (profileId: string): Promise<ProfileBrowser> => {
+    const deadline = Deadline.after(config.launchTimeoutMs);
+    try {
+      const browser = await ProfileBrowser.launch(deadline, profileId, launchOptions, lastRevisions.get(profileId) ?? 0);
+      browser.onClosed(() => lastRevisions.set(profileId, browser.revision));
+      return browser;
+    } finally {
+      deadline.dispose();
+    }
+  };
+  const admission: Admission = new Admission({
+    maxBrowsers: config.maxBrowsers,
+    queueMax: config.admissionQueueMax,
+    launch,
+    onBrowserLost: (profileId) => leases.interruptProfile(profileId),
+  });
+  const leases: LeaseTable = new LeaseTable({
+    ...(options.now ? { now: options.now } : {}),
+    onEnded: (lease) => admission.release(lease.profile_id),
+  });
+  const status = (): HostStatus => ({
+    host_id: config.hostId,
+    browsers: admission.browsers,
+    max_browsers: config.maxBrowsers,
+    leases: leases.live,
+    waiting: admission.waiting,
+    headless: config.headless,
+  });
+  const handlers = methodHandlers({ config, admission, leases, cursors: new ContinuationCursors(config.sharedSecret), status });
+
+  let server: WireServer;
+  try {
+    server = await startWireServer({ bind: config.bind, port: config.port, sharedSecret: config.sharedSecret, hostId: config.hostId, handlers });
+  } catch (error) {
+    await display?.close();
+    throw error;
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `ws://${config.bind.includes(':') ? `[${config.bind}]` : config.bind}:${server.port}`,
+    port: server.port,
+    display,
+    status,
+    close: () =>
+      (closing ??= (async () => {
+        await server.close();
+        leases.clear();
+        await admission.closeAll();
+        await display?.close();
+      })()),
+  };
+}

@@ -1,0 +1,95 @@
+import type { HostMethod, HostParams, HostResult, HostStatus } from '../shared/protocol.ts';
+import type { Admission } from './admission.ts';
+import { actOnPage } from './actions.ts';
+import type { HostConfig } from './config.ts';
+import type { ContinuationCursors } from './continuation-cursor.ts';
+import { Deadline } from './deadline.ts';
+import { HostError } from './host-error.ts';
+import type { Lease, LeaseTable } from './lease.ts';
+import { navigatePage } from './navigation.ts';
+import { continueObservation, observationOf, observeAfresh, type ObservationContext } from './observation.ts';
+import type { ProfileBrowser } from './profile-browser.ts';
+
+/** The services the method handlers call; built once per host. */
+export interface HostServices {
+  readonly config: HostConfig;
+  readonly admission: Admission;
+  readonly leases: LeaseTable;
+  readonly cursors: ContinuationCursors;
+  /** What `host.status` answers. */
+  readonly status: () => HostStatus;
+}
+
+/** One handler per wire method, taking params already parsed by the method's schema. */
+export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M>) => Promise<HostResult<M>> };
+
+/**
+ * The wire methods (shared/protocol.ts `HOST_METHODS`), each a thin handler over one service:
+ *
+ * - `lease.acquire`: admits the profile (see {@link Admission.admit}: `admission_full`,
+ *   `host_unavailable`) and grants a lease with the profile's next generation. The browser's
+ *   earlier references are invalidated: a new lease observes before it acts (`page_changed`).
+ * - `lease.renew`: `lease_lost` unless live. `lease.release`: `{released}`; the browser stays
+ *   open and idle.
+ * - `page.navigate`, `page.act`, plain `page.observe`: `lease_lost` unless live (checked before
+ *   and again when the operation's turn comes), then serialized per page and bounded by
+ *   `timeout_ms`; see {@link navigatePage}, {@link actOnPage}, {@link observeAfresh}.
+ * - `page.observe {continuation}`: `lease_lost` unless live; served from the cached revision
+ *   without waiting for the page (see {@link continueObservation}).
+ * - `host.status`: counts of browsers, leases and waiters.
+ */
+export function methodHandlers(services: HostServices): MethodHandlers {
+  const { config, admission, leases, cursors } = services;
+
+  /** The lease's browser, or `lease_lost`. */
+  const leasedBrowser = (leaseId: string): { lease: Lease; browser: ProfileBrowser } => {
+    const lease = leases.check(leaseId);
+    const browser = admission.browserOf(lease.profile_id);
+    if (!browser) throw new HostError('lease_lost', 'the leased browser is gone; nothing was dispatched');
+    return { lease, browser };
+  };
+
+  /** Runs `operation` on the lease's page in its turn, within `timeoutMs`. */
+  const onLeasedPage = async <T>(
+    leaseId: string,
+    timeoutMs: number,
+    operation: (deadline: Deadline, browser: ProfileBrowser, context: ObservationContext) => Promise<T>,
+  ): Promise<T> => {
+    const deadline = Deadline.after(timeoutMs);
+    try {
+      const { browser } = leasedBrowser(leaseId);
+      return await browser.lock.run(deadline, () => {
+        leasedBrowser(leaseId);
+        return operation(deadline, browser, { caps: config.window, cursors, leaseId });
+      });
+    } finally {
+      deadline.dispose();
+    }
+  };
+
+  return {
+    'lease.acquire': async ({ profile_id, ttl_ms, wait_ms }) => {
+      const browser = await admission.admit(profile_id, wait_ms ?? config.admissionWaitMs);
+      if (browser.latest !== undefined) browser.invalidate('a new lease began');
+      return leases.grant(profile_id, ttl_ms);
+    },
+    'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),
+    'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),
+    'page.navigate': ({ lease_id, url, timeout_ms }) =>
+      onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
+        observationOf(await navigatePage(deadline, browser, url, config.settle), 0, context),
+      ),
+    'page.observe': async ({ lease_id, continuation, timeout_ms }) => {
+      if (continuation !== undefined) {
+        const { browser } = leasedBrowser(lease_id);
+        return continueObservation(browser, continuation, { caps: config.window, cursors, leaseId: lease_id });
+      }
+      return onLeasedPage(lease_id, timeout_ms, (deadline, browser, context) => observeAfresh(deadline, browser, context));
+    },
+    'page.act': ({ lease_id, action, timeout_ms }) =>
+      onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
+        observationOf(await actOnPage(deadline, browser, action, config.settle), 0, context),
+      ),
+    'host.status': async () => services.status(),
+  };
+}
