@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,6 +23,11 @@ export interface LocalStack {
   /** The D1 state directory wrangler dev uses (a fresh temp dir unless `persistTo` was given). */
   readonly persistTo: string | undefined;
   readonly hostSecret: string;
+  /**
+   * Runs read-only SQL against the edge's local D1 through `wrangler d1 execute --local --json`
+   * (the same database wrangler dev serves) and returns the rows.
+   */
+  queryD1(sql: string): Record<string, unknown>[];
   /** Stops everything it started (process groups, SIGTERM then SIGKILL) and removes temp dirs. */
   stop(): Promise<void>;
 }
@@ -192,6 +197,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       tokens: { agent: vars.AGENT_TOKEN, owner: vars.OWNER_TOKEN, operator: vars.OPERATOR_TOKEN },
       persistTo,
       hostSecret: vars.HOST_SHARED_SECRET,
+      queryD1: (sql) => queryLocalD1(sql, persistTo),
       stop: async () => {
         process.removeListener('exit', onExit);
         await stop();
@@ -201,4 +207,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     await stop();
     throw error;
   }
+}
+
+/** Rows of `sql` from a local D1 (`persistTo`, or the default state dir), via wrangler. */
+export function queryLocalD1(sql: string, persistTo?: string): Record<string, unknown>[] {
+  const output = execFileSync(
+    join(root, 'node_modules', '.bin', 'wrangler'),
+    ['d1', 'execute', 'governed-browser', '--local', '--json', ...(persistTo ? ['--persist-to', persistTo] : []), '--command', sql],
+    { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 },
+  ).toString();
+  const parsed = JSON.parse(output) as Array<{ results: Record<string, unknown>[] }>;
+  return parsed.flatMap((statement) => statement.results);
 }

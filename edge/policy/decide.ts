@@ -62,7 +62,8 @@ export async function decide(invocation: ToolInvocation, context: PolicyContext,
       }
       return decision(rule.effect, rule.id, `origin ${origin} is allowed for this run`);
     }
-    return decision(rule.effect, rule.id, `${invocation.tool} is ${rule.effect === 'allow' ? 'allowed' : rule.effect === 'approval' ? 'allowed after the owner approves' : 'denied'} by the profile`);
+    const verdict = { allow: 'allows', approval: "requires the owner's approval for", deny: 'denies' }[rule.effect];
+    return decision(rule.effect, rule.id, `the policy profile ${verdict} ${invocation.tool}`);
   }
   return decision('approval', 'default.approval', 'no rule covers this call, so the owner decides');
 }

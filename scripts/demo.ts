@@ -1,0 +1,43 @@
+/**
+ * `npm run demo`: after scripts/setup.mjs, starts the browser host (headed under Xvfb) and
+ * `wrangler dev` on loopback, runs the scripted demo agent against the real TodoMVC app over
+ * HTTP, prints a transcript and the run's rows read back from D1, shuts everything down, and
+ * exits 0 (1 when any step failed).
+ */
+import { type LocalStack, startLocalStack } from './local-stack.ts';
+import { runTodoJourney } from './todo-journey.ts';
+import { describeStep, table } from './transcript.ts';
+
+/** SQLite expression rendering an epoch-ms column as ISO-8601. */
+const isoOf = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
+
+let stack: LocalStack | undefined;
+let exitCode = 0;
+try {
+  console.log('Starting the browser host (headed Chromium under Xvfb) and the edge (wrangler dev, local D1)...');
+  stack = await startLocalStack({ database: 'default', headless: process.env.HOST_HEADLESS === '1' });
+  console.log(`  edge ${stack.edgeUrl} · host ${stack.hostUrl} · TodoMVC ${stack.todoUrl}\n`);
+
+  let index = 0;
+  const record = await runTodoJourney(stack, (step) => console.log(`${describeStep(++index, step).join('\n')}\n`));
+  console.log(`Run ${record.run.id} reported: ${record.finalRun.state} · "${record.finalRun.summary}"\n`);
+
+  const id = record.run.id;
+  console.log('Rows read back from D1 for this run:');
+  console.log('\n  runs');
+  console.log(table(stack.queryD1(`SELECT id, state, profile_id, latest_revision, lease_generation, report_summary AS summary FROM runs WHERE id = '${id}'`)));
+  console.log('\n  tool_calls');
+  console.log(table(stack.queryD1(`SELECT id, tool, state, decision_effect AS decision, decision_rule AS rule, json_extract(phases, '$.settle.outcome') AS settle, json_extract(phases, '$.settle.elapsed_ms') AS settle_ms, error_code FROM tool_calls WHERE run_id = '${id}' ORDER BY created_at`)));
+  console.log('\n  approvals');
+  console.log(table(stack.queryD1(`SELECT id, tool_call_id, state, decided_by, substr(arguments_hash, 1, 12) AS arguments_hash, substr(policy_hash, 1, 12) AS policy_hash FROM approvals WHERE run_id = '${id}' ORDER BY created_at`)));
+  console.log('\n  effects');
+  console.log(table(stack.queryD1(`SELECT id, tool_call_id, state, ${isoOf('committed_at')} AS committed_at, ${isoOf('finished_at')} AS finished_at FROM effects WHERE run_id = '${id}' ORDER BY committed_at`)));
+  console.log('\nDemo finished: every act waited for the owner, each approved act was dispatched exactly once.');
+} catch (error) {
+  exitCode = 1;
+  console.error(`\nDemo failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+} finally {
+  console.log('Shutting down the host and the edge...');
+  await stack?.stop();
+}
+process.exit(exitCode);
