@@ -23,15 +23,17 @@ try {
   console.log(`Run ${record.run.id} reported: ${record.finalRun.state} · "${record.finalRun.summary}"\n`);
 
   const id = record.run.id;
+  const [runRows, callRows, approvalRows, effectRows] = await stack.queryD1(
+    `SELECT id, state, profile_id, latest_revision, lease_generation, report_summary AS summary FROM runs WHERE id = '${id}'`,
+    `SELECT id, tool, state, decision_effect AS decision, decision_rule AS rule, json_extract(phases, '$.settle.outcome') AS settle, json_extract(phases, '$.settle.elapsed_ms') AS settle_ms, error_code FROM tool_calls WHERE run_id = '${id}' ORDER BY created_at`,
+    `SELECT id, tool_call_id, state, decided_by, substr(arguments_hash, 1, 12) AS arguments_hash, substr(policy_hash, 1, 12) AS policy_hash FROM approvals WHERE run_id = '${id}' ORDER BY created_at`,
+    `SELECT id, tool_call_id, state, ${isoOf('committed_at')} AS committed_at, ${isoOf('finished_at')} AS finished_at FROM effects WHERE run_id = '${id}' ORDER BY committed_at`,
+  );
   console.log('Rows read back from D1 for this run:');
-  console.log('\n  runs');
-  console.log(table(stack.queryD1(`SELECT id, state, profile_id, latest_revision, lease_generation, report_summary AS summary FROM runs WHERE id = '${id}'`)));
-  console.log('\n  tool_calls');
-  console.log(table(stack.queryD1(`SELECT id, tool, state, decision_effect AS decision, decision_rule AS rule, json_extract(phases, '$.settle.outcome') AS settle, json_extract(phases, '$.settle.elapsed_ms') AS settle_ms, error_code FROM tool_calls WHERE run_id = '${id}' ORDER BY created_at`)));
-  console.log('\n  approvals');
-  console.log(table(stack.queryD1(`SELECT id, tool_call_id, state, decided_by, substr(arguments_hash, 1, 12) AS arguments_hash, substr(policy_hash, 1, 12) AS policy_hash FROM approvals WHERE run_id = '${id}' ORDER BY created_at`)));
-  console.log('\n  effects');
-  console.log(table(stack.queryD1(`SELECT id, tool_call_id, state, ${isoOf('committed_at')} AS committed_at, ${isoOf('finished_at')} AS finished_at FROM effects WHERE run_id = '${id}' ORDER BY committed_at`)));
+  for (const [name, rows] of [['runs', runRows], ['tool_calls', callRows], ['approvals', approvalRows], ['effects', effectRows]] as const) {
+    console.log(`\n  ${name}`);
+    console.log(table(rows ?? []));
+  }
   console.log('\nDemo finished: every act waited for the owner, each approved act was dispatched exactly once.');
 } catch (error) {
   exitCode = 1;

@@ -1,4 +1,5 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +9,7 @@ import { prepareLocalDatabase, readDevVars } from './setup.mjs';
 import { type StaticServer, startStaticServer } from './static-server.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const execFileAsync = promisify(execFile);
 
 /** The real processes of a local system: the browser host, `wrangler dev`, and the demo site. */
 export interface LocalStack {
@@ -24,10 +26,10 @@ export interface LocalStack {
   readonly persistTo: string | undefined;
   readonly hostSecret: string;
   /**
-   * Runs read-only SQL against the edge's local D1 through `wrangler d1 execute --local --json`
-   * (the same database wrangler dev serves) and returns the rows.
+   * Runs read-only SQL statements against the edge's local D1 in one `wrangler d1 execute
+   * --local --json` (the same database wrangler dev serves); resolves to each statement's rows.
    */
-  queryD1(sql: string): Record<string, unknown>[];
+  queryD1(...statements: string[]): Promise<Record<string, unknown>[][]>;
   /** Stops everything it started (process groups, SIGTERM then SIGKILL) and removes temp dirs. */
   stop(): Promise<void>;
 }
@@ -197,7 +199,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       tokens: { agent: vars.AGENT_TOKEN, owner: vars.OWNER_TOKEN, operator: vars.OPERATOR_TOKEN },
       persistTo,
       hostSecret: vars.HOST_SHARED_SECRET,
-      queryD1: (sql) => queryLocalD1(sql, persistTo),
+      queryD1: (...statements) => queryLocalD1(statements, persistTo),
       stop: async () => {
         process.removeListener('exit', onExit);
         await stop();
@@ -209,13 +211,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
 }
 
-/** Rows of `sql` from a local D1 (`persistTo`, or the default state dir), via wrangler. */
-export function queryLocalD1(sql: string, persistTo?: string): Record<string, unknown>[] {
-  const output = execFileSync(
+/**
+ * Rows of each statement from a local D1 (`persistTo`, or the default state dir), via wrangler.
+ * Asynchronous on purpose: a blocked event loop lets HTTP keep-alive sockets go stale unseen.
+ */
+export async function queryLocalD1(statements: string[], persistTo?: string): Promise<Record<string, unknown>[][]> {
+  const sql = statements.map((statement) => statement.trim().replace(/;$/, '')).join(';\n');
+  const { stdout } = await execFileAsync(
     join(root, 'node_modules', '.bin', 'wrangler'),
     ['d1', 'execute', 'governed-browser', '--local', '--json', ...(persistTo ? ['--persist-to', persistTo] : []), '--command', sql],
-    { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 },
-  ).toString();
-  const parsed = JSON.parse(output) as Array<{ results: Record<string, unknown>[] }>;
-  return parsed.flatMap((statement) => statement.results);
+    { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' }, maxBuffer: 64 * 1024 * 1024 },
+  );
+  const parsed = JSON.parse(stdout) as Array<{ results: Record<string, unknown>[] }>;
+  return parsed.map((statement) => statement.results);
 }

@@ -93,7 +93,7 @@ describe('bad input answers a typed 4xx and changes nothing', () => {
     expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status, code });
     const after = await counts();
     // A rejected proposal is recorded as a rejection and nothing else.
-    const rejectionStored = code === 'invalid_arguments' && after.tool_calls === before.tool_calls + 1;
+    const rejectionStored = code === 'invalid_arguments' && after.tool_calls === (before.tool_calls ?? 0) + 1;
     expect({ ...after, tool_calls: rejectionStored ? before.tool_calls : after.tool_calls }).toEqual(before);
   });
 

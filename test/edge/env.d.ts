@@ -1,10 +1,13 @@
 import type { D1Migration } from '@cloudflare/vitest-pool-workers';
 
-declare module 'cloudflare:test' {
-  interface ProvidedEnv {
-    DB: D1Database;
-    TEST_MIGRATIONS: D1Migration[];
-    HOST_URL: string;
-    HOST_SHARED_SECRET: string;
+// The bindings the edge tests see inside workerd (wrangler.toml plus vitest.config.ts bindings).
+declare global {
+  namespace Cloudflare {
+    interface Env {
+      DB: D1Database;
+      TEST_MIGRATIONS: D1Migration[];
+      HOST_URL: string;
+      HOST_SHARED_SECRET: string;
+    }
   }
 }

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiClient } from '../../scripts/api-client.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
+import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { type JourneyRecord, runTodoJourney } from '../../scripts/todo-journey.ts';
+
+// Real processes: the browser host (headed Chromium under Xvfb) and `wrangler dev` with a fresh
+// local D1, driven over HTTP exactly as the demo agent drives them.
+
+let stack: LocalStack;
+let journey: JourneyRecord;
+
+beforeAll(async () => {
+  stack = await startLocalStack({ database: 'fresh', echo: process.env.E2E_ECHO === '1' });
+  journey = await runTodoJourney(stack);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe('the demo journey end to end', () => {
+  it('navigates and observes without asking anyone, and settles the navigation', () => {
+    const [open, observe] = journey.steps;
+    expect(open).toMatchObject({ proposalStatus: 200, finished: { state: 'succeeded', phases: { decision: { effect: 'allow', rule: 'navigate.run_origins' } } } });
+    expect(open!.finished.result).toMatchObject({ url: stack.todoUrl, title: 'VanillaJS • TodoMVC' });
+    expect(['dom_quiet', 'bound_expired']).toContain(open!.finished.result!.settle.outcome);
+    expect(observe!.finished.result!.settle).toEqual({ outcome: 'not_waited', elapsed_ms: 0, pending_at_entry: 0, overflow: false });
+    expect(observe!.finished.result!.snapshot).toContain('textbox "What needs to be done?"');
+  });
+
+  it('every act waits for the owner, then dispatches once with a watermark and a settle report', () => {
+    const acts = journey.steps.filter((step) => step.proposed.tool === 'browser.act');
+    expect(acts).toHaveLength(2);
+    for (const act of acts) {
+      expect(act.proposalStatus).toBe(202);
+      expect(act.proposed).toMatchObject({ state: 'waiting_for_approval', phases: { decision: { effect: 'approval', rule: 'act.approval' } } });
+      expect(act.approval).toMatchObject({ state: 'approved', tool_call_id: act.proposed.id });
+      expect(act.finished.state).toBe('succeeded');
+      expect(act.finished.phases.watermark?.effect_id).toMatch(/^eff_/);
+      expect(act.finished.phases.settle?.elapsed_ms).toBeLessThanOrEqual(2_500);
+      expect(act.finished.result!.revision).toBe(act.proposed.arguments && (act.proposed.arguments as { revision: number }).revision + 1);
+    }
+  });
+
+  it('the page shows the todo, then shows it ticked', () => {
+    const listed = journey.steps[3]!.finished.result!.snapshot;
+    const done = journey.steps[5]!.finished.result!.snapshot;
+    expect(listed).toContain(journey.todo);
+    expect(done).toMatch(/checkbox \[checked\]/);
+  });
+
+  it('the run ends completed with the report', () => {
+    expect(journey.finalRun).toMatchObject({ state: 'completed', latest_revision: 6 });
+    expect(journey.finalRun.summary).toContain(journey.todo);
+  });
+
+  it('D1 holds exactly the rows the journey implies', async () => {
+    const id = journey.run.id;
+    const [runRows, callRows, approvalRows, effectRows] = await stack.queryD1(
+      `SELECT state, latest_revision, lease_id FROM runs WHERE id = '${id}'`,
+      `SELECT tool, state, decision_effect FROM tool_calls WHERE run_id = '${id}' ORDER BY created_at`,
+      `SELECT state, decided_by FROM approvals WHERE run_id = '${id}'`,
+      `SELECT e.state, e.committed_at <= c.updated_at AS before_finish FROM effects e JOIN tool_calls c ON c.id = e.tool_call_id WHERE e.run_id = '${id}'`,
+    );
+    expect(runRows).toEqual([{ state: 'completed', latest_revision: 6, lease_id: null }]);
+    expect(callRows).toEqual([
+      { tool: 'browser.navigate', state: 'succeeded', decision_effect: 'allow' },
+      { tool: 'browser.observe', state: 'succeeded', decision_effect: 'allow' },
+      { tool: 'browser.act', state: 'succeeded', decision_effect: 'approval' },
+      { tool: 'browser.observe', state: 'succeeded', decision_effect: 'allow' },
+      { tool: 'browser.act', state: 'succeeded', decision_effect: 'approval' },
+      { tool: 'browser.observe', state: 'succeeded', decision_effect: 'allow' },
+    ]);
+    expect(approvalRows).toEqual([
+      { state: 'approved', decided_by: 'prn_local_owner' },
+      { state: 'approved', decided_by: 'prn_local_owner' },
+    ]);
+    expect(effectRows).toEqual([
+      { state: 'succeeded', before_finish: 1 },
+      { state: 'succeeded', before_finish: 1 },
+    ]);
+  });
+
+  it('an act on an old revision is refused before approval and nothing reaches the page', async () => {
+    const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+    const run = await agent.createRun({ profile_id: 'e2e-stale', intent: 'stale check', origins: [stack.siteOrigin] });
+    const opened = await agent.propose(run.id, 'browser.navigate', { url: stack.todoUrl });
+    const old = opened.body.result!;
+    const fresh = (await agent.propose(run.id, 'browser.observe', {})).body.result!;
+    expect(fresh.revision).toBe(old.revision + 1);
+    const stale = await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, {
+      tool: 'browser.act',
+      version: '1.2.0',
+      arguments: { action: 'type', revision: old.revision, reference: refOf(old.snapshot, 'textbox', 'What needs to be done?'), text: 'never', submit: true },
+    });
+    expect(stale).toMatchObject({ status: 409, body: { error: { code: 'stale_revision' } } });
+    const after = (await agent.propose(run.id, 'browser.observe', {})).body.result!;
+    expect(after.snapshot).not.toContain('never');
+    expect(await stack.queryD1(`SELECT count(*) AS n FROM effects WHERE run_id = '${run.id}'`)).toEqual([[{ n: 0 }]]);
+  });
+});
