@@ -1,0 +1,39 @@
+/**
+ * `npm run dev`: after scripts/setup.mjs, starts the browser host (headed under Xvfb when no
+ * display is set) and the edge (`wrangler dev`, local D1) on loopback in the foreground, with the
+ * tokens from `.dev.vars`, and stops both on Ctrl-C. Edge port: EDGE_PORT (default 8787); host
+ * port: HOST_PORT (default 8790).
+ */
+import { startLocalStack } from './local-stack.ts';
+
+const port = (name: string, fallback: number) => {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isInteger(value) || value <= 0 || value > 65_535) throw new Error(`${name} must be a TCP port`);
+  return value;
+};
+
+const stack = await startLocalStack({
+  edgePort: port('EDGE_PORT', 8787),
+  hostPort: port('HOST_PORT', 8790),
+  database: 'default',
+  headless: process.env.HOST_HEADLESS === '1',
+  echo: true,
+});
+console.log(`
+Edge:  ${stack.edgeUrl}   (API description: ${stack.edgeUrl}/v1/openapi.json)
+Host:  ${stack.hostUrl}
+Demo site (TodoMVC): ${stack.todoUrl}
+Tokens: AGENT_TOKEN, OWNER_TOKEN and OPERATOR_TOKEN in .dev.vars, e.g.
+  curl -s -X POST ${stack.edgeUrl}/v1/runs -H "Authorization: Bearer $AGENT_TOKEN" -H 'Content-Type: application/json' \\
+    -d '{"profile_id":"me","intent":"try it","origins":["${stack.siteOrigin}"]}'
+Ctrl-C stops both.`);
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await stack.stop();
+  process.exit(0);
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
