@@ -11,3 +11,24 @@ describe('GET /v1/health', () => {
     });
   });
 });
+
+describe('GET /v1/openapi.json', () => {
+  it('describes every route of the API from the same schemas', async () => {
+    const answer = await call('GET', '/v1/openapi.json');
+    expect(answer.status).toBe(200);
+    expect(answer.body.openapi).toBe('3.1.0');
+    expect(Object.keys(answer.body.paths).sort()).toEqual([
+      '/v1/approvals',
+      '/v1/approvals/{id}/decision',
+      '/v1/health',
+      '/v1/runs',
+      '/v1/runs/{id}',
+      '/v1/runs/{id}/activity',
+      '/v1/runs/{id}/cancel',
+      '/v1/runs/{id}/messages',
+      '/v1/runs/{id}/report',
+      '/v1/runs/{id}/tool-calls',
+      '/v1/tool-calls/{id}',
+    ]);
+  });
+});
