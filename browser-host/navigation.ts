@@ -1,9 +1,13 @@
+import type { Page } from 'playwright-core';
 import type { SettleConfig } from './config.ts';
 import { captureReserveMs, captureRevision } from './capture.ts';
 import type { Deadline } from './deadline.ts';
 import { HostError, firstLineOf } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, settle } from './settle.ts';
+
+/** Longest the host waits for Chromium's error page after a failed load, in ms. */
+const ERROR_PAGE_WAIT_MS = 1_000;
 
 /**
  * The URL to load, if it is one the host will load at all: absolute http or https only. The edge
@@ -42,6 +46,7 @@ export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, 
   } catch (error) {
     entry.requests.dispose();
     browser.invalidate('a navigation failed');
+    await errorPageCommitted(deadline, page);
     throw new HostError('navigation_failed', `could not load ${target.href}: ${firstLineOf(error)}`);
   } finally {
     load.dispose();
@@ -52,5 +57,26 @@ export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, 
     return await captureRevision(deadline, browser, report);
   } finally {
     settleDeadline.dispose();
+  }
+}
+
+/**
+ * Chromium commits its own error page (`chrome-error://chromewebdata/`) just after a load fails;
+ * a navigation started before that commit would be interrupted by it. Waits (at most 1,000 ms)
+ * for that commit so the next operation starts from a settled frame. Never throws.
+ */
+async function errorPageCommitted(deadline: Deadline, page: Page): Promise<void> {
+  if (page.url().startsWith('chrome-error://')) return;
+  const wait = deadline.child(ERROR_PAGE_WAIT_MS);
+  try {
+    await page.waitForEvent('framenavigated', {
+      predicate: (frame) => frame === page.mainFrame() && frame.url().startsWith('chrome-error://'),
+      timeout: Math.max(1, wait.remainingMs()),
+      signal: wait.signal,
+    });
+  } catch {
+    // No error page (an aborted load, a download): nothing to wait for.
+  } finally {
+    wait.dispose();
   }
 }
