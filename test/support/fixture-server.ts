@@ -1,0 +1,108 @@
+import { readFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The pages tests load: `test/fixtures/`. */
+export const FIXTURES_DIR = fileURLToPath(new URL('../fixtures/', import.meta.url));
+
+/** A running fixture web server on 127.0.0.1. */
+export interface FixtureServer {
+  /** `http://127.0.0.1:<port>` (no trailing slash). */
+  readonly origin: string;
+  /** Absolute URL of a fixture path, e.g. `url('button.html')`. */
+  url(pathname: string): string;
+  /** Hits per effect name so far (`POST /effects/<name>`). */
+  effects(): Record<string, number>;
+  /** Hits of one effect so far (0 if none). */
+  hits(name: string): number;
+  close(): Promise<void>;
+}
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+};
+
+/** Largest delay the `/delay` and `/slow` routes accept, in ms. */
+const MAX_DELAY_MS = 30_000;
+
+/**
+ * Starts a small HTTP server for host tests on 127.0.0.1 (port 0: any free port). Routes:
+ * - `GET /<file>`: a file from `test/fixtures/` (no directory escape);
+ * - `POST /effects/<name>`: counts one server-side effect (a click that "did something"); 204;
+ * - `GET /effects`: the counts as JSON `{name: hits}`;
+ * - `GET /delay?ms=N`: JSON `{"value": 42}` after N ms (a slow fetch for settling);
+ * - `GET /slow?ms=N`: a 1x1 GIF after N ms (a slow image that must not hold settling back).
+ * Delayed responses still pending at close are dropped.
+ */
+export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<FixtureServer> {
+  const counts = new Map<string, number>();
+  const server = createServer((request, response) => {
+    void handle(request, response).catch(() => {
+      if (!response.headersSent) response.writeHead(500);
+      response.end();
+    });
+  });
+  const timers = new Set<NodeJS.Timeout>();
+  const later = (ms: number, run: () => void): void => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      run();
+    }, Math.min(ms, MAX_DELAY_MS));
+    timers.add(timer);
+  };
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://fixture');
+    const effect = /^\/effects\/([A-Za-z0-9_-]{1,64})$/.exec(url.pathname);
+    if (request.method === 'POST' && effect?.[1]) {
+      counts.set(effect[1], (counts.get(effect[1]) ?? 0) + 1);
+      response.writeHead(204).end();
+      return;
+    }
+    if (request.method !== 'GET') {
+      response.writeHead(405).end();
+      return;
+    }
+    const ms = Number(url.searchParams.get('ms') ?? '0');
+    if (url.pathname === '/effects') {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Object.fromEntries(counts)));
+    } else if (url.pathname === '/delay') {
+      later(ms, () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"value":42}'));
+    } else if (url.pathname === '/slow') {
+      const gif = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
+      later(ms, () => response.writeHead(200, { 'content-type': 'image/gif' }).end(gif));
+    } else {
+      const file = path.join(root, path.normalize(url.pathname));
+      if (!file.startsWith(root)) {
+        response.writeHead(404).end();
+        return;
+      }
+      try {
+        const body = await readFile(file);
+        response.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' }).end(body);
+      } catch {
+        response.writeHead(404).end();
+      }
+    }
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    origin,
+    url: (pathname) => new URL(pathname, `${origin}/`).href,
+    effects: () => Object.fromEntries(counts),
+    hits: (name) => counts.get(name) ?? 0,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const timer of timers) clearTimeout(timer);
+        timers.clear();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

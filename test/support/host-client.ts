@@ -1,0 +1,124 @@
+import WebSocket from 'ws';
+import {
+  HelloFrame,
+  HOST_METHODS,
+  ResponseFrame,
+  type HostMethod,
+  type HostParams,
+  type HostResult,
+} from '../../shared/protocol.ts';
+import type { ErrorDetail } from '../../shared/errors.ts';
+import { signWireToken, verifyWireToken } from '../../shared/wire-auth.ts';
+
+/** A wire call answered with an error; `detail` is the frame's `{code, message}`. */
+export class WireCallError extends Error {
+  readonly detail: ErrorDetail;
+
+  constructor(method: string, detail: ErrorDetail) {
+    super(`${method} failed: ${detail.code}: ${detail.message}`);
+    this.detail = detail;
+  }
+}
+
+/** How a raw request is signed: a valid edge token (default), a given string, or none at all. */
+export type FrameAuth = { kind: 'valid' } | { kind: 'token'; token: string } | { kind: 'omitted' };
+
+/** The test side of the edge-host wire: an edge stand-in that signs frames like the edge. */
+export interface HostClient {
+  /** The host's hello frame, already verified. */
+  readonly hello: HelloFrame;
+  /** Calls a method with a valid token; resolves with its schema-checked result. @throws WireCallError */
+  call<M extends HostMethod>(method: M, params: HostParams<M>): Promise<HostResult<M>>;
+  /** Sends any request frame and resolves with the raw response to its id. */
+  request(method: string, params: unknown, auth?: FrameAuth): Promise<ResponseFrame>;
+  /** Sends text as is and resolves with the next response that carries `id: null` (or `expectId`). */
+  sendRaw(text: string, expectId?: number): Promise<ResponseFrame>;
+  /** True while the WebSocket is open. */
+  readonly open: boolean;
+  close(): Promise<void>;
+}
+
+/** How long a response may take before a test call gives up, in ms (well under test timeouts). */
+const RESPONSE_TIMEOUT_MS = 45_000;
+
+/**
+ * Connects to a host at `url`, waits for its hello frame and verifies the hello token with
+ * `secret` (`iss: browser-host`, `aud: edge`).
+ * @throws Error when the hello is missing, malformed or not signed with `secret`.
+ */
+export async function connectHost(url: string, secret: string): Promise<HostClient> {
+  const socket = new WebSocket(url);
+  const pending = new Map<number, (frame: ResponseFrame) => void>();
+  const unmatched: Array<(frame: ResponseFrame) => void> = [];
+  let nextId = 1;
+
+  const hello = await new Promise<HelloFrame>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.once('close', () => reject(new Error('closed before hello')));
+    socket.once('message', (data) => {
+      const parsed = HelloFrame.safeParse(JSON.parse(String(data)));
+      if (parsed.success) resolve(parsed.data);
+      else reject(new Error(`not a hello frame: ${String(data)}`));
+    });
+  });
+  if (!(await verifyWireToken(secret, hello.params.auth, 'browser-host', 'edge'))) {
+    socket.close();
+    throw new Error('the hello token does not verify');
+  }
+  socket.on('message', (data) => {
+    const frame = ResponseFrame.parse(JSON.parse(String(data)));
+    const waiter = frame.id === null ? undefined : pending.get(frame.id);
+    if (waiter && frame.id !== null) {
+      pending.delete(frame.id);
+      waiter(frame);
+    } else {
+      unmatched.shift()?.(frame);
+    }
+  });
+
+  const awaitResponse = (register: (deliver: (frame: ResponseFrame) => void) => void, what: string): Promise<ResponseFrame> =>
+    new Promise<ResponseFrame>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no response to ${what}`)), RESPONSE_TIMEOUT_MS);
+      register((frame) => {
+        clearTimeout(timer);
+        resolve(frame);
+      });
+    });
+
+  const request = async (method: string, params: unknown, auth: FrameAuth = { kind: 'valid' }): Promise<ResponseFrame> => {
+    const id = nextId++;
+    const frame: Record<string, unknown> = { id, method, params };
+    if (auth.kind === 'valid') frame.auth = await signWireToken(secret, 'edge', 'browser-host');
+    if (auth.kind === 'token') frame.auth = auth.token;
+    const response = awaitResponse((deliver) => pending.set(id, deliver), method);
+    socket.send(JSON.stringify(frame));
+    return response;
+  };
+
+  return {
+    hello,
+    get open() {
+      return socket.readyState === WebSocket.OPEN;
+    },
+    request,
+    async call(method, params) {
+      const response = await request(method, params);
+      if ('error' in response) throw new WireCallError(method, response.error);
+      return HOST_METHODS[method].result.parse(response.result) as HostResult<typeof method>;
+    },
+    sendRaw(text, expectId) {
+      const response = awaitResponse(
+        (deliver) => (expectId === undefined ? unmatched.push(deliver) : pending.set(expectId, deliver)),
+        'a raw frame',
+      );
+      socket.send(text);
+      return response;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (socket.readyState === WebSocket.CLOSED) return resolve();
+        socket.once('close', () => resolve());
+        socket.close();
+      }),
+  };
+}
