@@ -1,0 +1,39 @@
+import path from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { ConfigError, parseHostConfig } from '../../browser-host/config.ts';
+
+const SECRET = 'x'.repeat(32);
+
+describe('host configuration', () => {
+  test('defaults: port 8790 on loopback, headed, three browsers, 5 s admission wait, .profiles under cwd', () => {
+    const config = parseHostConfig({ HOST_SHARED_SECRET: SECRET }, [], '/srv/host');
+    expect(config).toMatchObject({
+      port: 8790,
+      bind: '127.0.0.1',
+      hostId: 'host-1',
+      chromiumPath: '/usr/bin/chromium',
+      headless: false,
+      display: undefined,
+      profilesDir: path.resolve('/srv/host', '.profiles'),
+      maxBrowsers: 3,
+      admissionWaitMs: 5_000,
+      window: { maxNodes: 400, maxBytes: 32 * 1024 },
+      settle: { budgetMs: 2_000, quietMs: 300, maxTrackedRequests: 256 },
+    });
+  });
+
+  test('headless by HOST_HEADLESS=1 or by --headless; port 0 means any free port', () => {
+    expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_HEADLESS: '1' }).headless).toBe(true);
+    expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET }, ['--headless']).headless).toBe(true);
+    expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_PORT: '0' }).port).toBe(0);
+  });
+
+  test('a missing or short secret, a bad number or an unknown flag is a ConfigError naming it', () => {
+    expect(() => parseHostConfig({})).toThrow(/HOST_SHARED_SECRET/);
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: 'short' })).toThrow(/HOST_SHARED_SECRET must be at least 32 bytes/);
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_MAX_BROWSERS: 'three' })).toThrow(/HOST_MAX_BROWSERS/);
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_PORT: '70000' })).toThrow(/HOST_PORT/);
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_HEADLESS: 'yes' })).toThrow(/HOST_HEADLESS/);
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET }, ['--verbose'])).toThrow(ConfigError);
+  });
+});
