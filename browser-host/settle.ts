@@ -17,13 +17,16 @@ export interface SettleEntry {
 
 /**
  * Opens settling for the page whose traffic is `traffic`: notes the time and opens the request
- * snapshot (in flight now, plus what starts before the first readiness check returns, at most
- * `config.maxTrackedRequests`). Call just before dispatching; always pass the entry to
+ * snapshot (in flight now, plus what the dispatch starts before settling's first round trip to
+ * the page returns, at most `config.maxTrackedRequests`). Call just before dispatching; always pass the entry to
  * {@link settle} or dispose its `requests`.
  */
 export function enterSettling(traffic: PageTraffic, config: SettleConfig): SettleEntry {
   return { startedAt: performance.now(), requests: traffic.open(config.maxTrackedRequests) };
 }
+
+/** In-page: the document's readiness right now. */
+const READY_STATE = `() => document.readyState`;
 
 /** In-page: resolves true once `document.readyState` is past `loading`, false after `maxMs`. */
 const WAIT_FOR_READINESS = `(maxMs) => new Promise((resolve) => {
@@ -111,27 +114,27 @@ async function settleWithin(
   config: SettleConfig,
 ): Promise<boolean> {
   while (!budget.expired) {
-    const document = traffic.documents;
+    const documentsBefore = traffic.documents;
     try {
-      const ready = await inPage<boolean>(budget, page, WAIT_FOR_READINESS, budget.remainingMs());
-      // The first round trip after dispatch is where requests the action started have been
-      // reported; later ones (polling) must not join the snapshot.
+      const state = await inPage<string>(budget, page, READY_STATE, null);
+      // By the answer to the first round trip after dispatch, the requests the dispatch itself
+      // started have been reported; later ones (polling) must not join the snapshot.
       entry.requests.close();
-      if (!ready) return false;
+      if (state === 'loading' && !(await inPage<boolean>(budget, page, WAIT_FOR_READINESS, budget.remainingMs()))) return false;
       if (!entry.requests.overflow) await budget.race(entry.requests.drained());
-      if (traffic.documents !== document) continue;
+      if (traffic.documents !== documentsBefore) continue;
       const quiet = await inPage<boolean>(budget, page, WAIT_FOR_DOM_QUIET, {
         quietMs: config.quietMs,
         maxMs: budget.remainingMs(),
       });
-      if (traffic.documents !== document) continue;
+      if (traffic.documents !== documentsBefore) continue;
       return quiet;
     } catch {
       entry.requests.close();
       if (budget.expired) return false;
       // The document went away under an evaluation; wait for its successor (or the budget)
       // rather than spinning on a page that keeps failing.
-      if (traffic.documents === document) await traffic.nextDocument(budget.signal);
+      if (traffic.documents === documentsBefore) await traffic.nextDocument(budget.signal);
     }
   }
   return false;

@@ -1,7 +1,10 @@
 import { describe, expect } from 'vitest';
+import { DEFAULT_SETTLE_CONFIG } from '../../browser-host/config.ts';
 import { hostTest } from '../support/host-fixture.ts';
 
 const test = hostTest();
+/** A host whose request snapshot holds at most two requests. */
+const smallSnapshotTest = hostTest({ settle: { ...DEFAULT_SETTLE_CONFIG, maxTrackedRequests: 2 } });
 
 describe('settling (ADR-0159)', () => {
   test('a quiet page settles dom_quiet within the budget', async ({ client, lease, fixtures }) => {
@@ -44,5 +47,16 @@ describe('settling (ADR-0159)', () => {
     expect(after.settle).toMatchObject({ outcome: 'bound_expired', expired_by: 'deadline' });
     const observed = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 15_000 });
     expect(observed.settle).toEqual({ outcome: 'not_waited', elapsed_ms: 0, pending_at_entry: 0, overflow: false });
+  });
+
+  smallSnapshotTest('more requests than the snapshot cap is an overflow, reported bound_expired', async ({ client, lease, fixtures }) => {
+    const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('many-requests.html'), timeout_ms: 15_000 });
+    const button = /button "Start requests" \[ref=([a-z0-9]+)\]/.exec(page.snapshot)?.[1] ?? '';
+    const after = await client.call('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: page.revision, reference: button },
+      timeout_ms: 15_000,
+    });
+    expect(after.settle).toMatchObject({ outcome: 'bound_expired', expired_by: 'overflow', overflow: true, pending_at_entry: 2 });
   });
 });
