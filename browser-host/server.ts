@@ -28,8 +28,10 @@ export interface WireServer {
  * Starts the edge-facing WebSocket server (shared/protocol.ts). On every connection it first
  * sends the hello frame `{method: 'host.hello', params: {host_id, auth}}`, `auth` signed by the
  * host for the edge. Then, for every request frame `{id, method, params, auth}`, concurrently:
- * - not JSON, or not a request frame: `{id: <id if readable, else null>, error: invalid_params}`;
- * - `auth` not a valid edge-to-host wire token: `unauthorized_frame` (nothing else is looked at);
+ * - not a JSON object: `{id: null, error: invalid_params}`;
+ * - `auth` missing or not a valid edge-to-host wire token: `{id: <id if readable, else null>,
+ *   error: unauthorized_frame}` (nothing else is looked at);
+ * - not a request frame: `{id: <id if readable, else null>, error: invalid_params}`;
  * - a method outside `HOST_METHODS`: `unknown_method`;
  * - params failing the method's schema: `invalid_params`, naming the offending fields;
  * - otherwise the handler's result, checked against the method's result schema (`internal_error`
@@ -74,22 +76,31 @@ function serveConnection(socket: WebSocket, options: WireServerOptions): void {
   });
 }
 
+/** Longest `auth` token looked at, in characters (the RequestFrame bound). */
+const MAX_AUTH_CHARS = 4096;
+
 /** The response to one raw frame; never throws. */
-export async function answer(text: string, options: Pick<WireServerOptions, 'sharedSecret' | 'handlers'>): Promise<ResponseFrame> {
+async function answer(text: string, options: Pick<WireServerOptions, 'sharedSecret' | 'handlers'>): Promise<ResponseFrame> {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch {
     return { id: null, error: { code: 'invalid_params', message: 'the frame is not JSON' } };
   }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return { id: null, error: { code: 'invalid_params', message: 'the frame is not a JSON object' } };
+  }
+  // Authentication comes before the frame's shape: an unauthenticated peer learns nothing about
+  // fields or methods.
+  const auth = 'auth' in raw ? raw.auth : undefined;
+  if (typeof auth !== 'string' || auth.length > MAX_AUTH_CHARS || !(await verifyWireToken(options.sharedSecret, auth, 'edge', 'browser-host'))) {
+    return { id: readableId(raw), error: { code: 'unauthorized_frame', message: 'the frame carries no valid edge token' } };
+  }
   const frame = RequestFrame.safeParse(raw);
   if (!frame.success) {
     return { id: readableId(raw), error: { code: 'invalid_params', message: `not a request frame: ${describe(frame.error)}` } };
   }
-  const { id, method, params, auth } = frame.data;
-  if (!(await verifyWireToken(options.sharedSecret, auth, 'edge', 'browser-host'))) {
-    return { id, error: { code: 'unauthorized_frame', message: 'the frame carries no valid edge token' } };
-  }
+  const { id, method, params } = frame.data;
   if (!Object.hasOwn(HOST_METHODS, method)) {
     return { id, error: { code: 'unknown_method', message: `no method ${JSON.stringify(method.slice(0, 64))}` } };
   }
