@@ -32,6 +32,7 @@ export function captureReserveMs(deadline: Deadline): number {
  */
 export async function captureRevision(deadline: Deadline, browser: ProfileBrowser, settle: SettleReport): Promise<CapturedRevision> {
   const page = await browser.page(deadline);
+  // Its own signal, so the capture can be cancelled without ending the whole operation.
   const capture = deadline.child(deadline.remainingMs());
   const snapshot = page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) });
   try {

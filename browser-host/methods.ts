@@ -5,7 +5,7 @@ import type { HostConfig } from './config.ts';
 import type { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
-import type { Lease, LeaseTable } from './lease.ts';
+import type { LeaseTable } from './lease.ts';
 import { navigatePage } from './navigation.ts';
 import { continueObservation, observationOf, observeAfresh, type ObservationContext } from './observation.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
@@ -41,12 +41,11 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
 export function methodHandlers(services: HostServices): MethodHandlers {
   const { config, admission, leases, cursors } = services;
 
-  /** The lease's browser, or `lease_lost`. */
-  const leasedBrowser = (leaseId: string): { lease: Lease; browser: ProfileBrowser } => {
-    const lease = leases.check(leaseId);
-    const browser = admission.browserOf(lease.profile_id);
+  /** The live lease's browser. @throws HostError('lease_lost') */
+  const leasedBrowser = (leaseId: string): ProfileBrowser => {
+    const browser = admission.browserOf(leases.check(leaseId).profile_id);
     if (!browser) throw new HostError('lease_lost', 'the leased browser is gone; nothing was dispatched');
-    return { lease, browser };
+    return browser;
   };
 
   /** Runs `operation` on the lease's page in its turn, within `timeoutMs`. */
@@ -57,7 +56,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
   ): Promise<T> => {
     const deadline = Deadline.after(timeoutMs);
     try {
-      const { browser } = leasedBrowser(leaseId);
+      const browser = leasedBrowser(leaseId);
       return await browser.lock.run(deadline, () => {
         leasedBrowser(leaseId);
         return operation(deadline, browser, { caps: config.window, cursors, leaseId });
@@ -81,8 +80,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       ),
     'page.observe': async ({ lease_id, continuation, timeout_ms }) => {
       if (continuation !== undefined) {
-        const { browser } = leasedBrowser(lease_id);
-        return continueObservation(browser, continuation, { caps: config.window, cursors, leaseId: lease_id });
+        return continueObservation(leasedBrowser(lease_id), continuation, { caps: config.window, cursors, leaseId: lease_id });
       }
       return onLeasedPage(lease_id, timeout_ms, (deadline, browser, context) => observeAfresh(deadline, browser, context));
     },
