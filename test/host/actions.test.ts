@@ -2,17 +2,10 @@ import { describe, expect } from 'vitest';
 import type { Observation } from '../../shared/observation.ts';
 import type { BrowserAction } from '../../shared/tools.ts';
 import type { HostClient } from '../support/host-client.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
 import { hostTest } from '../support/host-fixture.ts';
 
 const test = hostTest();
-
-/** The ref of the first snapshot line that contains `label`, e.g. `button "Record click"`. */
-function refOf(observation: Observation, label: string): string {
-  const line = observation.snapshot.split('\n').find((l) => l.includes(label));
-  const ref = line && /\[ref=([a-z0-9]+)\]/.exec(line)?.[1];
-  if (!ref) throw new Error(`no ref for ${label} in:\n${observation.snapshot}`);
-  return ref;
-}
 
 function act(client: HostClient, leaseId: string, action: BrowserAction): Promise<Observation> {
   return client.call('page.act', { lease_id: leaseId, action, timeout_ms: 15_000 });
@@ -22,7 +15,7 @@ describe('actions', () => {
   test('a click on a reference dispatches once and the next observation shows its effect', async ({ client, lease, fixtures }) => {
     const before = fixtures.hits('click');
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('button.html'), timeout_ms: 15_000 });
-    const after = await act(client, lease.lease_id, { action: 'click', revision: page.revision, reference: refOf(page, 'button "Record click"') });
+    const after = await act(client, lease.lease_id, { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Record click') });
     expect(fixtures.hits('click')).toBe(before + 1);
     expect(after.revision).toBe(page.revision + 1);
     expect(after.snapshot).toContain('Clicked 1');
@@ -35,20 +28,20 @@ describe('actions', () => {
     const before = fixtures.hits('click');
     const response = await client.request('page.act', {
       lease_id: lease.lease_id,
-      action: { action: 'click', revision: page.revision, reference: refOf(page, 'button "Record click"') },
+      action: { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Record click') },
       timeout_ms: 15_000,
     });
     expect(response).toMatchObject({ error: { code: 'stale_revision' } });
     expect(fixtures.hits('click')).toBe(before);
     // The page is untouched: the newest revision still acts.
-    await act(client, lease.lease_id, { action: 'click', revision: newer.revision, reference: refOf(newer, 'button "Record click"') });
+    await act(client, lease.lease_id, { action: 'click', revision: newer.revision, reference: refOf(newer.snapshot, 'button', 'Record click') });
     expect(fixtures.hits('click')).toBe(before + 1);
   });
 
   test('two acts on one lease run one at a time: the second, on the same revision, is stale_revision', async ({ client, lease, fixtures }) => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('button.html'), timeout_ms: 15_000 });
     const before = fixtures.hits('click');
-    const action = { action: 'click', revision: page.revision, reference: refOf(page, 'button "Record click"') } as const;
+    const action = { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Record click') } as const;
     const responses = await Promise.all([0, 1].map(() => client.request('page.act', { lease_id: lease.lease_id, action, timeout_ms: 15_000 })));
     expect(responses.filter((r) => 'result' in r)).toHaveLength(1);
     expect(responses.filter((r) => 'error' in r)).toMatchObject([{ error: { code: 'stale_revision' } }]);
@@ -69,25 +62,25 @@ describe('actions', () => {
 
   test('type with submit, check, select and scroll reach the page', async ({ client, lease, fixtures }) => {
     let page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('form.html'), timeout_ms: 15_000 });
-    page = await act(client, lease.lease_id, { action: 'check', revision: page.revision, reference: refOf(page, 'checkbox "Subscribe"') });
+    page = await act(client, lease.lease_id, { action: 'check', revision: page.revision, reference: refOf(page.snapshot, 'checkbox', 'Subscribe') });
     expect(page.snapshot).toMatch(/checkbox "Subscribe" \[checked\]/);
-    page = await act(client, lease.lease_id, { action: 'select', revision: page.revision, reference: refOf(page, 'combobox "Color"'), value: 'green' });
+    page = await act(client, lease.lease_id, { action: 'select', revision: page.revision, reference: refOf(page.snapshot, 'combobox', 'Color'), value: 'green' });
     expect(page.snapshot).toMatch(/option "Green" \[selected\]/);
-    page = await act(client, lease.lease_id, { action: 'uncheck', revision: page.revision, reference: refOf(page, 'checkbox "Subscribe"') });
+    page = await act(client, lease.lease_id, { action: 'uncheck', revision: page.revision, reference: refOf(page.snapshot, 'checkbox', 'Subscribe') });
     expect(page.snapshot).not.toMatch(/checkbox "Subscribe" \[checked\]/);
     const submits = fixtures.hits('submit');
-    page = await act(client, lease.lease_id, { action: 'type', revision: page.revision, reference: refOf(page, 'textbox "Name"'), text: 'Ada', submit: true });
+    page = await act(client, lease.lease_id, { action: 'type', revision: page.revision, reference: refOf(page.snapshot, 'textbox', 'Name'), text: 'Ada', submit: true });
     expect(page.snapshot).toContain('Submitted Ada');
     expect(fixtures.hits('submit')).toBe(submits + 1);
-    page = await act(client, lease.lease_id, { action: 'scroll', revision: page.revision, reference: refOf(page, 'heading "Form"'), delta: 600 });
+    page = await act(client, lease.lease_id, { action: 'scroll', revision: page.revision, reference: refOf(page.snapshot, 'heading', 'Form'), delta: 600 });
     expect(page.snapshot).toMatch(/Scrolled [1-9]\d*/);
-    page = await act(client, lease.lease_id, { action: 'press', revision: page.revision, reference: refOf(page, 'textbox "Name"'), key: 'End' });
+    page = await act(client, lease.lease_id, { action: 'press', revision: page.revision, reference: refOf(page.snapshot, 'textbox', 'Name'), key: 'End' });
     expect(page.revision).toBeGreaterThan(0);
   });
 
   test('settling waits for a request the action started, beyond the DOM-quiet period', async ({ client, lease, fixtures }) => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('delayed-fetch.html'), timeout_ms: 15_000 });
-    const after = await act(client, lease.lease_id, { action: 'click', revision: page.revision, reference: refOf(page, 'button "Load value"') });
+    const after = await act(client, lease.lease_id, { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Load value') });
     expect(after.settle).toMatchObject({ outcome: 'dom_quiet', overflow: false });
     expect(after.settle.pending_at_entry).toBeGreaterThanOrEqual(1);
     expect(after.snapshot).toContain('Loaded 42');

@@ -1,6 +1,7 @@
 import { describe, expect, vi } from 'vitest';
 import type { HostStatus } from '../../shared/protocol.ts';
 import type { HostClient } from '../support/host-client.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
 import { acquire, hostTest } from '../support/host-fixture.ts';
 
 const test = hostTest({ maxBrowsers: 3 });
@@ -57,7 +58,7 @@ describe('admission and leases', () => {
   test('an expired lease is lease_lost and dispatches nothing', async ({ client, fixtures }) => {
     const lease = await acquire(client, 'p1', 60_000);
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('button.html'), timeout_ms: 15_000 });
-    const ref = /button "Record click" \[ref=([a-z0-9]+)\]/.exec(page.snapshot)?.[1] ?? '';
+    const ref = refOf(page.snapshot, 'button', 'Record click');
     // Shorten the lease to the minimum TTL and wait for the host to expire it.
     const short = await client.call('lease.renew', { lease_id: lease.lease_id, ttl_ms: 1_000 });
     expect(short.expires_at_ms).toBeLessThan(lease.expires_at_ms);

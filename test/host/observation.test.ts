@@ -1,5 +1,6 @@
 import { describe, expect } from 'vitest';
 import type { Observation } from '../../shared/observation.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
 import { hostTest } from '../support/host-fixture.ts';
 
 /** Small caps so the 120-item list needs several windows. */
@@ -81,8 +82,7 @@ describe('observation', () => {
 describe('capture cancellation (ADR-0159)', () => {
   test('a capture that outlives its deadline is cancelled, and acting fails page_changed until a fresh observe', async ({ client, lease, fixtures }) => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('many-nodes.html'), timeout_ms: 60_000 });
-    const ref = /button "Record click" \[ref=([a-z0-9]+)\]/.exec(page.snapshot)?.[1] ?? '';
-    expect(ref).not.toBe('');
+    const ref = refOf(page.snapshot, 'button', 'Record click');
 
     const cancelled = await client.request('page.observe', { lease_id: lease.lease_id, timeout_ms: 100 });
     expect(cancelled).toMatchObject({ error: { code: 'deadline_exceeded' } });
@@ -99,7 +99,7 @@ describe('capture cancellation (ADR-0159)', () => {
 
     const fresh = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 60_000 });
     expect(fresh.revision).toBe(page.revision + 1);
-    const freshRef = /button "Record click" \[ref=([a-z0-9]+)\]/.exec(fresh.snapshot)?.[1] ?? '';
+    const freshRef = refOf(fresh.snapshot, 'button', 'Record click');
     await client.call('page.act', { lease_id: lease.lease_id, action: { action: 'click', revision: fresh.revision, reference: freshRef }, timeout_ms: 60_000 });
     expect(fixtures.hits('many')).toBe(1);
   });

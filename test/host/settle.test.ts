@@ -1,5 +1,6 @@
 import { describe, expect } from 'vitest';
 import { DEFAULT_SETTLE_CONFIG } from '../../browser-host/config.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
 import { hostTest } from '../support/host-fixture.ts';
 
 const test = hostTest();
@@ -38,7 +39,7 @@ describe('settling (ADR-0159)', () => {
 
   test('an action on a ticking page reports bound_expired, and a plain observe claims no stability', async ({ client, lease, fixtures }) => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('clock.html'), timeout_ms: 15_000 });
-    const heading = /heading "Ticking clock" \[level=1\] \[ref=([a-z0-9]+)\]/.exec(page.snapshot)?.[1] ?? '';
+    const heading = refOf(page.snapshot, 'heading', 'Ticking clock');
     const after = await client.call('page.act', {
       lease_id: lease.lease_id,
       action: { action: 'click', revision: page.revision, reference: heading },
@@ -51,7 +52,7 @@ describe('settling (ADR-0159)', () => {
 
   smallSnapshotTest('more requests than the snapshot cap is an overflow, reported bound_expired', async ({ client, lease, fixtures }) => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('many-requests.html'), timeout_ms: 15_000 });
-    const button = /button "Start requests" \[ref=([a-z0-9]+)\]/.exec(page.snapshot)?.[1] ?? '';
+    const button = refOf(page.snapshot, 'button', 'Start requests');
     const after = await client.call('page.act', {
       lease_id: lease.lease_id,
       action: { action: 'click', revision: page.revision, reference: button },
