@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { ApiClient } from '../scripts/api-client.ts';
+import { ApiClient, observationOf } from '../scripts/api-client.ts';
 import { refOf } from '../scripts/aria-refs.ts';
 import { startLocalStack } from '../scripts/local-stack.ts';
 import { row, summary } from './stats.ts';
@@ -21,7 +21,7 @@ try {
   const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
   const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
   const run = await agent.createRun({ profile_id: 'bench', intent: 'bench', origins: [stack.siteOrigin], deadline_ms: 600_000 });
-  let observation = (await agent.propose(run.id, 'browser.navigate', { url: stack.todoUrl })).body.result!;
+  let observation = observationOf((await agent.propose(run.id, 'browser.navigate', { url: stack.todoUrl })).body);
 
   const whole: number[] = [];
   const dispatch: number[] = [];
@@ -39,8 +39,8 @@ try {
     whole.push(performance.now() - started);
     if (decided.tool_call.state !== 'succeeded') throw new Error(`round ${i}: ${decided.tool_call.state} ${JSON.stringify(decided.tool_call.error)}`);
     dispatch.push(decided.tool_call.phases.dispatch!.elapsed_ms!);
-    settle.push(decided.tool_call.result!.settle.elapsed_ms);
-    observation = decided.tool_call.result!;
+    observation = observationOf(decided.tool_call);
+    settle.push(observation.settle.elapsed_ms);
   }
 
   // The same action straight through playwright-core, same Chromium, same flags, same page.

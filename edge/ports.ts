@@ -39,6 +39,8 @@ export interface EdgeConfig {
   readonly leaseTtlMs: number;
   /** How long a lease acquisition may wait for an admission slot, in ms. */
   readonly admissionWaitMs: number;
+  /** Largest observation returned in a result, in bytes of JSON; larger ones are omitted whole. */
+  readonly resultBudgetBytes: number;
 }
 
 /** Defaults for {@link EdgeConfig}. */
@@ -46,6 +48,7 @@ export const DEFAULT_EDGE_CONFIG: EdgeConfig = {
   toolDeadlineMs: 30_000,
   leaseTtlMs: 300_000,
   admissionWaitMs: 5_000,
+  resultBudgetBytes: 64 * 1024,
 };
 
 /**
@@ -64,5 +67,6 @@ export function edgeConfigFrom(vars: Record<string, unknown>): EdgeConfig {
     toolDeadlineMs: read('TOOL_DEADLINE_MS', DEFAULT_EDGE_CONFIG.toolDeadlineMs),
     leaseTtlMs: read('LEASE_TTL_MS', DEFAULT_EDGE_CONFIG.leaseTtlMs),
     admissionWaitMs: read('ADMISSION_WAIT_MS', DEFAULT_EDGE_CONFIG.admissionWaitMs),
+    resultBudgetBytes: read('RESULT_BUDGET_BYTES', DEFAULT_EDGE_CONFIG.resultBudgetBytes),
   };
 }

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { ApprovalList, DecisionResponse, RunView, ToolCallView } from '../shared/api.ts';
+import type { Observation } from '../shared/observation.ts';
 import { ErrorBody } from '../shared/errors.ts';
 
 /**
@@ -70,6 +71,16 @@ export class ApiClient {
   report(runId: string, status: 'completed' | 'partial' | 'uncertain' | 'failed', summary: string) {
     return this.request('POST', `/v1/runs/${runId}/report`, RunView, { status, summary }).then((a) => a.body);
   }
+}
+
+/**
+ * The observation a finished call returned.
+ * @throws Error when the call did not succeed or its observation was omitted for size.
+ */
+export function observationOf(call: ToolCallView): Observation {
+  if (call.state !== 'succeeded' || !call.result) throw new Error(`${call.tool} ${call.id} did not succeed: ${call.state} ${JSON.stringify(call.error)}`);
+  if ('omitted' in call.result) throw new Error(`${call.tool} ${call.id}: the observation was omitted (${call.result.size_bytes} bytes over the budget)`);
+  return call.result;
 }
 
 /** A non-success answer of the API, with its stable error code. */

@@ -1,6 +1,6 @@
 import type { ApprovalView, RunView, ToolCallView } from '../shared/api.ts';
 import type { Observation } from '../shared/observation.ts';
-import { ApiClient } from './api-client.ts';
+import { ApiClient, observationOf as finishedObservation } from './api-client.ts';
 import { refOf, subtreeMentioning } from './aria-refs.ts';
 
 /** What the journey needs: the edge URL, the two tokens and the TodoMVC app's URL and origin. */
@@ -33,10 +33,7 @@ export interface JourneyRecord {
 }
 
 function observationOf(step: JourneyStep): Observation {
-  if (step.finished.state !== 'succeeded' || !step.finished.result) {
-    throw new Error(`${step.label} did not succeed: ${step.finished.state} ${JSON.stringify(step.finished.error)}`);
-  }
-  return step.finished.result;
+  return finishedObservation(step.finished);
 }
 
 /**

@@ -9,11 +9,12 @@ export function describeStep(index: number, step: JourneyStep): string[] {
   if (step.proposalStatus === 202) lines.push(`    proposal answered 202: waiting_for_approval, approval ${step.proposed.approval_id}`);
   if (step.approval) lines.push(`    owner: ${step.approval.state} approval ${step.approval.id} at ${step.approval.decided_at}`);
   if (call.phases.watermark) lines.push(`    effect watermark ${call.phases.watermark.effect_id} committed before dispatch`);
-  const settle = call.result?.settle;
+  const observation = call.result && !('omitted' in call.result) ? call.result : undefined;
+  const settle = call.phases.settle;
   const dispatch = call.phases.dispatch;
   lines.push(
     `    outcome: ${call.state}` +
-      (call.result ? ` · revision ${call.result.revision} · "${call.result.title}"` : '') +
+      (observation ? ` · revision ${observation.revision} · "${observation.title}"` : '') +
       (settle ? ` · settle ${settle.outcome} in ${settle.elapsed_ms} ms (${settle.pending_at_entry} requests pending at entry${settle.overflow ? ', overflow' : ''})` : '') +
       (dispatch?.elapsed_ms !== undefined ? ` · dispatch ${dispatch.elapsed_ms} ms` : '') +
       (call.error ? ` · error ${call.error.code}: ${call.error.message}` : ''),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ErrorDetail } from './errors.ts';
-import { Observation, SettleReport } from './observation.ts';
+import { Observation, OmittedObservation, SettleReport } from './observation.ts';
+import { ConditionStatus } from './predicate.ts';
 import { ProfileId } from './protocol.ts';
 import { ToolName, ToolVersion } from './tools.ts';
 
@@ -124,6 +125,9 @@ export const CallPhases = z.strictObject({
     })
     .optional(),
   settle: SettleReport.optional(),
+  postcondition: z
+    .strictObject({ status: ConditionStatus, observations: z.int().min(1), elapsed_ms: z.int().min(0) })
+    .optional(),
 });
 export type CallPhases = z.infer<typeof CallPhases>;
 
@@ -135,7 +139,8 @@ export const ToolCallView = z.strictObject({
   arguments: z.unknown(),
   state: ToolCallState,
   approval_id: z.string().nullable(),
-  result: Observation.nullable(),
+  /** The observation, or an explicit marker when it did not fit the result budget. */
+  result: z.union([Observation, OmittedObservation]).nullable(),
   error: ErrorDetail.nullable(),
   /** False for every call whose effect may have happened; such a call is never retried. */
   retryable: z.boolean().nullable(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConditionStatus } from './predicate.ts';
 
 /**
  * How the host's settling ended (ADR-0159). `dom_quiet`: the document was ready and 300 ms passed
@@ -42,6 +43,19 @@ export const ObservationWindow = z.strictObject({
 export type ObservationWindow = z.infer<typeof ObservationWindow>;
 
 /**
+ * What the edge reports about a postcondition or `wait_for` (DESIGN.md section 7): the status,
+ * how many observations it evaluated (at most 21), the elapsed ms from the initial observation,
+ * and the window scope of the deciding observation. It never says more than was visible.
+ */
+export const ConditionResult = z.strictObject({
+  status: ConditionStatus,
+  observations: z.int().min(1).max(21),
+  elapsed_ms: z.int().min(0),
+  window_scope: WindowScope,
+});
+export type ConditionResult = z.infer<typeof ConditionResult>;
+
+/**
  * What the host saw: the page revision the snapshot's `[ref=...]` markers belong to, the URL and
  * title, settling metadata and a bounded window of Playwright's AI-mode aria snapshot.
  */
@@ -52,5 +66,20 @@ export const Observation = z.strictObject({
   settle: SettleReport,
   window: ObservationWindow,
   snapshot: z.string(),
+  /** Added by the edge when the call carried a postcondition or `wait_for` (1.2.0). */
+  condition: ConditionResult.optional(),
 });
 export type Observation = z.infer<typeof Observation>;
+
+/**
+ * An observation left out of a result because it did not fit the result size budget. The
+ * condition, when there was one, is kept whole; the observation is never clipped.
+ */
+export const OmittedObservation = z.strictObject({
+  omitted: z.literal('observation_over_budget'),
+  revision: z.int().min(0),
+  size_bytes: z.int().min(0),
+  budget_bytes: z.int().min(0),
+  condition: ConditionResult.optional(),
+});
+export type OmittedObservation = z.infer<typeof OmittedObservation>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Condition } from './predicate.ts';
 
 /**
  * The three browser tools as versioned contracts (DESIGN.md section 3). Every schema is strict:
@@ -43,36 +44,74 @@ export type NavigateArguments = z.infer<typeof NavigateArguments>;
 /** An opaque cursor from `window.continuation` of an earlier observation of the same revision. */
 export const ContinuationCursor = z.string().min(1).max(512);
 
-export const ObserveArguments = z.strictObject({
+/** `browser.observe` 1.1.0 arguments. */
+export const ObserveArgumentsV1_1 = z.strictObject({
   continuation: ContinuationCursor.optional(),
 });
+
+/** `browser.observe` 1.2.0 arguments: `continuation` or `wait_for`, never both. */
+export const ObserveArguments = z
+  .strictObject({
+    continuation: ContinuationCursor.optional(),
+    wait_for: Condition.optional(),
+  })
+  .refine((args) => args.continuation === undefined || args.wait_for === undefined, {
+    message: 'continuation and wait_for are mutually exclusive',
+  });
 export type ObserveArguments = z.infer<typeof ObserveArguments>;
 
 const target = { revision: Revision, reference: ElementRef };
 
+/** The fields of each action kind, shared by the wire action and the tool arguments. */
+const ACTION_SHAPES = {
+  click: { action: z.literal('click'), ...target },
+  type: { action: z.literal('type'), ...target, text: z.string().max(MAX_TYPE_TEXT_LENGTH), submit: z.boolean().optional() },
+  press: { action: z.literal('press'), ...target, key: z.string().regex(/^[A-Za-z0-9+]{1,64}$/, 'a key name such as Enter or Control+A') },
+  select: { action: z.literal('select'), ...target, value: z.string().max(1000) },
+  check: { action: z.literal('check'), ...target },
+  uncheck: { action: z.literal('uncheck'), ...target },
+  /** `delta` in CSS pixels, negative is up; the schema bound only rejects absurd input. */
+  scroll: { action: z.literal('scroll'), ...target, delta: z.int().min(-100_000).max(100_000) },
+} as const;
+
 /**
- * One browser action on a referenced element. `scroll.delta` is in CSS pixels, negative is up;
- * its schema bound (100,000 px) only rejects absurd input, the policy bound is much smaller.
+ * One browser action on a referenced element, exactly as the host receives it: the edge never
+ * forwards a postcondition (ADR-0159: only the original single action goes to the provider).
  */
 export const BrowserAction = z.discriminatedUnion('action', [
-  z.strictObject({ action: z.literal('click'), ...target }),
-  z.strictObject({
-    action: z.literal('type'),
-    ...target,
-    text: z.string().max(MAX_TYPE_TEXT_LENGTH),
-    submit: z.boolean().optional(),
-  }),
-  z.strictObject({ action: z.literal('press'), ...target, key: z.string().regex(/^[A-Za-z0-9+]{1,64}$/, 'a key name such as Enter or Control+A') }),
-  z.strictObject({ action: z.literal('select'), ...target, value: z.string().max(1000) }),
-  z.strictObject({ action: z.literal('check'), ...target }),
-  z.strictObject({ action: z.literal('uncheck'), ...target }),
-  z.strictObject({ action: z.literal('scroll'), ...target, delta: z.int().min(-100_000).max(100_000) }),
+  z.strictObject(ACTION_SHAPES.click),
+  z.strictObject(ACTION_SHAPES.type),
+  z.strictObject(ACTION_SHAPES.press),
+  z.strictObject(ACTION_SHAPES.select),
+  z.strictObject(ACTION_SHAPES.check),
+  z.strictObject(ACTION_SHAPES.uncheck),
+  z.strictObject(ACTION_SHAPES.scroll),
 ]);
 export type BrowserAction = z.infer<typeof BrowserAction>;
 export type BrowserActionKind = BrowserAction['action'];
 
-export const ActArguments = BrowserAction;
+/** `browser.act` 1.1.0 arguments: the action alone. */
+export const ActArgumentsV1_1 = BrowserAction;
+
+const postcondition = { postcondition: Condition.optional() };
+
+/** `browser.act` 1.2.0 arguments: the action plus an optional postcondition the edge evaluates. */
+export const ActArguments = z.discriminatedUnion('action', [
+  z.strictObject({ ...ACTION_SHAPES.click, ...postcondition }),
+  z.strictObject({ ...ACTION_SHAPES.type, ...postcondition }),
+  z.strictObject({ ...ACTION_SHAPES.press, ...postcondition }),
+  z.strictObject({ ...ACTION_SHAPES.select, ...postcondition }),
+  z.strictObject({ ...ACTION_SHAPES.check, ...postcondition }),
+  z.strictObject({ ...ACTION_SHAPES.uncheck, ...postcondition }),
+  z.strictObject({ ...ACTION_SHAPES.scroll, ...postcondition }),
+]);
 export type ActArguments = z.infer<typeof ActArguments>;
+
+/** The action of `browser.act` arguments without the postcondition: what the host is sent. */
+export function wireAction(args: ActArguments): BrowserAction {
+  const { postcondition: _omitted, ...action } = args;
+  return action as BrowserAction;
+}
 
 /** A tool's contract at one version: its argument schema and its classification. */
 export interface ToolContract {
@@ -90,11 +129,11 @@ export const TOOL_CONTRACTS: Record<ToolName, Record<ToolVersion, ToolContract>>
   },
   'browser.observe': {
     '1.2.0': { arguments: ObserveArguments, classification: 'read' },
-    '1.1.0': { arguments: ObserveArguments, classification: 'read' },
+    '1.1.0': { arguments: ObserveArgumentsV1_1, classification: 'read' },
   },
   'browser.act': {
     '1.2.0': { arguments: ActArguments, classification: 'external_write' },
-    '1.1.0': { arguments: ActArguments, classification: 'external_write' },
+    '1.1.0': { arguments: ActArgumentsV1_1, classification: 'external_write' },
   },
 };
 

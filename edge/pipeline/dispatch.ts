@@ -1,12 +1,14 @@
 import { and, eq } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
 import type { ErrorCode, ErrorDetail } from '../../shared/errors.ts';
-import type { Observation } from '../../shared/observation.ts';
+import type { ConditionResult, Observation, SettleReport } from '../../shared/observation.ts';
+import type { Condition } from '../../shared/predicate.ts';
 import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
-import { type ToolInvocation, toolContract } from '../../shared/tools.ts';
+import { type ToolInvocation, toolContract, wireAction } from '../../shared/tools.ts';
 import { effects, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
 import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
+import { ConditionDeadlineExceeded, awaitCondition } from '../postcondition/await-condition.ts';
 import { ensureLease } from './lease.ts';
 import { iso } from './views.ts';
 
@@ -26,7 +28,11 @@ const NOT_SENT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 /** How a dispatch ended, before it is written down. */
 interface DispatchOutcome {
   state: 'succeeded' | 'failed' | 'uncertain';
+  /** The last observation read, with the condition result when there was one. */
   observation: Observation | null;
+  /** How the dispatched command settled (a later condition read reports `not_waited`). */
+  settle?: SettleReport;
+  condition?: ConditionResult;
   error: ErrorDetail | null;
   retryable: boolean;
   dispatch: NonNullable<CallPhases['dispatch']>['outcome'];
@@ -56,7 +62,9 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     const timeout = Math.max(100, Math.min(remaining(), MAX_OPERATION_TIMEOUT_MS));
     sent = true;
     const observation = await sendCommand(session, lease.lease_id, invocation, timeout);
-    outcome = { state: 'succeeded', observation, error: null, retryable: false, dispatch: 'answered', leaseGeneration: lease.generation };
+    outcome = { state: 'succeeded', observation, settle: observation.settle, error: null, retryable: false, dispatch: 'answered', leaseGeneration: lease.generation };
+    const condition = conditionOf(invocation);
+    if (condition) outcome = await withCondition(ports, session, lease.lease_id, condition, outcome, deadlineAt, isWrite);
   } catch (error) {
     outcome = classifyFailure(error, isWrite, sent);
   } finally {
@@ -76,7 +84,42 @@ function sendCommand(session: HostSession, leaseId: string, invocation: ToolInvo
         timeoutMs + 1_000,
       );
     case 'browser.act':
-      return session.call('page.act', { lease_id: leaseId, action: invocation.arguments, timeout_ms: timeoutMs }, timeoutMs + 1_000);
+      return session.call('page.act', { lease_id: leaseId, action: wireAction(invocation.arguments), timeout_ms: timeoutMs }, timeoutMs + 1_000);
+  }
+}
+
+/** The condition a call asks the edge to evaluate: an act's postcondition or an observe's wait_for. */
+function conditionOf(invocation: ToolInvocation): Condition | undefined {
+  if (invocation.tool === 'browser.act') return invocation.arguments.postcondition;
+  if (invocation.tool === 'browser.observe') return invocation.arguments.wait_for;
+  return undefined;
+}
+
+/**
+ * Evaluates the call's condition after its command answered, through ordinary reads on the same
+ * session. For a write, losing the evidence or the deadline during the reads makes the call
+ * `uncertain` and not retryable: the action was sent (ADR-0159). An unmet condition is not a
+ * failure: the call succeeds with `not_observed`.
+ */
+async function withCondition(
+  ports: Ports,
+  session: HostSession,
+  leaseId: string,
+  condition: Condition,
+  answered: DispatchOutcome,
+  deadlineAt: number,
+  isWrite: boolean,
+): Promise<DispatchOutcome> {
+  try {
+    const { observation, report } = await awaitCondition(ports.clock, session, leaseId, condition, answered.observation!, deadlineAt);
+    return { ...answered, observation: { ...observation, condition: report }, condition: report };
+  } catch (error) {
+    const deadline = error instanceof ConditionDeadlineExceeded;
+    const code: ErrorCode = deadline ? 'deadline_exceeded' : error instanceof HostCallError ? error.code : 'outcome_unknown';
+    const message = error instanceof Error ? error.message : String(error);
+    return isWrite
+      ? { ...answered, state: 'uncertain', observation: null, error: { code: deadline ? 'deadline_exceeded' : 'outcome_unknown', message }, retryable: false }
+      : { ...answered, state: 'failed', observation: null, error: { code, message }, retryable: true };
   }
 }
 
@@ -119,7 +162,10 @@ async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outco
       outcome: outcome.dispatch,
       ...(outcome.leaseGeneration !== undefined ? { lease_generation: outcome.leaseGeneration } : {}),
     },
-    ...(outcome.observation ? { settle: outcome.observation.settle } : {}),
+    ...(outcome.settle ? { settle: outcome.settle } : {}),
+    ...(outcome.condition
+      ? { postcondition: { status: outcome.condition.status, observations: outcome.condition.observations, elapsed_ms: outcome.condition.elapsed_ms } }
+      : {}),
   };
   const update = {
     state: outcome.state,

@@ -2,6 +2,7 @@ import type { ApprovalView, CallPhases, RunView, ToolCallView } from '../../shar
 import { ErrorCode } from '../../shared/errors.ts';
 import { Observation } from '../../shared/observation.ts';
 import type { ApprovalRow, RunRow, ToolCallRow } from '../db/schema.ts';
+import { projectObservation } from './projection.ts';
 
 /** ISO-8601 form of an epoch-ms timestamp. */
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -22,8 +23,11 @@ export function runView(row: RunRow): RunView {
   };
 }
 
-/** The API view of a tool call row; `approvalId` when the call waited for the owner. */
-export function toolCallView(row: ToolCallRow, approvalId: string | null): ToolCallView {
+/**
+ * The API view of a tool call row; `approvalId` when the call waited for the owner. The stored
+ * observation is projected into `resultBudgetBytes` (see `projectObservation`).
+ */
+export function toolCallView(row: ToolCallRow, approvalId: string | null, resultBudgetBytes: number): ToolCallView {
   const result = row.result === null ? null : Observation.safeParse(row.result);
   const code = ErrorCode.safeParse(row.errorCode);
   return {
@@ -34,7 +38,7 @@ export function toolCallView(row: ToolCallRow, approvalId: string | null): ToolC
     arguments: row.arguments,
     state: row.state,
     approval_id: approvalId,
-    result: result?.success ? result.data : null,
+    result: result?.success ? projectObservation(result.data, resultBudgetBytes) : null,
     error: code.success ? { code: code.data, message: row.errorMessage ?? '' } : null,
     retryable: row.retryable,
     phases: row.phases as CallPhases,

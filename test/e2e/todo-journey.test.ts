@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient } from '../../scripts/api-client.ts';
+import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { type JourneyRecord, runTodoJourney } from '../../scripts/todo-journey.ts';
@@ -23,10 +23,10 @@ describe('the demo journey end to end', () => {
   it('navigates and observes without asking anyone, and settles the navigation', () => {
     const [open, observe] = journey.steps;
     expect(open).toMatchObject({ proposalStatus: 200, finished: { state: 'succeeded', phases: { decision: { effect: 'allow', rule: 'navigate.run_origins' } } } });
-    expect(open!.finished.result).toMatchObject({ url: stack.todoUrl, title: 'VanillaJS • TodoMVC' });
-    expect(['dom_quiet', 'bound_expired']).toContain(open!.finished.result!.settle.outcome);
-    expect(observe!.finished.result!.settle).toEqual({ outcome: 'not_waited', elapsed_ms: 0, pending_at_entry: 0, overflow: false });
-    expect(observe!.finished.result!.snapshot).toContain('textbox "What needs to be done?"');
+    expect(observationOf(open!.finished)).toMatchObject({ url: stack.todoUrl, title: 'VanillaJS • TodoMVC' });
+    expect(['dom_quiet', 'bound_expired']).toContain(observationOf(open!.finished).settle.outcome);
+    expect(observationOf(observe!.finished).settle).toEqual({ outcome: 'not_waited', elapsed_ms: 0, pending_at_entry: 0, overflow: false });
+    expect(observationOf(observe!.finished).snapshot).toContain('textbox "What needs to be done?"');
   });
 
   it('every act waits for the owner, then dispatches once with a watermark and a settle report', () => {
@@ -39,13 +39,13 @@ describe('the demo journey end to end', () => {
       expect(act.finished.state).toBe('succeeded');
       expect(act.finished.phases.watermark?.effect_id).toMatch(/^eff_/);
       expect(act.finished.phases.settle?.elapsed_ms).toBeLessThanOrEqual(2_500);
-      expect(act.finished.result!.revision).toBe(act.proposed.arguments && (act.proposed.arguments as { revision: number }).revision + 1);
+      expect(observationOf(act.finished).revision).toBe(act.proposed.arguments && (act.proposed.arguments as { revision: number }).revision + 1);
     }
   });
 
   it('the page shows the todo, then shows it ticked', () => {
-    const listed = journey.steps[3]!.finished.result!.snapshot;
-    const done = journey.steps[5]!.finished.result!.snapshot;
+    const listed = observationOf(journey.steps[3]!.finished).snapshot;
+    const done = observationOf(journey.steps[5]!.finished).snapshot;
     expect(listed).toContain(journey.todo);
     expect(done).toMatch(/checkbox \[checked\]/);
   });
@@ -86,8 +86,8 @@ describe('the demo journey end to end', () => {
     const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
     const run = await agent.createRun({ profile_id: 'e2e-stale', intent: 'stale check', origins: [stack.siteOrigin] });
     const opened = await agent.propose(run.id, 'browser.navigate', { url: stack.todoUrl });
-    const old = opened.body.result!;
-    const fresh = (await agent.propose(run.id, 'browser.observe', {})).body.result!;
+    const old = observationOf(opened.body);
+    const fresh = observationOf((await agent.propose(run.id, 'browser.observe', {})).body);
     expect(fresh.revision).toBe(old.revision + 1);
     const stale = await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, {
       tool: 'browser.act',
@@ -95,7 +95,7 @@ describe('the demo journey end to end', () => {
       arguments: { action: 'type', revision: old.revision, reference: refOf(old.snapshot, 'textbox', 'What needs to be done?'), text: 'never', submit: true },
     });
     expect(stale).toMatchObject({ status: 409, body: { error: { code: 'stale_revision' } } });
-    const after = (await agent.propose(run.id, 'browser.observe', {})).body.result!;
+    const after = observationOf((await agent.propose(run.id, 'browser.observe', {})).body);
     expect(after.snapshot).not.toContain('never');
     expect(await stack.queryD1(`SELECT count(*) AS n FROM effects WHERE run_id = '${run.id}'`)).toEqual([[{ n: 0 }]]);
   });

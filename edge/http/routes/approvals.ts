@@ -38,5 +38,5 @@ export const approvalRoutes = newRouter()
   })
   .openapi(decide, async (c) => {
     const { approval, call } = await decideApproval(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json').decision);
-    return c.json({ approval: approvalView(approval, call), tool_call: toolCallView(call, approval.id) }, 200);
+    return c.json({ approval: approvalView(approval, call), tool_call: toolCallView(call, approval.id, c.var.ports.config.resultBudgetBytes) }, 200);
   });

@@ -45,7 +45,7 @@ export const toolCallRoutes = newRouter()
     async (c) => {
       const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
       const outcome = await proposeToolCall(c.var.ports, c.var.principal, run, c.req.valid('json'));
-      const view = toolCallView(outcome.call, outcome.approvalId);
+      const view = toolCallView(outcome.call, outcome.approvalId, c.var.ports.config.resultBudgetBytes);
       return outcome.status === 202 ? c.json(view, 202) : c.json(view, 200);
     },
     (result) => {
@@ -58,5 +58,5 @@ export const toolCallRoutes = newRouter()
   )
   .openapi(read, async (c) => {
     const { call, approvalId } = await readToolCall(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('query').wait_ms ?? 0);
-    return c.json(toolCallView(call, approvalId), 200);
+    return c.json(toolCallView(call, approvalId, c.var.ports.config.resultBudgetBytes), 200);
   });

@@ -1,0 +1,65 @@
+import type { ConditionResult, Observation } from '../../shared/observation.ts';
+import { type Condition, DEFAULT_PREDICATE_TIMEOUT_MS } from '../../shared/predicate.ts';
+import type { HostSession } from '../host/host-session.ts';
+import type { Clock } from '../ports.ts';
+import { conditionStatus } from './evaluate.ts';
+
+/** Least spacing between two reads, in ms (DESIGN.md section 11). */
+export const MIN_READ_SPACING_MS = 250;
+/** Most reads after the initial observation (DESIGN.md section 11). */
+export const MAX_READS = 20;
+
+
+/** The outer (tool or run) deadline passed while reading: the caller decides what that means. */
+export class ConditionDeadlineExceeded extends Error {
+  override readonly name = 'ConditionDeadlineExceeded';
+  constructor(readonly observations: number) {
+    super(`the tool deadline passed during condition reads (after ${observations} observations)`);
+  }
+}
+
+/**
+ * Evaluates a condition on the initial observation, then, while it is `not_observed`, reads
+ * again with ordinary `page.observe` commands at least 250 ms apart, at most 20 times, until the
+ * condition's budget (`timeout_ms`, default 2,000 ms) ends (ADR-0159, ADR-0164 part 1). The
+ * window is never expanded to search. Reads that the outer deadline cuts short throw.
+ * @param outerDeadlineAt epoch ms of the tool deadline (already capped by the run deadline).
+ * @returns the last observation read and the report.
+ * @throws ConditionDeadlineExceeded when `outerDeadlineAt` passes before the budget ends or a
+ *   read fails; errors of the session otherwise.
+ */
+export async function awaitCondition(
+  clock: Clock,
+  session: HostSession,
+  leaseId: string,
+  condition: Condition,
+  initial: Observation,
+  outerDeadlineAt: number,
+): Promise<{ observation: Observation; report: ConditionResult }> {
+  const startedAt = clock.now();
+  const budgetEnd = startedAt + (condition.timeout_ms ?? DEFAULT_PREDICATE_TIMEOUT_MS);
+  let latest = initial;
+  let observations = 1;
+  let status = conditionStatus(condition, latest);
+  let lastReadAt = startedAt;
+  const report = (): ConditionResult => ({ status, observations, elapsed_ms: clock.now() - startedAt, window_scope: latest.window.scope });
+
+  while (status === 'not_observed' && observations <= MAX_READS) {
+    const nextReadAt = lastReadAt + MIN_READ_SPACING_MS;
+    if (nextReadAt > budgetEnd) break;
+    if (nextReadAt >= outerDeadlineAt) throw new ConditionDeadlineExceeded(observations);
+    await clock.sleep(Math.max(0, nextReadAt - clock.now()));
+    lastReadAt = clock.now();
+    const timeoutMs = Math.min(outerDeadlineAt - lastReadAt, 10_000);
+    if (timeoutMs < 100) throw new ConditionDeadlineExceeded(observations);
+    try {
+      latest = await session.call('page.observe', { lease_id: leaseId, timeout_ms: Math.max(100, timeoutMs - 200) }, timeoutMs);
+    } catch (error) {
+      if (clock.now() >= outerDeadlineAt - 200) throw new ConditionDeadlineExceeded(observations);
+      throw error;
+    }
+    observations++;
+    status = conditionStatus(condition, latest);
+  }
+  return { observation: latest, report: report() };
+}
