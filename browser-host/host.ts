@@ -22,12 +22,6 @@ export interface BrowserHost {
   close(): Promise<void>;
 }
 
-/** Test seams; production passes none. */
-export interface BrowserHostOptions {
-  /** Epoch-ms clock for lease expiry. Defaults to `Date.now`. */
-  readonly now?: () => number;
-}
-
 /** Longest Xvfb may take to report its display, in ms. */
 const DISPLAY_START_MS = 10_000;
 
@@ -38,7 +32,7 @@ const DISPLAY_START_MS = 10_000;
  * @throws HostError('host_unavailable') when Xvfb cannot start; Error when the port cannot be
  *   bound. Whatever had started is stopped again before it throws.
  */
-export async function startBrowserHost(config: HostConfig, options: BrowserHostOptions = {}): Promise<BrowserHost> {
+export async function startBrowserHost(config: HostConfig): Promise<BrowserHost> {
   let display: VirtualDisplay | undefined;
   if (!config.headless && config.display === undefined) {
     const deadline = Deadline.after(DISPLAY_START_MS);
@@ -72,10 +66,7 @@ export async function startBrowserHost(config: HostConfig, options: BrowserHostO
     launch,
     onBrowserLost: (profileId) => leases.interruptProfile(profileId),
   });
-  const leases: LeaseTable = new LeaseTable({
-    ...(options.now ? { now: options.now } : {}),
-    onEnded: (lease) => admission.release(lease.profile_id),
-  });
+  const leases: LeaseTable = new LeaseTable({ onEnded: (lease) => admission.release(lease.profile_id) });
   const status = (): HostStatus => ({
     host_id: config.hostId,
     browsers: admission.browsers,

@@ -31,8 +31,6 @@ interface LiveLease {
 
 /** What the lease table is told and asked. */
 export interface LeaseTableOptions {
-  /** Epoch ms; injectable so tests can move time. Defaults to `Date.now`. */
-  readonly now?: () => number;
   /** Called once when a lease stops being live, whatever the reason; frees its profile. */
   readonly onEnded: (lease: Lease, why: LeaseEnd) => void;
 }
@@ -43,13 +41,11 @@ export interface LeaseTableOptions {
  * when interrupted; an ended lease is forgotten, so every later use fails `lease_lost`.
  */
 export class LeaseTable {
-  readonly #now: () => number;
   readonly #onEnded: LeaseTableOptions['onEnded'];
   readonly #leases = new Map<string, LiveLease>();
   readonly #generations = new Map<string, number>();
 
   constructor(options: LeaseTableOptions) {
-    this.#now = options.now ?? Date.now;
     this.#onEnded = options.onEnded;
   }
 
@@ -84,7 +80,7 @@ export class LeaseTable {
    */
   check(leaseId: string): Lease {
     const lease = this.#leases.get(leaseId);
-    if (lease && this.#now() >= lease.expires_at_ms) this.#end(lease, 'expired');
+    if (lease && Date.now() >= lease.expires_at_ms) this.#end(lease, 'expired');
     if (!lease || !this.#leases.has(leaseId)) throw new HostError('lease_lost', 'the lease is unknown, released, expired or interrupted; nothing was dispatched');
     return leaseOf(lease);
   }
@@ -104,7 +100,7 @@ export class LeaseTable {
   release(leaseId: string): boolean {
     const lease = this.#leases.get(leaseId);
     if (!lease) return false;
-    if (this.#now() >= lease.expires_at_ms) {
+    if (Date.now() >= lease.expires_at_ms) {
       this.#end(lease, 'expired');
       return false;
     }
@@ -128,7 +124,7 @@ export class LeaseTable {
   }
 
   #arm(lease: LiveLease, ttlMs: number): void {
-    lease.expires_at_ms = this.#now() + ttlMs;
+    lease.expires_at_ms = Date.now() + ttlMs;
     this.#schedule(lease, ttlMs);
   }
 
@@ -138,7 +134,7 @@ export class LeaseTable {
     const expiry = Deadline.after(delayMs);
     const onExpiry = (): void => {
       if (this.#leases.get(lease.lease_id) !== lease) return;
-      const left = lease.expires_at_ms - this.#now();
+      const left = lease.expires_at_ms - Date.now();
       if (left <= 0) this.#end(lease, 'expired');
       else this.#schedule(lease, left);
     };
