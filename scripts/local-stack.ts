@@ -44,6 +44,8 @@ export interface LocalStackOptions {
   headless?: boolean;
   /** Forward the processes' output to this process's stderr, line by line, prefixed. */
   echo?: boolean;
+  /** Extra edge vars (`wrangler dev --var NAME:value`), e.g. `TOOL_DEADLINE_MS`. */
+  edgeVars?: Record<string, string>;
 }
 
 /** A free loopback TCP port. */
@@ -171,6 +173,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         '--show-interactive-dev-session=false',
         '--var',
         `HOST_URL:${hostUrl}`,
+        ...Object.entries(options.edgeVars ?? {}).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
         ...(persistTo ? ['--persist-to', persistTo] : []),
       ],
       env,

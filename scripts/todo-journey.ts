@@ -77,7 +77,18 @@ export async function runTodoJourney(target: JourneyTarget, onStep: (step: Journ
   await step('open the todo app', 'browser.navigate', { url: target.todoUrl });
   const first = observationOf(await step('observe the page', 'browser.observe', {}));
   const input = refOf(first.snapshot, 'textbox', 'What needs to be done?');
-  observationOf(await step(`type "${todo}" and press Enter`, 'browser.act', { action: 'type', revision: first.revision, reference: input, text: todo, submit: true }));
+  // Each act carries a postcondition the edge checks with ordinary reads: evidence of what the
+  // page shows afterwards, not proof that the write happened.
+  observationOf(
+    await step(`type "${todo}" and press Enter`, 'browser.act', {
+      action: 'type',
+      revision: first.revision,
+      reference: input,
+      text: todo,
+      submit: true,
+      postcondition: { success: { kind: 'text', text: '1 item left' } },
+    }),
+  );
 
   const listed = observationOf(await step('observe that the todo is listed', 'browser.observe', {}));
   const item = subtreeMentioning(listed.snapshot, 'listitem', todo);
@@ -85,7 +96,14 @@ export async function runTodoJourney(target: JourneyTarget, onStep: (step: Journ
   if (!checkbox?.ref) throw new Error(`the todo "${todo}" is not in the list:\n${listed.snapshot}`);
   if (checkbox.checked) throw new Error(`the new todo "${todo}" is already ticked`);
 
-  observationOf(await step('tick the todo done', 'browser.act', { action: 'check', revision: listed.revision, reference: checkbox.ref }));
+  observationOf(
+    await step('tick the todo done', 'browser.act', {
+      action: 'check',
+      revision: listed.revision,
+      reference: checkbox.ref,
+      postcondition: { success: { kind: 'text', text: '0 items left' } },
+    }),
+  );
   const done = observationOf(await step('observe that the todo is done', 'browser.observe', {}));
   const doneBox = subtreeMentioning(done.snapshot, 'listitem', todo).find((node) => node.role === 'checkbox');
   if (!doneBox?.checked) throw new Error(`the todo "${todo}" is not ticked after the check:\n${done.snapshot}`);

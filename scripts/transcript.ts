@@ -19,6 +19,10 @@ export function describeStep(index: number, step: JourneyStep): string[] {
       (dispatch?.elapsed_ms !== undefined ? ` · dispatch ${dispatch.elapsed_ms} ms` : '') +
       (call.error ? ` · error ${call.error.code}: ${call.error.message}` : ''),
   );
+  const condition = observation?.condition ?? (call.result && 'omitted' in call.result ? call.result.condition : undefined);
+  if (condition) {
+    lines.push(`    postcondition: ${condition.status} after ${condition.observations} observation(s) in ${condition.elapsed_ms} ms (window nodes ${condition.window_scope.start_node}-${condition.window_scope.end_node} of ${condition.window_scope.total_nodes})`);
+  }
   return lines;
 }
 

@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolCallView } from '../../shared/api.ts';
+import type { Condition } from '../../shared/predicate.ts';
+import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
+import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+
+// Postconditions and wait_for in real Chromium, evaluated by the real edge (wrangler dev) from
+// ordinary observes; the fixture server counts the server-side effect of every click.
+
+let stack: LocalStack;
+let site: FixtureServer;
+let agent: ApiClient;
+let owner: ApiClient;
+
+beforeAll(async () => {
+  site = await startFixtureServer();
+  stack = await startLocalStack({ database: 'fresh', headless: false });
+  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await site?.close();
+});
+
+/** Opens a fixture in a new run, then clicks the named control with a postcondition (approved). */
+async function clickWith(fixture: string, control: { role: string; name: string }, postcondition: Condition): Promise<ToolCallView> {
+  const run = await agent.createRun({ profile_id: 'postconditions', intent: `check ${fixture}`, origins: [site.origin] });
+  try {
+    const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url(`postconditions/${fixture}`) })).body);
+    const proposal = await agent.propose(run.id, 'browser.act', {
+      action: 'click',
+      revision: opened.revision,
+      reference: refOf(opened.snapshot, control.role, control.name),
+      postcondition,
+    });
+    expect(proposal.status).toBe(202);
+    const pending = (await owner.pendingApprovals()).find((approval) => approval.tool_call_id === proposal.body.id);
+    // The owner approves the predicate along with the action.
+    expect(pending?.arguments).toMatchObject({ postcondition });
+    return (await owner.decide(pending!.id, 'approve')).tool_call;
+  } finally {
+    await agent.report(run.id, 'completed', 'checked').catch(() => undefined);
+  }
+}
+
+const conditionOf = (call: ToolCallView) => observationOf(call).condition!;
+
+describe('postconditions on real pages', () => {
+  it('a hidden duplicate does not count: one visible Save is satisfied', async () => {
+    const call = await clickWith('duplicate-buttons.html', { role: 'button', name: 'Apply' }, { success: { kind: 'control', role: 'button', name: 'Save' } });
+    expect(call.state).toBe('succeeded');
+    expect(conditionOf(call)).toMatchObject({ status: 'satisfied', observations: 1 });
+  });
+
+  it('two visible controls with the same role and name are ambiguous', async () => {
+    const call = await clickWith('duplicate-buttons.html?both=1', { role: 'button', name: 'Apply' }, { success: { kind: 'control', role: 'button', name: 'Save' } });
+    expect(conditionOf(call).status).toBe('ambiguous');
+  });
+
+  it('a button disabled after submit satisfies a disabled control predicate', async () => {
+    const call = await clickWith('disable-after-submit.html', { role: 'button', name: 'Submit report' }, {
+      success: { kind: 'control', role: 'button', name: 'Submit report', disabled: true },
+    });
+    expect(conditionOf(call).status).toBe('satisfied');
+  });
+
+  it('aria-checked and aria-disabled on custom controls are read as states', async () => {
+    const checked = await clickWith('custom-controls.html', { role: 'checkbox', name: 'Remember me' }, {
+      success: { kind: 'control', role: 'checkbox', name: 'Remember me', checked: true },
+    });
+    expect(conditionOf(checked).status).toBe('satisfied');
+    const archive = await clickWith('custom-controls.html', { role: 'checkbox', name: 'Remember me' }, {
+      success: { kind: 'control', role: 'button', name: 'Archive', disabled: true },
+    });
+    expect(conditionOf(archive).status).toBe('satisfied');
+  });
+
+  it('a toast shown 600 ms after the click and removed 1 s later is caught by the reads', async () => {
+    const call = await clickWith('toast.html', { role: 'button', name: 'Save draft' }, { success: { kind: 'text', text: 'Draft saved' }, timeout_ms: 3000 });
+    const condition = conditionOf(call);
+    expect(condition.status).toBe('satisfied');
+    expect(condition.observations).toBeGreaterThan(1);
+  });
+
+  it('success and failure both visible are ambiguous', async () => {
+    const call = await clickWith('messages.html?mode=both', { role: 'button', name: 'Pay now' }, {
+      success: { kind: 'text', text: 'Payment accepted' },
+      failure: { kind: 'text', text: 'Payment declined' },
+    });
+    expect(conditionOf(call).status).toBe('ambiguous');
+  });
+
+  it('a failure banner alone is failure_observed', async () => {
+    const call = await clickWith('messages.html', { role: 'button', name: 'Pay now' }, {
+      success: { kind: 'text', text: 'Payment accepted' },
+      failure: { kind: 'text', text: 'Payment declined' },
+    });
+    expect(conditionOf(call).status).toBe('failure_observed');
+  });
+
+  it('a row appearing in a table satisfies a row predicate', async () => {
+    const call = await clickWith('table-row.html', { role: 'button', name: 'Add order' }, {
+      success: { kind: 'row', collection: { role: 'table', name: 'Orders' }, cells: { Item: 'Widget', Qty: '3', Status: 'Pending' } },
+    });
+    expect(conditionOf(call).status).toBe('satisfied');
+  });
+
+  it('a client-side route change is checked by location', async () => {
+    const call = await clickWith('route-change.html', { role: 'button', name: 'Open settings' }, { success: { kind: 'location', path: '/postconditions/settings' } });
+    expect(conditionOf(call).status).toBe('satisfied');
+  });
+
+  it('a predicate never met is not_observed after its budget, with at most 21 observations', async () => {
+    const call = await clickWith('never.html', { role: 'button', name: 'Archive everything' }, { success: { kind: 'text', text: 'Archived' }, timeout_ms: 3000 });
+    expect(call.state).toBe('succeeded');
+    const condition = conditionOf(call);
+    expect(condition.status).toBe('not_observed');
+    expect(condition.observations).toBeGreaterThan(1);
+    expect(condition.observations).toBeLessThanOrEqual(21);
+    expect(condition.elapsed_ms).toBeGreaterThanOrEqual(2_750);
+    expect(call.phases.postcondition).toMatchObject({ status: 'not_observed', observations: condition.observations });
+  });
+
+  it('every approved click reached the server exactly once, whatever its postcondition said', () => {
+    expect(site.effects()).toEqual({ apply: 2, submit: 1, remember: 2, save: 1, pay: 2, order: 1, route: 1, archive: 1 });
+  });
+});
+
+describe('wait_for on observe', () => {
+  it('waits for a predicate without acting and reports the window it read', async () => {
+    const run = await agent.createRun({ profile_id: 'postconditions', intent: 'wait', origins: [site.origin] });
+    await agent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/table-row.html') });
+    const seen = observationOf((await agent.propose(run.id, 'browser.observe', { wait_for: { success: { kind: 'row', collection: { role: 'table', name: 'Orders' }, cells: { Item: 'Gadget' } } } })).body);
+    expect(seen.condition).toMatchObject({ status: 'satisfied', observations: 1, window_scope: seen.window.scope });
+    await agent.report(run.id, 'completed', 'waited');
+  });
+});
