@@ -5,6 +5,7 @@ import { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';
 import { startVirtualDisplay, type VirtualDisplay } from './display.ts';
 import { LeaseTable } from './lease.ts';
+import { ObservationLog } from './observation-log.ts';
 import { methodHandlers } from './methods.ts';
 import { ProfileBrowser } from './profile-browser.ts';
 import { startWireServer, type WireServer } from './server.ts';
@@ -67,6 +68,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     onBrowserLost: (profileId) => leases.interruptProfile(profileId),
   });
   const leases: LeaseTable = new LeaseTable({ onEnded: (lease) => admission.release(lease.profile_id) });
+  const observations = new ObservationLog();
   const status = (): HostStatus => ({
     host_id: config.hostId,
     browsers: admission.browsers,
@@ -74,8 +76,9 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     leases: leases.live,
     waiting: admission.waiting,
     headless: config.headless,
+    ...observations.view(),
   });
-  const handlers = methodHandlers({ config, admission, leases, cursors: new ContinuationCursors(config.sharedSecret), status });
+  const handlers = methodHandlers({ config, admission, leases, cursors: new ContinuationCursors(config.sharedSecret), observations, status });
 
   let server: WireServer;
   try {

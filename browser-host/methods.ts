@@ -8,6 +8,7 @@ import { HostError } from './host-error.ts';
 import type { LeaseTable } from './lease.ts';
 import { navigatePage } from './navigation.ts';
 import { continueObservation, observationOf, observeAfresh, type ObservationContext } from './observation.ts';
+import type { ObservationLog } from './observation-log.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 
 /** The services the method handlers call; built once per host. */
@@ -16,6 +17,8 @@ export interface HostServices {
   readonly admission: Admission;
   readonly leases: LeaseTable;
   readonly cursors: ContinuationCursors;
+  /** Counts fresh observe captures for `host.status`. */
+  readonly observations: ObservationLog;
   /** What `host.status` answers. */
   readonly status: () => HostStatus;
 }
@@ -36,7 +39,7 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   `timeout_ms`; see {@link navigatePage}, {@link actOnPage}, {@link observeAfresh}.
  * - `page.observe {continuation}`: `lease_lost` unless live; served from the cached revision
  *   without waiting for the page (see {@link continueObservation}).
- * - `host.status`: counts of browsers, leases and waiters.
+ * - `host.status`: counts of browsers, leases, waiters and fresh observe captures.
  */
 export function methodHandlers(services: HostServices): MethodHandlers {
   const { config, admission, leases, cursors } = services;
@@ -82,7 +85,10 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       if (continuation !== undefined) {
         return continueObservation(leasedBrowser(lease_id), continuation, { caps: config.window, cursors, leaseId: lease_id });
       }
-      return onLeasedPage(lease_id, timeout_ms, (deadline, browser, context) => observeAfresh(deadline, browser, context));
+      const receivedAt = Date.now();
+      const observation = await onLeasedPage(lease_id, timeout_ms, (deadline, browser, context) => observeAfresh(deadline, browser, context));
+      services.observations.record(receivedAt);
+      return observation;
     },
     'page.act': ({ lease_id, action, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>

@@ -40,6 +40,10 @@ export const HostStatus = z.strictObject({
   leases: z.int().min(0),
   waiting: z.int().min(0),
   headless: z.boolean(),
+  /** Fresh captures served for plain `page.observe` since the host started. */
+  observations_served: z.int().min(0),
+  /** Epoch-ms arrival times of the most recent of those commands (at most 64), oldest first. */
+  recent_observations_ms: z.array(z.int()).max(64),
 });
 export type HostStatus = z.infer<typeof HostStatus>;
 

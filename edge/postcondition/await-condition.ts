@@ -20,7 +20,8 @@ export class ConditionDeadlineExceeded extends Error {
 
 /**
  * Evaluates a condition on the initial observation, then, while it is `not_observed`, reads
- * again with ordinary `page.observe` commands at least 250 ms apart, at most 20 times, until the
+ * again with ordinary `page.observe` commands, each sent at least 250 ms after the previous answer,
+ * at most 20 times, until the
  * condition's budget (`timeout_ms`, default 2,000 ms) ends (ADR-0159, ADR-0164 part 1). The
  * window is never expanded to search. Reads that the outer deadline cuts short throw.
  * @param outerDeadlineAt epoch ms of the tool deadline (already capped by the run deadline).
@@ -44,13 +45,15 @@ export async function awaitCondition(
   let lastReadAt = startedAt;
   const report = (): ConditionResult => ({ status, observations, elapsed_ms: clock.now() - startedAt, window_scope: latest.window.scope });
 
+  // Spacing counts from the previous answer, so reads are at least 250 ms apart however they are
+  // measured (sent, received by the host, or answered).
+  let lastAnswerAt = startedAt;
   while (status === 'not_observed' && observations <= MAX_READS) {
-    const nextReadAt = lastReadAt + MIN_READ_SPACING_MS;
+    const nextReadAt = lastAnswerAt + MIN_READ_SPACING_MS;
     if (nextReadAt > budgetEnd) break;
     if (nextReadAt >= outerDeadlineAt) throw new ConditionDeadlineExceeded(observations);
     await clock.sleep(Math.max(0, nextReadAt - clock.now()));
-    lastReadAt = clock.now();
-    const timeoutMs = Math.min(outerDeadlineAt - lastReadAt, 10_000);
+    const timeoutMs = Math.min(outerDeadlineAt - clock.now(), 10_000);
     if (timeoutMs < 100) throw new ConditionDeadlineExceeded(observations);
     try {
       latest = await session.call('page.observe', { lease_id: leaseId, timeout_ms: Math.max(100, timeoutMs - 200) }, timeoutMs);
@@ -58,6 +61,7 @@ export async function awaitCondition(
       if (clock.now() >= outerDeadlineAt - 200) throw new ConditionDeadlineExceeded(observations);
       throw error;
     }
+    lastAnswerAt = clock.now();
     observations++;
     status = conditionStatus(condition, latest);
   }

@@ -5,6 +5,7 @@ import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { connectHost } from '../support/host-client.ts';
 
 // Postconditions and wait_for in real Chromium, evaluated by the real edge (wrangler dev) from
 // ordinary observes; the fixture server counts the server-side effect of every click.
@@ -114,15 +115,29 @@ describe('postconditions on real pages', () => {
     expect(conditionOf(call).status).toBe('satisfied');
   });
 
-  it('a predicate never met is not_observed after its budget, with at most 21 observations', async () => {
-    const call = await clickWith('never.html', { role: 'button', name: 'Archive everything' }, { success: { kind: 'text', text: 'Archived' }, timeout_ms: 3000 });
-    expect(call.state).toBe('succeeded');
-    const condition = conditionOf(call);
-    expect(condition.status).toBe('not_observed');
-    expect(condition.observations).toBeGreaterThan(1);
-    expect(condition.observations).toBeLessThanOrEqual(21);
-    expect(condition.elapsed_ms).toBeGreaterThanOrEqual(2_750);
-    expect(call.phases.postcondition).toMatchObject({ status: 'not_observed', observations: condition.observations });
+  it('a predicate never met is not_observed after its budget: at most 21 observations, reads at least 250 ms apart, counted on the host', async () => {
+    const host = await connectHost(stack.hostUrl, stack.hostSecret);
+    try {
+      const before = await host.call('host.status', {});
+      const call = await clickWith('never.html', { role: 'button', name: 'Archive everything' }, { success: { kind: 'text', text: 'Archived' }, timeout_ms: 5000 });
+      const after = await host.call('host.status', {});
+      expect(call.state).toBe('succeeded');
+      const condition = conditionOf(call);
+      expect(condition.status).toBe('not_observed');
+      expect(condition.elapsed_ms).toBeGreaterThanOrEqual(4_750);
+      expect(call.phases.postcondition).toMatchObject({ status: 'not_observed', observations: condition.observations });
+      // The host served exactly the reads after the initial observation, no more than 20 ...
+      const reads = after.observations_served - before.observations_served;
+      expect(reads).toBe(condition.observations - 1);
+      expect(reads).toBeGreaterThan(1);
+      expect(reads).toBeLessThanOrEqual(20);
+      // ... and saw them arrive at least 250 ms apart.
+      const times = after.recent_observations_ms.slice(-reads);
+      const gaps = times.slice(1).map((time, index) => time - times[index]!);
+      expect(Math.min(...gaps)).toBeGreaterThanOrEqual(250);
+    } finally {
+      await host.close();
+    }
   });
 
   it('every approved click reached the server exactly once, whatever its postcondition said', () => {
@@ -137,5 +152,39 @@ describe('wait_for on observe', () => {
     const seen = observationOf((await agent.propose(run.id, 'browser.observe', { wait_for: { success: { kind: 'row', collection: { role: 'table', name: 'Orders' }, cells: { Item: 'Gadget' } } } })).body);
     expect(seen.condition).toMatchObject({ status: 'satisfied', observations: 1, window_scope: seen.window.scope });
     await agent.report(run.id, 'completed', 'waited');
+  });
+});
+
+describe('deadlines during condition reads', () => {
+  let tight: LocalStack;
+
+  beforeAll(async () => {
+    // A tool deadline shorter than settle plus the predicate budget: the reads outlive it.
+    tight = await startLocalStack({ database: 'fresh', headless: true, edgeVars: { TOOL_DEADLINE_MS: '6000' } });
+  });
+
+  afterAll(async () => {
+    await tight?.stop();
+  });
+
+  it('an act whose tool deadline expires during postcondition reads ends uncertain, not retryable, with one effect', async () => {
+    const tightAgent = new ApiClient(tight.edgeUrl, tight.tokens.agent);
+    const tightOwner = new ApiClient(tight.edgeUrl, tight.tokens.owner);
+    const run = await tightAgent.createRun({ profile_id: 'deadline', intent: 'deadline', origins: [site.origin] });
+    // Start the browser on a quiet page first, so only the act races the deadline.
+    await tightAgent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/duplicate-buttons.html') });
+    const opened = observationOf((await tightAgent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/never.html') })).body);
+    const before = site.hits('archive');
+    const proposal = await tightAgent.propose(run.id, 'browser.act', {
+      action: 'click',
+      revision: opened.revision,
+      reference: refOf(opened.snapshot, 'button', 'Archive everything'),
+      postcondition: { success: { kind: 'text', text: 'Archived' }, timeout_ms: 5000 },
+    });
+    const call = (await tightOwner.decide(proposal.body.approval_id!, 'approve')).tool_call;
+    expect(call).toMatchObject({ state: 'uncertain', retryable: false, error: { code: 'deadline_exceeded' }, result: null });
+    expect(site.hits('archive')).toBe(before + 1);
+    const [effects] = await tight.queryD1(`SELECT state FROM effects WHERE tool_call_id = '${call.id}'`);
+    expect(effects).toEqual([{ state: 'uncertain' }]);
   });
 });
