@@ -30,7 +30,7 @@ describe('the wire', () => {
     expect(reflected).toMatchObject({ error: { code: 'unauthorized_frame' } });
 
     const status = await client.call('host.status', {});
-    expect(status).toEqual({ host_id: 'host-test', browsers: 0, max_browsers: 3, leases: 0, waiting: 0, headless: true });
+    expect(status).toEqual({ host_id: 'host-test', browsers: 0, max_browsers: 3, leases: 0, waiting: 0, headless: true, observations_served: 0, recent_observations_ms: [] });
   });
 
   test('an unknown method answers unknown_method', async ({ client }) => {
