@@ -28,6 +28,8 @@ export default defineConfig(async () => {
           test: {
             name: 'edge',
             include: ['test/edge/**/*.test.ts'],
+            // Generous: other suites may load the 2-core machine; nothing here asserts timing.
+            testTimeout: 30_000,
             setupFiles: ['test/edge/apply-migrations.ts'],
           },
         },

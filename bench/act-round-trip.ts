@@ -20,7 +20,7 @@ const stack = await startLocalStack({ database: 'fresh', headless: true });
 try {
   const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
   const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-  const run = await agent.createRun({ profile_id: 'bench', intent: 'bench', origins: [stack.siteOrigin], deadline_ms: 600_000 });
+  const run = await owner.createRun({ profile_id: 'bench', intent: 'bench', origins: [stack.siteOrigin], deadline_ms: 600_000 });
   let observation = observationOf((await agent.propose(run.id, 'browser.navigate', { url: stack.todoUrl })).body);
 
   const whole: number[] = [];

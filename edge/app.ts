@@ -6,8 +6,11 @@ import type { ErrorBody, ErrorCode } from '../shared/errors.ts';
 import { ApiError } from './http/api-error.ts';
 import type { AppEnv } from './http/app-env.ts';
 import { approvalRoutes } from './http/routes/approvals.ts';
+import { grantRoutes } from './http/routes/grants.ts';
 import { healthRoutes } from './http/routes/health.ts';
+import { policyProfileRoutes } from './http/routes/policy-profiles.ts';
 import { runRoutes } from './http/routes/runs.ts';
+import { scheduleRoutes } from './http/routes/schedules.ts';
 import { toolCallRoutes } from './http/routes/tool-calls.ts';
 import type { Ports } from './ports.ts';
 
@@ -42,7 +45,10 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   app.route('/', healthRoutes);
+  app.route('/', scheduleRoutes);
   app.route('/', runRoutes);
+  app.route('/', grantRoutes);
+  app.route('/', policyProfileRoutes);
   app.route('/', toolCallRoutes);
   app.route('/', approvalRoutes);
   app.doc31('/v1/openapi.json', {

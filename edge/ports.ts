@@ -41,6 +41,8 @@ export interface EdgeConfig {
   readonly admissionWaitMs: number;
   /** Largest observation returned in a result, in bytes of JSON; larger ones are omitted whole. */
   readonly resultBudgetBytes: number;
+  /** How long an agent's claim on a run lasts without a new proposal, in ms. */
+  readonly claimTtlMs: number;
 }
 
 /** Defaults for {@link EdgeConfig}. */
@@ -49,6 +51,7 @@ export const DEFAULT_EDGE_CONFIG: EdgeConfig = {
   leaseTtlMs: 300_000,
   admissionWaitMs: 5_000,
   resultBudgetBytes: 64 * 1024,
+  claimTtlMs: 120_000,
 };
 
 /**
@@ -68,5 +71,6 @@ export function edgeConfigFrom(vars: Record<string, unknown>): EdgeConfig {
     leaseTtlMs: read('LEASE_TTL_MS', DEFAULT_EDGE_CONFIG.leaseTtlMs),
     admissionWaitMs: read('ADMISSION_WAIT_MS', DEFAULT_EDGE_CONFIG.admissionWaitMs),
     resultBudgetBytes: read('RESULT_BUDGET_BYTES', DEFAULT_EDGE_CONFIG.resultBudgetBytes),
+    claimTtlMs: read('CLAIM_TTL_MS', DEFAULT_EDGE_CONFIG.claimTtlMs),
   };
 }

@@ -2,7 +2,8 @@ import { drizzle } from 'drizzle-orm/d1';
 import { createApp } from './app.ts';
 import * as schema from './db/schema.ts';
 import { fetchUpgradeConnector } from './host/fetch-upgrade-connector.ts';
-import { edgeConfigFrom, systemClock } from './ports.ts';
+import { fireDueSchedules } from './pipeline/schedules.ts';
+import { type Ports, edgeConfigFrom, systemClock } from './ports.ts';
 
 /** Bindings and vars of the Worker (wrangler.toml, `.dev.vars`, `wrangler secret`). */
 export interface WorkerEnv {
@@ -20,16 +21,21 @@ export interface WorkerEnv {
  * The Workers entry: the only file that knows about Workers bindings. It wires D1 (through
  * drizzle), the fetch-upgrade WebSocket connector and the system clock into the shared app.
  */
-const app = createApp((c) => {
-  const env = c.env as unknown as WorkerEnv;
+function portsOf(env: WorkerEnv): Ports {
   return {
     db: drizzle(env.DB, { schema }),
     host: fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
     clock: systemClock,
     config: edgeConfigFrom(env as unknown as Record<string, unknown>),
   };
-});
+}
+
+const app = createApp((c) => portsOf(c.env as unknown as WorkerEnv));
 
 export default {
   fetch: app.fetch,
+  /** The cron trigger: queue the runs of schedules due this minute (edge/pipeline/schedules.ts). */
+  async scheduled(controller, env, ctx) {
+    ctx.waitUntil(fireDueSchedules(portsOf(env), controller.scheduledTime));
+  },
 } satisfies ExportedHandler<WorkerEnv>;

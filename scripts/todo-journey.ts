@@ -38,7 +38,8 @@ function observationOf(step: JourneyStep): Observation {
 
 /**
  * The demo agent's journey over HTTP only (DESIGN.md section 13): create a run, navigate to the
- * TodoMVC app, observe, type a todo with Enter (the owner approves through the API), observe that
+ * TodoMVC app, observe, scroll (allowed without asking), type a todo with Enter (the owner approves
+ * through the API), observe that
  * it is listed, tick it done (approved again), observe, and report. Throws when any step does not
  * produce what a careful agent would check for; `onStep` sees each step as it finishes.
  */
@@ -47,7 +48,9 @@ export async function runTodoJourney(target: JourneyTarget, onStep: (step: Journ
   const owner = new ApiClient(target.edgeUrl, target.tokens.owner);
   const steps: JourneyStep[] = [];
 
-  const run = await agent.createRun({
+  // The owner asks (a trusted message gives the turn its authority); the agent claims the run
+  // with its first proposal.
+  const run = await owner.createRun({
     profile_id: 'demo-todo',
     intent: `Add "${todo}" to my todo list and mark it done`,
     origins: [target.siteOrigin],
@@ -75,7 +78,12 @@ export async function runTodoJourney(target: JourneyTarget, onStep: (step: Journ
   };
 
   await step('open the todo app', 'browser.navigate', { url: target.todoUrl });
-  const first = observationOf(await step('observe the page', 'browser.observe', {}));
+  const seen = observationOf(await step('observe the page', 'browser.observe', {}));
+  // A bounded scroll (1-2,000 px) is allowed without asking (ADR-0168), even with a page-derived
+  // reference; every other act still waits for the owner.
+  const first = observationOf(
+    await step('scroll down 300 px', 'browser.act', { action: 'scroll', revision: seen.revision, reference: refOf(seen.snapshot, 'heading', 'todos'), delta: 300 }),
+  );
   const input = refOf(first.snapshot, 'textbox', 'What needs to be done?');
   // Each act carries a postcondition the edge checks with ordinary reads: evidence of what the
   // page shows afterwards, not proof that the write happened.

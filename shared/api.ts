@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { ErrorDetail } from './errors.ts';
 import { Observation, OmittedObservation, SettleReport } from './observation.ts';
+import { Origin } from './origin.ts';
+import { PolicyEffect } from './policy.ts';
 import { ConditionStatus } from './predicate.ts';
 import { ProfileId } from './protocol.ts';
 import { ToolName, ToolVersion } from './tools.ts';
@@ -9,12 +11,6 @@ import { ToolName, ToolVersion } from './tools.ts';
  * Request and response bodies of the agent-facing HTTP API v1 (DESIGN.md section 13). The edge's
  * route validators, the OpenAPI document and the clients (demo agent, tests) all use these.
  */
-
-/** An origin as the browser reports it: `scheme://host[:port]`, http or https only. */
-export const Origin = z
-  .string()
-  .max(255)
-  .regex(/^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?$/, 'an http(s) origin such as https://example.com or http://127.0.0.1:8080');
 
 /** Longest run deadline, in ms (one hour). */
 export const MAX_RUN_DEADLINE_MS = 3_600_000;
@@ -96,8 +92,6 @@ export type ToolCallState = z.infer<typeof ToolCallState>;
 /** Tool call states that never change again. */
 export const FINISHED_CALL_STATES: readonly ToolCallState[] = ['rejected', 'denied', 'succeeded', 'failed', 'uncertain', 'cancelled'];
 
-export const PolicyEffect = z.enum(['allow', 'approval', 'deny']);
-export type PolicyEffect = z.infer<typeof PolicyEffect>;
 
 /** The decision phase: the effect, the rule that decided it and the policy profile's hash. */
 export const DecisionRecord = z.strictObject({
@@ -105,6 +99,15 @@ export const DecisionRecord = z.strictObject({
   rule: z.string(),
   reason: z.string(),
   policy_hash: z.string(),
+  profile_version: z.int().optional(),
+  /** Where the turn's authority came from: the owner's message, the owner's schedule, or none. */
+  authority: z.enum(['user', 'trusted_configuration', 'none']).optional(),
+  /** The turn had received page-derived results when this was decided. */
+  tainted: z.boolean().optional(),
+  /** Set when an overlay changed the rule's effect. */
+  overlay: z.literal('external_untrusted').optional(),
+  /** Set when a grant covered the call instead of an approval. */
+  grant_id: z.string().optional(),
 });
 export type DecisionRecord = z.infer<typeof DecisionRecord>;
 
@@ -210,3 +213,60 @@ export const WaitQuery = z.strictObject({
 export const ApprovalsQuery = z.strictObject({ state: ApprovalState.optional() });
 
 export const IdParam = z.strictObject({ id: z.string().min(1).max(64) });
+
+/** `POST /v1/grants`: the owner lets calls of one scope run without asking, a bounded number of times. */
+export const CreateGrantBody = z.strictObject({
+  tool: z.literal('browser.act'),
+  /** Action kinds covered; omitted covers every kind except what policy denies. */
+  actions: z.array(z.enum(['click', 'type', 'press', 'select', 'check', 'uncheck', 'scroll'])).min(1).max(7).optional(),
+  /** The origin of the page the act touches. */
+  origin: Origin,
+  max_uses: z.int().min(1).max(1000),
+  /** Lifetime from now, in ms (at most 30 days). */
+  ttl_ms: z.int().min(1_000).max(30 * 24 * 3_600_000),
+});
+export type CreateGrantBody = z.infer<typeof CreateGrantBody>;
+
+export const GrantView = z.strictObject({
+  id: z.string(),
+  tool: z.string(),
+  actions: z.array(z.string()).nullable(),
+  origin: z.string(),
+  max_uses: z.int(),
+  uses: z.int(),
+  expires_at: z.string(),
+  policy_hash: z.string(),
+  revoked_at: z.string().nullable(),
+  created_at: z.string(),
+});
+export type GrantView = z.infer<typeof GrantView>;
+export const GrantList = z.strictObject({ grants: z.array(GrantView) });
+
+/** `POST /v1/schedules`: a cron-fired run with trusted-configuration authority. */
+export const CreateScheduleBody = z.strictObject({
+  /** Five-field cron expression, UTC, e.g. `0 7 * * *`. */
+  cron: z.string().min(9).max(100),
+  intent: z.string().min(1).max(2000),
+  profile_id: ProfileId,
+  origins: z.array(Origin).min(1).max(16),
+  /** Tool versions every call of the run must use. */
+  tool_versions: z.strictObject({ 'browser.navigate': ToolVersion, 'browser.observe': ToolVersion, 'browser.act': ToolVersion }),
+  policy_profile: z.string().regex(/^[a-z0-9_-]{1,64}$/).optional(),
+  /** Run deadline in ms; default five minutes. */
+  deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
+});
+export type CreateScheduleBody = z.infer<typeof CreateScheduleBody>;
+
+export const ScheduleView = z.strictObject({
+  id: z.string(),
+  cron: z.string(),
+  intent: z.string(),
+  profile_id: z.string(),
+  origins: z.array(z.string()),
+  tool_versions: z.record(z.string(), z.string()),
+  policy_profile: z.string(),
+  deadline_ms: z.int(),
+  enabled: z.boolean(),
+  created_at: z.string(),
+});
+export type ScheduleView = z.infer<typeof ScheduleView>;

@@ -1,8 +1,9 @@
 /**
  * A new identifier: `prefix_` followed by 20 random base32 characters (100 bits), e.g.
- * `run_k3v9...`. Prefixes say what a thing is: run, call, apr, msg, eff, prn.
+ * `run_k3v9...`. Prefixes say what a thing is: run, call, apr, msg, eff, prn, grt (grant),
+ * sch (schedule), pol (policy profile version).
  */
-export function newId(prefix: 'run' | 'call' | 'apr' | 'msg' | 'eff' | 'prn'): string {
+export function newId(prefix: 'run' | 'call' | 'apr' | 'msg' | 'eff' | 'prn' | 'grt' | 'sch' | 'pol'): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
   const bytes = crypto.getRandomValues(new Uint8Array(20));
   let out = '';

@@ -48,11 +48,22 @@ export const runs = sqliteTable(
     /** JSON array of allowed origins, e.g. `["http://127.0.0.1:8000"]`. */
     origins: text('origins', { mode: 'json' }).$type<string[]>().notNull(),
     state: text('state', { enum: RUN_STATES }).notNull(),
+    /** `scheduled` runs come from a schedule and carry trusted-configuration authority. */
+    kind: text('kind', { enum: ['interactive', 'scheduled'] }).notNull().default('interactive'),
+    scheduleId: text('schedule_id'),
+    /** Name of the policy profile whose newest version decides this run's calls. */
+    policyProfile: text('policy_profile').notNull().default('default'),
+    /** JSON `{tool: version}` pinned by a schedule; proposals must use these versions. */
+    pinnedVersions: text('pinned_versions', { mode: 'json' }).$type<Record<string, string>>(),
+    /** A claim's expiry (epoch ms): past it, another agent may claim the run. */
+    claimExpiresAt: integer('claim_expires_at'),
     deadlineAt: integer('deadline_at').notNull(),
     leaseId: text('lease_id'),
     leaseGeneration: integer('lease_generation'),
     /** The newest page revision the host reported for this run's page. */
     latestRevision: integer('latest_revision'),
+    /** URL of the page at that revision; an act touches this page's origin. */
+    latestUrl: text('latest_url'),
     reportSummary: text('report_summary'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
@@ -144,7 +155,77 @@ export const effects = sqliteTable('effects', {
   finishedAt: integer('finished_at'),
 });
 
+/** Versions of operator-managed policy profiles; the newest version of a name is in force. */
+export const policyProfiles = sqliteTable(
+  'policy_profiles',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    version: integer('version').notNull(),
+    rules: text('rules', { mode: 'json' }).$type<unknown[]>().notNull(),
+    denies: text('denies', { mode: 'json' }).$type<unknown[]>().notNull(),
+    /** SHA-256 of the canonical JSON of `{rules, denies}`. */
+    hash: text('hash').notNull(),
+    createdBy: text('created_by').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('policy_profiles_name_version').on(t.name, t.version)],
+);
+
+/** Owner grants: a scoped, counted, expiring permission that covers calls instead of an approval. */
+export const grants = sqliteTable(
+  'grants',
+  {
+    id: text('id').primaryKey(),
+    ownerId: text('owner_id').notNull(),
+    tool: text('tool').notNull(),
+    /** JSON array of `browser.act` action kinds covered; null covers every kind. */
+    actions: text('actions', { mode: 'json' }).$type<string[] | null>(),
+    origin: text('origin').notNull(),
+    maxUses: integer('max_uses').notNull(),
+    uses: integer('uses').notNull().default(0),
+    expiresAt: integer('expires_at').notNull(),
+    /** The policy hash in force when the owner granted it. */
+    policyHash: text('policy_hash').notNull(),
+    revokedAt: integer('revoked_at'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('grants_owner_idx').on(t.ownerId, t.createdAt)],
+);
+
+/** One row per charged grant use; the primary key makes a second charge for a call impossible. */
+export const grantUses = sqliteTable('grant_uses', {
+  toolCallId: text('tool_call_id').primaryKey().references(() => toolCalls.id),
+  grantId: text('grant_id').notNull().references(() => grants.id),
+  chargedAt: integer('charged_at').notNull(),
+});
+
+/** Owner schedules: cron-fired runs with trusted-configuration authority and pinned versions. */
+export const schedules = sqliteTable(
+  'schedules',
+  {
+    id: text('id').primaryKey(),
+    ownerId: text('owner_id').notNull(),
+    createdBy: text('created_by').notNull(),
+    cron: text('cron').notNull(),
+    intent: text('intent').notNull(),
+    profileId: text('profile_id').notNull(),
+    origins: text('origins', { mode: 'json' }).$type<string[]>().notNull(),
+    toolVersions: text('tool_versions', { mode: 'json' }).$type<Record<string, string>>().notNull(),
+    policyProfile: text('policy_profile').notNull(),
+    deadlineMs: integer('deadline_ms').notNull(),
+    enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+    /** The cron minute (epoch ms, floored) it last fired for; a conditional update guards it. */
+    lastFiredFor: integer('last_fired_for'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('schedules_enabled_idx').on(t.enabled)],
+);
+
 export type RunRow = typeof runs.$inferSelect;
+export type GrantRow = typeof grants.$inferSelect;
+export type ScheduleRow = typeof schedules.$inferSelect;
+export type PolicyProfileRow = typeof policyProfiles.$inferSelect;
 export type ToolCallRow = typeof toolCalls.$inferSelect;
 export type ApprovalRow = typeof approvals.$inferSelect;
 export type PrincipalRow = typeof principals.$inferSelect;

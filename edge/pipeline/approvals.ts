@@ -8,7 +8,8 @@ import { type ApprovalRow, approvals, effects, type RunRow, type ToolCallRow, ru
 import { ApiError } from '../http/api-error.ts';
 import type { Ports } from '../ports.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
-import { decide } from '../policy/decide.ts';
+import { decide, originOf } from '../policy/decide.ts';
+import { profileInForce } from '../policy/profile.ts';
 import { dispatchCall } from './dispatch.ts';
 import { expireIfPastDeadline } from './runs.ts';
 import { iso } from './views.ts';
@@ -63,7 +64,22 @@ export async function decideApproval(
   }
 
   const invocation = revalidatedInvocation(call, approval, await canonicalHash({ tool: call.tool, version: call.version, arguments: call.arguments }));
-  const current = await decide(invocation, { origins: run.origins });
+  // Revalidate under the policy in force now (DESIGN.md section 5): an approval made under an
+  // older profile hash is never silently carried over. The owner approving is user authority.
+  const previous = phases.decision;
+  const profile = await profileInForce(ports.db, run.policyProfile);
+  const current = decide(
+    {
+      invocation,
+      proposed: call.arguments,
+      runOrigins: run.origins,
+      pageOrigin: run.latestUrl === null ? undefined : originOf(run.latestUrl),
+      authority: 'user',
+      tainted: previous?.tainted ?? true,
+      pageDerived: invocation.tool === 'browser.act' || previous?.overlay === 'external_untrusted',
+    },
+    profile,
+  );
   if (current.effect === 'deny') {
     return settleDenied(ports, principal, approval, call, run, { ...phases, decision: current }, now, `the policy changed and now denies this call: ${current.reason}`);
   }

@@ -184,7 +184,7 @@ async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outco
     ...(isWrite
       ? [ports.db.update(effects).set({ state: outcome.state, finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed')))]
       : []),
-    ...(outcome.observation ? [ports.db.update(runs).set({ latestRevision: outcome.observation.revision, updatedAt: now }).where(eq(runs.id, run.id))] : []),
+    ...(outcome.observation ? [ports.db.update(runs).set({ latestRevision: outcome.observation.revision, latestUrl: outcome.observation.url, updatedAt: now }).where(eq(runs.id, run.id))] : []),
   ] as const;
   await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
   return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? { ...call, ...update };

@@ -1,17 +1,20 @@
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import type { CallPhases, ProposeBody } from '../../shared/api.ts';
+import type { CallPhases, DecisionRecord, ProposeBody } from '../../shared/api.ts';
 import { type ToolInvocation, toolContract } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { translateConstraint } from '../db/constraints.ts';
 import { newId } from '../db/ids.ts';
-import { approvals, effects, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
+import { approvals, effects, type GrantRow, grantUses, grants, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
 import { ApiError } from '../http/api-error.ts';
 import type { Ports } from '../ports.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
-import { decide } from '../policy/decide.ts';
+import { decide, originOf } from '../policy/decide.ts';
+import { profileInForce } from '../policy/profile.ts';
 import { dispatchCall } from './dispatch.ts';
+import { coveringGrant } from './grants.ts';
 import { holdRun } from './runs.ts';
+import { carriesPageDerivedReferences, turnContext } from './turn.ts';
 import { iso } from './views.ts';
 
 /** What proposing a call produced: a finished call (200) or one parked for the owner (202). */
@@ -21,12 +24,16 @@ export interface ProposalOutcome {
   readonly approvalId: string | null;
 }
 
+type NewCall = Omit<ToolCallRow, 'state' | 'deadlineAt' | 'result' | 'errorCode' | 'errorMessage' | 'retryable'>;
+
 /**
  * The tool pipeline for one proposed call (DESIGN.md section 4): validate against the pinned
- * version, check the run, decide by policy, then deny, park for approval, or dispatch exactly
- * one command and record its outcome. Every step is recorded on the call.
+ * version; hold the run; refuse a repeat of a call whose outcome is unknown; check the revision;
+ * decide by policy (authority, taint, profile, overlays); then deny, park for the owner, let a
+ * grant cover it, or dispatch exactly one command and record its outcome.
  * @throws ApiError('invalid_arguments') for arguments the pinned schema rejects (the rejection is
- *   stored); ApiError('stale_revision') for an act on anything but the latest revision;
+ *   stored); ApiError('outcome_unknown') for a repeat of an uncertain call (never resent);
+ *   ApiError('stale_revision') for an act on anything but the latest revision;
  *   ApiError('policy_denied') with the deciding rule; ApiError('run_not_active' |
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now.
  */
@@ -43,105 +50,163 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     createdAt: now,
     updatedAt: now,
   };
+  const reject = async (code: 'invalid_arguments' | 'outcome_unknown' | 'stale_revision', message: string) => {
+    const id = newId('call');
+    await ports.db.insert(toolCalls).values({ ...base, id, state: 'rejected', errorCode: code, errorMessage: message, phases: {} });
+    return id;
+  };
 
   const parsed = toolContract(body.tool, body.version).arguments.safeParse(body.arguments);
   if (!parsed.success) {
     const message = z.prettifyError(parsed.error);
-    await ports.db.insert(toolCalls).values({ ...base, id: newId('call'), state: 'rejected', errorCode: 'invalid_arguments', errorMessage: message, phases: {} });
+    await reject('invalid_arguments', message);
     throw new ApiError('invalid_arguments', `${body.tool} ${body.version}: ${message}`);
+  }
+  const pinned = loadedRun.pinnedVersions?.[body.tool];
+  if (pinned !== undefined && pinned !== body.version) {
+    const message = `this run pins ${body.tool} to version ${pinned}`;
+    await reject('invalid_arguments', message);
+    throw new ApiError('invalid_arguments', message);
   }
   const invocation = { tool: body.tool, version: body.version, arguments: parsed.data } as ToolInvocation;
   const run = await holdRun(ports, principal, loadedRun);
+
+  const unknown = await ports.db
+    .select({ id: toolCalls.id })
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.argumentsHash, argumentsHash), eq(toolCalls.state, 'uncertain')))
+    .get();
+  if (unknown) {
+    const message = `the same call (${unknown.id}) was already sent and its outcome is unknown; it is never sent again`;
+    await reject('outcome_unknown', message);
+    throw new ApiError('outcome_unknown', message, { tool_call_id: unknown.id });
+  }
 
   if (invocation.tool === 'browser.act' && invocation.arguments.revision !== run.latestRevision) {
     const message =
       run.latestRevision === null
         ? 'the run has no observation yet; observe the page first'
         : `revision ${invocation.arguments.revision} is not the latest (${run.latestRevision}); observe again`;
-    await ports.db.insert(toolCalls).values({ ...base, id: newId('call'), state: 'rejected', errorCode: 'stale_revision', errorMessage: message, phases: {} });
+    await reject('stale_revision', message);
     throw new ApiError('stale_revision', message);
   }
 
-  const decision = await decide(invocation, { origins: run.origins });
-  const phases: CallPhases = { decision };
-  const decided = { ...base, id: newId('call'), decisionEffect: decision.effect, decisionRule: decision.rule, policyHash: decision.policy_hash };
+  const profile = await profileInForce(ports.db, run.policyProfile);
+  const turn = await turnContext(ports, run);
+  const pageOrigin = run.latestUrl === null ? undefined : originOf(run.latestUrl);
+  const decision = decide(
+    {
+      invocation,
+      proposed: body.arguments,
+      runOrigins: run.origins,
+      pageOrigin,
+      authority: turn.authority,
+      tainted: turn.tainted,
+      pageDerived: await carriesPageDerivedReferences(ports, run, invocation, turn),
+    },
+    profile,
+  );
+  const decided: NewCall = { ...base, id: newId('call'), decisionEffect: decision.effect, decisionRule: decision.rule, policyHash: decision.policy_hash, phases: { decision } };
 
   if (decision.effect === 'deny') {
-    await ports.db.insert(toolCalls).values({ ...decided, state: 'denied', errorCode: 'policy_denied', errorMessage: decision.reason, phases });
+    await ports.db.insert(toolCalls).values({ ...decided, state: 'denied', errorCode: 'policy_denied', errorMessage: decision.reason });
     throw new ApiError('policy_denied', `denied by rule ${decision.rule}: ${decision.reason}`, { tool_call_id: decided.id, rule: decision.rule });
   }
 
   if (decision.effect === 'approval') {
-    const approvalId = newId('apr');
-    const call: ToolCallRow = {
-      ...decided,
-      state: 'waiting_for_approval',
-      result: null,
-      errorCode: null,
-      errorMessage: null,
-      retryable: null,
-      phases: { ...phases, approval: { approval_id: approvalId, decision: 'pending', at: iso(now) } },
-      deadlineAt: null,
-    };
-    try {
-      await ports.db.batch([
-        ports.db.insert(toolCalls).values(call),
-        ports.db.insert(approvals).values({
-          id: approvalId,
-          toolCallId: call.id,
-          runId: run.id,
-          ownerId: run.ownerId,
-          state: 'pending',
-          argumentsHash,
-          policyHash: decision.policy_hash,
-          createdAt: now,
-        }),
-        ports.db
-          .update(runs)
-          .set({ state: 'waiting_for_approval', updatedAt: now })
-          .where(and(eq(runs.id, run.id), eq(runs.state, 'running'))),
-      ]);
-    } catch (error) {
-      throw translateConstraint(error);
+    const grant = await coveringGrant(ports, run.ownerId, invocation, pageOrigin);
+    if (grant) {
+      const covered = await startDispatch(ports, run, { ...decided, phases: { decision: { ...decision, grant_id: grant.id } } }, invocation, grant).catch(
+        (error: unknown) => {
+          // The grant ran out between the look-up and the batch: ask the owner instead.
+          if (error instanceof ApiError && error.code === 'already_decided') return undefined;
+          throw error;
+        },
+      );
+      if (covered) return { status: 200, call: await dispatchCall(ports, run, covered, invocation), approvalId: null };
     }
-    return { status: 202, call, approvalId };
+    return park(ports, run, decided, decision, argumentsHash);
   }
 
-  const call = await startDispatch(ports, run, { ...decided, phases, result: null, errorCode: null, errorMessage: null, retryable: null }, invocation);
+  const call = await startDispatch(ports, run, decided, invocation);
   return { status: 200, call: await dispatchCall(ports, run, call, invocation), approvalId: null };
 }
 
+/** Parks a call for the owner: call, approval and run state in one batch (DESIGN.md section 4). */
+async function park(ports: Ports, run: RunRow, decided: NewCall, decision: DecisionRecord, argumentsHash: string): Promise<ProposalOutcome> {
+  const now = ports.clock.now();
+  const approvalId = newId('apr');
+  const call: ToolCallRow = {
+    ...decided,
+    state: 'waiting_for_approval',
+    result: null,
+    errorCode: null,
+    errorMessage: null,
+    retryable: null,
+    phases: { decision, approval: { approval_id: approvalId, decision: 'pending', at: iso(now) } },
+    deadlineAt: null,
+  };
+  try {
+    await ports.db.batch([
+      ports.db.insert(toolCalls).values(call),
+      ports.db.insert(approvals).values({
+        id: approvalId,
+        toolCallId: call.id,
+        runId: run.id,
+        ownerId: run.ownerId,
+        state: 'pending',
+        argumentsHash,
+        policyHash: decision.policy_hash,
+        createdAt: now,
+      }),
+      ports.db
+        .update(runs)
+        .set({ state: 'waiting_for_approval', updatedAt: now })
+        .where(and(eq(runs.id, run.id), eq(runs.state, 'running'))),
+    ]);
+  } catch (error) {
+    throw translateConstraint(error);
+  }
+  return { status: 202, call, approvalId };
+}
+
 /**
- * Moves a call to `dispatching` and, for an external write, commits its effect watermark in the
- * same batch, before anything is sent (DESIGN.md section 4, step 5), for a call allowed outright.
- * @throws ApiError('call_in_progress' | 'run_not_active') when the database guards refuse.
+ * Moves a new call straight to `dispatching` in one batch, before anything is sent (DESIGN.md
+ * section 4, steps 4-5): for an external write its effect watermark is committed in the same
+ * batch, and a covering grant is charged exactly one use there too, whatever the outcome later.
+ * @throws ApiError('call_in_progress' | 'run_not_active') when the database guards refuse;
+ *   ApiError('already_decided') when the grant can no longer be charged.
  */
-export async function startDispatch(
-  ports: Ports,
-  run: RunRow,
-  call: Omit<ToolCallRow, 'state' | 'deadlineAt'>,
-  invocation: ToolInvocation,
-): Promise<ToolCallRow> {
+async function startDispatch(ports: Ports, run: RunRow, call: NewCall, invocation: ToolInvocation, grant?: GrantRow): Promise<ToolCallRow> {
   const now = ports.clock.now();
   const isWrite = toolContract(invocation.tool, invocation.version).classification === 'external_write';
   const effectId = newId('eff');
   const row: ToolCallRow = {
     ...call,
     state: 'dispatching',
+    result: null,
+    errorCode: null,
+    errorMessage: null,
+    retryable: null,
     deadlineAt: now + ports.config.toolDeadlineMs,
     phases: { ...(call.phases as CallPhases), ...(isWrite ? { watermark: { effect_id: effectId, committed_at: iso(now) } } : {}) },
     updatedAt: now,
   };
   try {
-    if (isWrite) {
-      await ports.db.batch([
-        ports.db.insert(toolCalls).values(row),
-        ports.db.insert(effects).values({ id: effectId, toolCallId: row.id, runId: run.id, state: 'committed', committedAt: now }),
-      ]);
-    } else {
-      await ports.db.insert(toolCalls).values(row);
-    }
+    await ports.db.batch([
+      ports.db.insert(toolCalls).values(row),
+      ...(grant
+        ? [
+            ports.db.insert(grantUses).values({ toolCallId: row.id, grantId: grant.id, chargedAt: now }),
+            ports.db.update(grants).set({ uses: sql`${grants.uses} + 1` }).where(eq(grants.id, grant.id)),
+          ]
+        : []),
+      ...(isWrite ? [ports.db.insert(effects).values({ id: effectId, toolCallId: row.id, runId: run.id, state: 'committed', committedAt: now })] : []),
+    ] as unknown as Parameters<typeof ports.db.batch>[0]);
   } catch (error) {
+    if (String(error instanceof Error ? `${error.message} ${String(error.cause ?? '')}` : error).includes('guard:grant_exhausted')) {
+      throw new ApiError('already_decided', 'the grant can no longer be charged');
+    }
     throw translateConstraint(error);
   }
   return row;

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, notInArray } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, notInArray } from 'drizzle-orm';
 import {
   type ActivityList,
   type CreateRunBody,
@@ -34,6 +34,12 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
     intent: body.intent,
     origins: [...new Set(body.origins.map((origin) => new URL(origin).origin))],
     state: principal.kind === 'agent' ? 'running' : 'queued',
+    kind: 'interactive',
+    scheduleId: null,
+    policyProfile: 'default',
+    pinnedVersions: null,
+    claimExpiresAt: principal.kind === 'agent' ? now + ports.config.claimTtlMs : null,
+    latestUrl: null,
     deadlineAt: now + (body.deadline_ms ?? DEFAULT_RUN_DEADLINE_MS),
     leaseId: null,
     leaseGeneration: null,
@@ -88,29 +94,35 @@ export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<R
 }
 
 /**
- * Makes sure the calling agent holds the run and that it is running: a `queued` run is claimed
- * with one conditional update, so two agents can never both win.
+ * Makes sure the calling agent holds the run and that it is running, and extends its claim. A
+ * `queued` run is claimed, and a running run whose claim expired may be taken over, each with one
+ * conditional update, so two agents can never both win (DESIGN.md section 10).
  * @throws ApiError('run_not_active') when the run is not running or queued;
- *   ApiError('forbidden') when another agent holds it.
+ *   ApiError('forbidden') when another agent holds an unexpired claim.
  */
 export async function holdRun(ports: Ports, principal: Principal, run: RunRow): Promise<RunRow> {
+  const now = ports.clock.now();
+  const claimExpiresAt = now + ports.config.claimTtlMs;
   if (run.state === 'queued') {
-    const now = ports.clock.now();
     const claimed = await ports.db
       .update(runs)
-      .set({ state: 'running', claimedBy: principal.id, updatedAt: now })
+      .set({ state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now })
       .where(and(eq(runs.id, run.id), eq(runs.state, 'queued')))
       .run();
     if (claimed.meta.changes !== 1) return holdRun(ports, principal, await loadRun(ports, principal, run.id));
-    return { ...run, state: 'running', claimedBy: principal.id, updatedAt: now };
+    return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
   }
-  if (run.claimedBy !== null && run.claimedBy !== principal.id) {
+  if (run.state !== 'running') throw new ApiError('run_not_active', `the run is ${run.state}, not running`);
+  if (run.claimedBy !== null && run.claimedBy !== principal.id && (run.claimExpiresAt ?? 0) > now) {
     throw new ApiError('forbidden', 'another agent holds this run');
   }
-  if (run.state !== 'running') {
-    throw new ApiError('run_not_active', `the run is ${run.state}, not running`);
-  }
-  return run;
+  const held = await ports.db
+    .update(runs)
+    .set({ claimedBy: principal.id, claimExpiresAt, updatedAt: now })
+    .where(and(eq(runs.id, run.id), eq(runs.state, 'running'), run.claimedBy === null ? isNull(runs.claimedBy) : eq(runs.claimedBy, run.claimedBy)))
+    .run();
+  if (held.meta.changes !== 1) return holdRun(ports, principal, await loadRun(ports, principal, run.id));
+  return { ...run, claimedBy: principal.id, claimExpiresAt, updatedAt: now };
 }
 
 /**

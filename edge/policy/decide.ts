@@ -1,87 +1,106 @@
-import type { DecisionRecord, PolicyEffect } from '../../shared/api.ts';
-import type { ToolInvocation, ToolName } from '../../shared/tools.ts';
-import { canonicalHash } from './canonical-hash.ts';
+import type { DecisionRecord } from '../../shared/api.ts';
+import type { PolicyEffect, RuleCondition } from '../../shared/policy.ts';
+import { type ToolInvocation, toolContract } from '../../shared/tools.ts';
+import { conditionHolds } from './conditions.ts';
+import { hardlineDenial } from './hardline.ts';
+import type { PolicyProfile } from './profile.ts';
 
 /**
- * Policy for the first slice (DESIGN.md section 5, placeholder profile): hardline rules first
- * (navigation only to http(s) URLs), then the profile: observe allowed, navigate allowed to the
- * run's origins only, every act needs the owner's approval. Later work replaces the profile with
- * operator-managed versions; the decision shape and the hash binding stay.
+ * Where the proposing turn's authority comes from (DESIGN.md section 4, step 2): the newest user
+ * message from the owner (`user`), or the owner's schedule (`trusted_configuration`); `null`
+ * when the newest message is untrusted relayed content, which cannot borrow older authority.
  */
+export type Authority = 'user' | 'trusted_configuration' | null;
 
-/** A rule of a policy profile: an exact tool, an effect and an optional named condition. */
-export interface PolicyRule {
-  readonly id: string;
-  readonly tool: ToolName;
-  readonly effect: PolicyEffect;
-  readonly condition?: 'run_origin';
+/** Everything a decision depends on besides the profile. */
+export interface DecisionInput {
+  readonly invocation: ToolInvocation;
+  /** The arguments exactly as proposed, before parsing. */
+  readonly proposed: unknown;
+  readonly runOrigins: readonly string[];
+  /** Origin of the page an act would touch (the run's latest observed URL), if known. */
+  readonly pageOrigin: string | undefined;
+  readonly authority: Authority;
+  /** The turn has received page-derived tool results. */
+  readonly tainted: boolean;
+  /** The arguments carry references derived from page content (refs, URLs read off a page). */
+  readonly pageDerived: boolean;
 }
 
-/** A versioned policy profile; its hash is the SHA-256 of its canonical JSON. */
-export interface PolicyProfile {
-  readonly name: string;
-  readonly version: number;
-  readonly rules: readonly PolicyRule[];
-}
-
-/** The profile every run uses until profiles are operator-managed. */
-export const DEFAULT_POLICY_PROFILE: PolicyProfile = {
-  name: 'default',
-  version: 1,
-  rules: [
-    { id: 'observe.allow', tool: 'browser.observe', effect: 'allow' },
-    { id: 'navigate.run_origins', tool: 'browser.navigate', effect: 'allow', condition: 'run_origin' },
-    { id: 'act.approval', tool: 'browser.act', effect: 'approval' },
-  ],
+/** The default effect per tool when no rule matched, and its rule id. */
+const DEFAULTS: Record<ToolInvocation['tool'], { effect: PolicyEffect; reason: string }> = {
+  'browser.observe': { effect: 'allow', reason: 'observing is allowed by default' },
+  'browser.navigate': { effect: 'deny', reason: "the target is not one of the run's origins" },
+  'browser.act': { effect: 'approval', reason: 'acting needs the owner unless a rule or grant covers it' },
 };
 
-/** What the decision needs to know about the run. */
-export interface PolicyContext {
-  /** Allowed origins of the run, e.g. `http://127.0.0.1:8000`. */
-  readonly origins: readonly string[];
-}
-
 /**
- * Decides one validated invocation: allow, approval or deny, with the deciding rule, a readable
- * reason and the profile hash the decision (and any approval) binds to.
+ * Decides one validated call (DESIGN.md section 5), in this order: hardline rules; authority (a
+ * turn without it is denied); the profile's operator denies (a deny always wins); the profile's
+ * rules, first match wins (exact tool, effect, optional condition); the tool's default; then the
+ * external-untrusted overlay: page-derived arguments turn an allow into approval unless the
+ * matching rule's condition is `bounded_browser_scroll` (ADR-0168).
+ * @returns the effect, the deciding rule, a readable reason, and what it was decided under.
  */
-export async function decide(invocation: ToolInvocation, context: PolicyContext, profile = DEFAULT_POLICY_PROFILE): Promise<DecisionRecord> {
-  const policyHash = await canonicalHash(profile);
-  const decision = (effect: PolicyEffect, rule: string, reason: string): DecisionRecord => ({ effect, rule, reason, policy_hash: policyHash });
+export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRecord {
+  const { invocation } = input;
+  const base = { policy_hash: profile.hash, profile_version: profile.version, authority: input.authority ?? ('none' as const), tainted: input.tainted };
+  const record = (effect: PolicyEffect, rule: string, reason: string, overlay?: 'external_untrusted'): DecisionRecord => ({
+    effect,
+    rule,
+    reason,
+    ...base,
+    ...(overlay ? { overlay } : {}),
+  });
 
   const hardline = hardlineDenial(invocation);
-  if (hardline) return decision('deny', hardline.rule, hardline.reason);
+  if (hardline) return record('deny', hardline.rule, hardline.reason);
 
-  for (const rule of profile.rules) {
-    if (rule.tool !== invocation.tool) continue;
-    if (rule.condition === 'run_origin') {
-      if (invocation.tool !== 'browser.navigate') continue;
-      const origin = new URL(invocation.arguments.url).origin;
-      if (!context.origins.includes(origin)) {
-        return decision('deny', rule.id, `origin ${origin} is not one of the run's allowed origins`);
-      }
-      return decision(rule.effect, rule.id, `origin ${origin} is allowed for this run`);
-    }
-    const verdict = { allow: 'allows', approval: "requires the owner's approval for", deny: 'denies' }[rule.effect];
-    return decision(rule.effect, rule.id, `the policy profile ${verdict} ${invocation.tool}`);
+  if (input.authority === null) {
+    return record('deny', 'authority.none', 'the newest message is untrusted relayed content; the owner must ask (or a schedule must start the run)');
   }
-  return decision('approval', 'default.approval', 'no rule covers this call, so the owner decides');
+
+  const targetOrigin = invocation.tool === 'browser.navigate' ? originOf(invocation.arguments.url) : undefined;
+  const touchedOrigin = invocation.tool === 'browser.navigate' ? targetOrigin : input.pageOrigin;
+  for (const deny of profile.body.denies) {
+    if (deny.tool !== invocation.tool) continue;
+    if (deny.actions && !(invocation.tool === 'browser.act' && deny.actions.includes(invocation.arguments.action))) continue;
+    if (deny.origins && !(touchedOrigin !== undefined && deny.origins.includes(touchedOrigin))) continue;
+    return record('deny', deny.id, `operator deny: ${deny.reason}`);
+  }
+
+  const conditionInput = {
+    tool: invocation.tool,
+    classification: toolContract(invocation.tool, invocation.version).classification,
+    proposed: input.proposed,
+    targetOrigin,
+    runOrigins: input.runOrigins,
+  };
+  let matched: { effect: PolicyEffect; rule: string; reason: string; condition?: RuleCondition } | undefined;
+  for (const rule of profile.body.rules) {
+    if (rule.tool !== invocation.tool) continue;
+    if (rule.condition && !conditionHolds(rule.condition, conditionInput)) continue;
+    matched = {
+      effect: rule.effect,
+      rule: rule.id,
+      reason: `profile ${profile.name} v${profile.version} rule ${rule.id}${rule.condition ? ` (${rule.condition})` : ''}`,
+      ...(rule.condition ? { condition: rule.condition } : {}),
+    };
+    break;
+  }
+  matched ??= { ...DEFAULTS[invocation.tool], rule: `default.${invocation.tool.slice('browser.'.length)}` };
+
+  if (matched.effect === 'allow' && input.pageDerived && matched.condition !== 'bounded_browser_scroll') {
+    return record('approval', matched.rule, `${matched.reason}; the arguments carry page-derived references, so the owner decides`, 'external_untrusted');
+  }
+  return record(matched.effect, matched.rule, matched.reason);
 }
 
-/** Hardline rules: nothing overrides them. Returns the denial, or undefined when none applies. */
-function hardlineDenial(invocation: ToolInvocation): { rule: string; reason: string } | undefined {
-  if (invocation.tool !== 'browser.navigate') return undefined;
-  let url: URL;
+/** The origin of a URL, or undefined when it does not parse. */
+export function originOf(url: string): string | undefined {
   try {
-    url = new URL(invocation.arguments.url);
+    return new URL(url.trim()).origin;
   } catch {
-    return { rule: 'hardline.url', reason: 'the URL does not parse' };
+    return undefined;
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return { rule: 'hardline.scheme', reason: `navigation to ${url.protocol} URLs is never allowed` };
-  }
-  if (url.username !== '' || url.password !== '') {
-    return { rule: 'hardline.credentials', reason: 'URLs carrying credentials are never allowed' };
-  }
-  return undefined;
 }

@@ -29,7 +29,7 @@ afterAll(async () => {
 
 /** Opens a fixture in a new run, then clicks the named control with a postcondition (approved). */
 async function clickWith(fixture: string, control: { role: string; name: string }, postcondition: Condition): Promise<ToolCallView> {
-  const run = await agent.createRun({ profile_id: 'postconditions', intent: `check ${fixture}`, origins: [site.origin] });
+  const run = await owner.createRun({ profile_id: 'postconditions', intent: `check ${fixture}`, origins: [site.origin] });
   try {
     const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url(`postconditions/${fixture}`) })).body);
     const proposal = await agent.propose(run.id, 'browser.act', {
@@ -147,7 +147,7 @@ describe('postconditions on real pages', () => {
 
 describe('wait_for on observe', () => {
   it('waits for a predicate without acting and reports the window it read', async () => {
-    const run = await agent.createRun({ profile_id: 'postconditions', intent: 'wait', origins: [site.origin] });
+    const run = await owner.createRun({ profile_id: 'postconditions', intent: 'wait', origins: [site.origin] });
     await agent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/table-row.html') });
     const seen = observationOf((await agent.propose(run.id, 'browser.observe', { wait_for: { success: { kind: 'row', collection: { role: 'table', name: 'Orders' }, cells: { Item: 'Gadget' } } } })).body);
     expect(seen.condition).toMatchObject({ status: 'satisfied', observations: 1, window_scope: seen.window.scope });
@@ -170,7 +170,7 @@ describe('deadlines during condition reads', () => {
   it('an act whose tool deadline expires during postcondition reads ends uncertain, not retryable, with one effect', async () => {
     const tightAgent = new ApiClient(tight.edgeUrl, tight.tokens.agent);
     const tightOwner = new ApiClient(tight.edgeUrl, tight.tokens.owner);
-    const run = await tightAgent.createRun({ profile_id: 'deadline', intent: 'deadline', origins: [site.origin] });
+    const run = await tightOwner.createRun({ profile_id: 'deadline', intent: 'deadline', origins: [site.origin] });
     // Start the browser on a quiet page first, so only the act races the deadline.
     await tightAgent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/duplicate-buttons.html') });
     const opened = observationOf((await tightAgent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/never.html') })).body);

@@ -10,6 +10,9 @@ import { type JourneyRecord, runTodoJourney } from '../../scripts/todo-journey.t
 let stack: LocalStack;
 let journey: JourneyRecord;
 
+/** The revision of the journey's last observation. */
+const lastRevision = () => observationOf(journey.steps[journey.steps.length - 1]!.finished).revision;
+
 beforeAll(async () => {
   stack = await startLocalStack({ database: 'fresh', echo: process.env.E2E_ECHO === '1' });
   journey = await runTodoJourney(stack);
@@ -29,8 +32,15 @@ describe('the demo journey end to end', () => {
     expect(observationOf(observe!.finished).snapshot).toContain('textbox "What needs to be done?"');
   });
 
-  it('every act waits for the owner, then dispatches once with a watermark and a settle report', () => {
-    const acts = journey.steps.filter((step) => step.proposed.tool === 'browser.act');
+  it('a bounded scroll runs without asking anyone', () => {
+    const scroll = journey.steps.find((step) => step.label.startsWith('scroll'))!;
+    expect(scroll.proposalStatus).toBe(200);
+    expect(scroll.finished).toMatchObject({ state: 'succeeded', phases: { decision: { effect: 'allow', rule: 'act.bounded_scroll', tainted: true } } });
+    expect(scroll.approval).toBeUndefined();
+  });
+
+  it('every other act waits for the owner, then dispatches once with a watermark, a settle report and a satisfied postcondition', () => {
+    const acts = journey.steps.filter((step) => step.proposed.tool === 'browser.act' && !step.label.startsWith('scroll'));
     expect(acts).toHaveLength(2);
     for (const act of acts) {
       expect(act.proposalStatus).toBe(202);
@@ -45,14 +55,14 @@ describe('the demo journey end to end', () => {
   });
 
   it('the page shows the todo, then shows it ticked', () => {
-    const listed = observationOf(journey.steps[3]!.finished).snapshot;
-    const done = observationOf(journey.steps[5]!.finished).snapshot;
+    const listed = observationOf(journey.steps.find((step) => step.label.includes('is listed'))!.finished).snapshot;
+    const done = observationOf(journey.steps.find((step) => step.label.includes('is done'))!.finished).snapshot;
     expect(listed).toContain(journey.todo);
     expect(done).toMatch(/checkbox \[checked\]/);
   });
 
   it('the run ends completed with the report', () => {
-    expect(journey.finalRun).toMatchObject({ state: 'completed', latest_revision: observationOf(journey.steps[5]!.finished).revision });
+    expect(journey.finalRun).toMatchObject({ state: 'completed', latest_revision: lastRevision() });
     expect(journey.finalRun.summary).toContain(journey.todo);
   });
 
@@ -64,10 +74,11 @@ describe('the demo journey end to end', () => {
       `SELECT state, decided_by FROM approvals WHERE run_id = '${id}'`,
       `SELECT e.state, e.committed_at <= c.updated_at AS before_finish FROM effects e JOIN tool_calls c ON c.id = e.tool_call_id WHERE e.run_id = '${id}'`,
     );
-    expect(runRows).toEqual([{ state: 'completed', latest_revision: observationOf(journey.steps[5]!.finished).revision, lease_id: null }]);
+    expect(runRows).toEqual([{ state: 'completed', latest_revision: lastRevision(), lease_id: null }]);
     expect(callRows).toEqual([
       { tool: 'browser.navigate', state: 'succeeded', decision_effect: 'allow' },
       { tool: 'browser.observe', state: 'succeeded', decision_effect: 'allow' },
+      { tool: 'browser.act', state: 'succeeded', decision_effect: 'allow' },
       { tool: 'browser.act', state: 'succeeded', decision_effect: 'approval' },
       { tool: 'browser.observe', state: 'succeeded', decision_effect: 'allow' },
       { tool: 'browser.act', state: 'succeeded', decision_effect: 'approval' },
@@ -80,12 +91,13 @@ describe('the demo journey end to end', () => {
     expect(effectRows).toEqual([
       { state: 'succeeded', before_finish: 1 },
       { state: 'succeeded', before_finish: 1 },
+      { state: 'succeeded', before_finish: 1 },
     ]);
   });
 
   it('an act on an old revision is refused before approval and nothing reaches the page', async () => {
     const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-    const run = await agent.createRun({ profile_id: 'e2e-stale', intent: 'stale check', origins: [stack.siteOrigin] });
+    const run = await new ApiClient(stack.edgeUrl, stack.tokens.owner).createRun({ profile_id: 'e2e-stale', intent: 'stale check', origins: [stack.siteOrigin] });
     const opened = await agent.propose(run.id, 'browser.navigate', { url: stack.todoUrl });
     const old = observationOf(opened.body);
     const fresh = observationOf((await agent.propose(run.id, 'browser.observe', {})).body);

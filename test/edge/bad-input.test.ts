@@ -12,7 +12,7 @@ let callId: string;
 
 beforeAll(async () => {
   parties = await seedParties();
-  const run = await call('POST', '/v1/runs', { token: parties.agent.token, body: { profile_id: 'p1', intent: 'x', origins: ['http://127.0.0.1:8123'] } });
+  const run = await call('POST', '/v1/runs', { token: parties.owner.token, body: { profile_id: 'p1', intent: 'x', origins: ['http://127.0.0.1:8123'] } });
   runId = run.body.id;
   await setLatestRevision(runId, 1);
   const parked = await call('POST', `/v1/runs/${runId}/tool-calls`, {

@@ -98,3 +98,8 @@ export async function counts(): Promise<Record<string, number>> {
   }
   return out;
 }
+
+/** Sets the page the edge believes the run is on: its latest revision and URL. */
+export async function setLatestPage(runId: string, revision: number, url: string): Promise<void> {
+  await env.DB.prepare('UPDATE runs SET latest_revision = ?, latest_url = ? WHERE id = ?').bind(revision, url, runId).run();
+}

@@ -20,14 +20,19 @@ describe('GET /v1/openapi.json', () => {
     expect(Object.keys(answer.body.paths).sort()).toEqual([
       '/v1/approvals',
       '/v1/approvals/{id}/decision',
+      '/v1/grants',
+      '/v1/grants/{id}/revoke',
       '/v1/health',
+      '/v1/policy-profiles/{name}',
       '/v1/runs',
+      '/v1/runs/claim',
       '/v1/runs/{id}',
       '/v1/runs/{id}/activity',
       '/v1/runs/{id}/cancel',
       '/v1/runs/{id}/messages',
       '/v1/runs/{id}/report',
       '/v1/runs/{id}/tool-calls',
+      '/v1/schedules',
       '/v1/tool-calls/{id}',
     ]);
   });

@@ -1,0 +1,84 @@
+import { and, desc, eq, gt, isNull, lt } from 'drizzle-orm';
+import type { CreateGrantBody, GrantView } from '../../shared/api.ts';
+import type { ToolInvocation } from '../../shared/tools.ts';
+import type { Principal } from '../auth/principal.ts';
+import { newId } from '../db/ids.ts';
+import { type GrantRow, grants } from '../db/schema.ts';
+import { ApiError } from '../http/api-error.ts';
+import type { Ports } from '../ports.ts';
+import { iso } from './views.ts';
+
+/**
+ * Creates an owner grant bound to the policy hash in force (DESIGN.md section 4, step 4). A grant
+ * never creates authority and never covers what policy denies: it only stands in for an approval.
+ */
+export async function createGrant(ports: Ports, principal: Principal, body: CreateGrantBody, policyHash: string): Promise<GrantRow> {
+  const now = ports.clock.now();
+  const row: GrantRow = {
+    id: newId('grt'),
+    ownerId: principal.ownerId,
+    tool: body.tool,
+    actions: body.actions ?? null,
+    origin: new URL(body.origin).origin,
+    maxUses: body.max_uses,
+    uses: 0,
+    expiresAt: now + body.ttl_ms,
+    policyHash,
+    revokedAt: null,
+    createdAt: now,
+  };
+  await ports.db.insert(grants).values(row);
+  return row;
+}
+
+/** The owner's grants, newest first (at most 100). */
+export function listGrants(ports: Ports, principal: Principal): Promise<GrantRow[]> {
+  return ports.db.select().from(grants).where(eq(grants.ownerId, principal.ownerId)).orderBy(desc(grants.createdAt)).limit(100);
+}
+
+/**
+ * Revokes a grant; later calls are no longer covered. Uses already charged stay charged.
+ * @throws ApiError('not_found') for an unknown grant or another owner's;
+ *   ApiError('already_decided') when it was already revoked.
+ */
+export async function revokeGrant(ports: Ports, principal: Principal, grantId: string): Promise<GrantRow> {
+  const row = await ports.db.select().from(grants).where(eq(grants.id, grantId)).get();
+  if (!row || row.ownerId !== principal.ownerId) throw new ApiError('not_found', `no grant ${grantId}`);
+  const now = ports.clock.now();
+  const revoked = await ports.db.update(grants).set({ revokedAt: now }).where(and(eq(grants.id, grantId), isNull(grants.revokedAt))).run();
+  if (revoked.meta.changes !== 1) throw new ApiError('already_decided', 'the grant was already revoked');
+  return { ...row, revokedAt: now };
+}
+
+/**
+ * A live grant of the run's owner that covers this act on a page of `pageOrigin`: same tool, the
+ * action kind among its actions (or all), same origin, uses left, not expired, not revoked.
+ * Whether a use can really be charged is decided by the database in the dispatch batch.
+ */
+export async function coveringGrant(ports: Ports, ownerId: string, invocation: ToolInvocation, pageOrigin: string | undefined): Promise<GrantRow | undefined> {
+  if (invocation.tool !== 'browser.act' || pageOrigin === undefined) return undefined;
+  const now = ports.clock.now();
+  const candidates = await ports.db
+    .select()
+    .from(grants)
+    .where(and(eq(grants.ownerId, ownerId), eq(grants.tool, invocation.tool), eq(grants.origin, pageOrigin), isNull(grants.revokedAt), gt(grants.expiresAt, now), lt(grants.uses, grants.maxUses)))
+    .orderBy(grants.expiresAt)
+    .limit(20);
+  return candidates.find((grant) => grant.actions === null || grant.actions.includes(invocation.arguments.action));
+}
+
+/** The API view of a grant. */
+export function grantView(row: GrantRow): GrantView {
+  return {
+    id: row.id,
+    tool: row.tool,
+    actions: row.actions,
+    origin: row.origin,
+    max_uses: row.maxUses,
+    uses: row.uses,
+    expires_at: iso(row.expiresAt),
+    policy_hash: row.policyHash,
+    revoked_at: row.revokedAt === null ? null : iso(row.revokedAt),
+    created_at: iso(row.createdAt),
+  };
+}

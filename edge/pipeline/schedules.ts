@@ -1,0 +1,173 @@
+import { Cron } from 'croner';
+import { and, asc, desc, eq, gt, isNotNull, isNull, lt, or } from 'drizzle-orm';
+import { type CreateScheduleBody, DEFAULT_RUN_DEADLINE_MS, type ScheduleView } from '../../shared/api.ts';
+import type { Principal } from '../auth/principal.ts';
+import { newId } from '../db/ids.ts';
+import { messages, type RunRow, runs, type ScheduleRow, schedules, toolCalls } from '../db/schema.ts';
+import { ApiError } from '../http/api-error.ts';
+import type { Ports } from '../ports.ts';
+import { profileInForce } from '../policy/profile.ts';
+import { iso } from './views.ts';
+
+/** One minute, in ms: the resolution of cron schedules. */
+const MINUTE_MS = 60_000;
+
+/**
+ * Creates an owner schedule (DESIGN.md section 10, ADR-0168): a cron expression (five fields,
+ * UTC), the intent, the sealed profile, allowed origins, pinned tool versions, the policy profile
+ * and the run deadline (default five minutes).
+ * @throws ApiError('invalid_request') for a cron expression that does not parse or a policy
+ *   profile that does not exist.
+ */
+export async function createSchedule(ports: Ports, principal: Principal, body: CreateScheduleBody): Promise<ScheduleRow> {
+  try {
+    new Cron(body.cron, { timezone: 'UTC', paused: true });
+  } catch (error) {
+    throw new ApiError('invalid_request', `cron: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (body.cron.trim().split(/\s+/).length !== 5) throw new ApiError('invalid_request', 'cron: five fields (minute hour day month weekday)');
+  const policyProfile = body.policy_profile ?? 'default';
+  await profileInForce(ports.db, policyProfile);
+  const now = ports.clock.now();
+  const row: ScheduleRow = {
+    id: newId('sch'),
+    ownerId: principal.ownerId,
+    createdBy: principal.id,
+    cron: body.cron.trim(),
+    intent: body.intent,
+    profileId: body.profile_id,
+    origins: [...new Set(body.origins.map((origin) => new URL(origin).origin))],
+    toolVersions: body.tool_versions,
+    policyProfile,
+    deadlineMs: body.deadline_ms ?? DEFAULT_RUN_DEADLINE_MS,
+    enabled: true,
+    lastFiredFor: null,
+    createdAt: now,
+  };
+  await ports.db.insert(schedules).values(row);
+  return row;
+}
+
+/** The owner's schedules, newest first (at most 100). */
+export function listSchedules(ports: Ports, principal: Principal): Promise<ScheduleRow[]> {
+  return ports.db.select().from(schedules).where(eq(schedules.ownerId, principal.ownerId)).orderBy(desc(schedules.createdAt)).limit(100);
+}
+
+/**
+ * The cron pass (the Worker's `scheduled` handler, or a scheduler on Deno and Node): queues one
+ * run for every enabled schedule due in the minute of `scheduledTime` (epoch ms). Each run is a
+ * `scheduled` run with trusted-configuration authority (its intent is a trusted message from the
+ * schedule itself), the schedule's pinned versions and policy profile. Idempotent: the run's id is
+ * derived from the schedule and the minute, so a repeated pass for the same minute changes nothing.
+ * @returns the runs queued by this pass.
+ */
+export async function fireDueSchedules(ports: Ports, scheduledTime: number): Promise<RunRow[]> {
+  const minute = Math.floor(scheduledTime / MINUTE_MS) * MINUTE_MS;
+  const candidates = await ports.db
+    .select()
+    .from(schedules)
+    .where(and(eq(schedules.enabled, true), or(isNull(schedules.lastFiredFor), lt(schedules.lastFiredFor, minute))))
+    .limit(500);
+  const fired: RunRow[] = [];
+  for (const schedule of candidates) {
+    if (!dueAt(schedule.cron, minute)) continue;
+    const now = ports.clock.now();
+    const run: RunRow = {
+      id: `run_${schedule.id.slice('sch_'.length)}_${minute / MINUTE_MS}`,
+      ownerId: schedule.ownerId,
+      createdBy: schedule.id,
+      claimedBy: null,
+      profileId: schedule.profileId,
+      intent: schedule.intent,
+      origins: schedule.origins,
+      state: 'queued',
+      kind: 'scheduled',
+      scheduleId: schedule.id,
+      policyProfile: schedule.policyProfile,
+      pinnedVersions: schedule.toolVersions,
+      claimExpiresAt: null,
+      deadlineAt: now + schedule.deadlineMs,
+      leaseId: null,
+      leaseGeneration: null,
+      latestRevision: null,
+      latestUrl: null,
+      reportSummary: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      await ports.db.batch([
+        ports.db.insert(runs).values(run),
+        ports.db.insert(messages).values({ id: `msg_${run.id.slice('run_'.length)}`, runId: run.id, principalId: schedule.id, trust: 'trusted', text: schedule.intent, createdAt: now }),
+        ports.db.update(schedules).set({ lastFiredFor: minute }).where(eq(schedules.id, schedule.id)),
+      ]);
+      fired.push(run);
+    } catch {
+      // Already fired for this minute (the run id exists): nothing changes.
+    }
+  }
+  return fired;
+}
+
+/** Whether the five-field UTC cron expression fires at `minute` (epoch ms on a minute boundary). */
+export function dueAt(cron: string, minute: number): boolean {
+  try {
+    const next = new Cron(cron, { timezone: 'UTC', paused: true }).nextRun(new Date(minute - 1));
+    return next !== null && next.getTime() === minute;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An agent claims the oldest queued run of its owner, or a running run whose claim expired while
+ * nothing was in flight: one conditional update, so two agents never both win.
+ * @throws ApiError('not_found') when no run is waiting to be claimed.
+ */
+export async function claimRun(ports: Ports, principal: Principal): Promise<RunRow> {
+  const now = ports.clock.now();
+  const candidates = await ports.db
+    .select()
+    .from(runs)
+    .where(
+      and(
+        eq(runs.ownerId, principal.ownerId),
+        gt(runs.deadlineAt, now),
+        or(eq(runs.state, 'queued'), and(eq(runs.state, 'running'), isNotNull(runs.claimExpiresAt), lt(runs.claimExpiresAt, now))),
+      ),
+    )
+    .orderBy(asc(runs.createdAt))
+    .limit(10);
+  for (const run of candidates) {
+    const active = await ports.db
+      .select({ id: toolCalls.id })
+      .from(toolCalls)
+      .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')))
+      .get();
+    if (active) continue;
+    const claimExpiresAt = now + ports.config.claimTtlMs;
+    const claimed = await ports.db
+      .update(runs)
+      .set({ state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now })
+      .where(and(eq(runs.id, run.id), eq(runs.state, run.state), run.claimedBy === null ? isNull(runs.claimedBy) : eq(runs.claimedBy, run.claimedBy)))
+      .run();
+    if (claimed.meta.changes === 1) return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
+  }
+  throw new ApiError('not_found', 'no run is waiting to be claimed');
+}
+
+/** The API view of a schedule. */
+export function scheduleView(row: ScheduleRow): ScheduleView {
+  return {
+    id: row.id,
+    cron: row.cron,
+    intent: row.intent,
+    profile_id: row.profileId,
+    origins: row.origins,
+    tool_versions: row.toolVersions,
+    policy_profile: row.policyProfile,
+    deadline_ms: row.deadlineMs,
+    enabled: row.enabled,
+    created_at: iso(row.createdAt),
+  };
+}

@@ -1,0 +1,61 @@
+import { and, desc, eq, gte, isNotNull, sql } from 'drizzle-orm';
+import type { ToolInvocation } from '../../shared/tools.ts';
+import { messages, type RunRow, toolCalls } from '../db/schema.ts';
+import type { Authority } from '../policy/decide.ts';
+import type { Ports } from '../ports.ts';
+
+/** The proposing turn as the policy sees it (DESIGN.md section 2 and 4, ADR-0168). */
+export interface TurnContext {
+  readonly authority: Authority;
+  /** The turn has received page-derived tool results. */
+  readonly tainted: boolean;
+  /** Epoch ms at which the turn began: the newest message, or the run's creation. */
+  readonly startedAt: number;
+}
+
+/**
+ * Authority and taint of the run's current turn. Authority comes from the newest message alone:
+ * an owner message gives `user` authority, the schedule's own intent message
+ * `trusted_configuration`, and an untrusted relayed message none: it cannot borrow an older owner
+ * message's authority. Taint is separate: the turn is tainted once any call since the newest
+ * message returned page content; observing does not remove authority.
+ */
+export async function turnContext(ports: Ports, run: RunRow): Promise<TurnContext> {
+  const newest = await ports.db
+    .select({ trust: messages.trust, principalId: messages.principalId, createdAt: messages.createdAt })
+    .from(messages)
+    .where(eq(messages.runId, run.id))
+    .orderBy(desc(messages.createdAt), desc(sql`rowid`))
+    .limit(1)
+    .get();
+  const startedAt = newest?.createdAt ?? run.createdAt;
+  let authority: Authority = null;
+  if (newest?.trust === 'trusted') {
+    authority = run.kind === 'scheduled' && newest.principalId === run.scheduleId ? 'trusted_configuration' : 'user';
+  }
+  const pageResult = await ports.db
+    .select({ id: toolCalls.id })
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, run.id), gte(toolCalls.updatedAt, startedAt), isNotNull(toolCalls.result)))
+    .limit(1)
+    .get();
+  return { authority, tainted: pageResult !== undefined, startedAt };
+}
+
+/**
+ * Whether a call's arguments carry references derived from page content: an act's element
+ * reference always does (it was read off an observation); a navigation does when its URL appears
+ * in a page result this turn received. Observe arguments never do.
+ */
+export async function carriesPageDerivedReferences(ports: Ports, run: RunRow, invocation: ToolInvocation, turn: TurnContext): Promise<boolean> {
+  if (invocation.tool === 'browser.act') return true;
+  if (invocation.tool !== 'browser.navigate' || !turn.tainted) return false;
+  const url = invocation.arguments.url.trim();
+  const seen = await ports.db
+    .select({ id: toolCalls.id })
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, run.id), gte(toolCalls.updatedAt, turn.startedAt), sql`instr(${toolCalls.result}, ${JSON.stringify(url).slice(1, -1)}) > 0`))
+    .limit(1)
+    .get();
+  return seen !== undefined;
+}

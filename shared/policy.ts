@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { Origin } from './origin.ts';
+import { ToolName } from './tools.ts';
+
+/**
+ * Policy profiles (DESIGN.md section 5): versioned lists of rules managed by the operator, stored
+ * with the SHA-256 of their canonical JSON. Evaluation order is fixed: hardline rules (in code,
+ * not overridable), then the profile's operator denies, then its rules in order, then overlays.
+ */
+
+export const PolicyEffect = z.enum(['allow', 'approval', 'deny']);
+export type PolicyEffect = z.infer<typeof PolicyEffect>;
+
+/**
+ * Named conditions a rule may carry. `run_origin`: a navigation to one of the run's origins.
+ * `bounded_browser_scroll` (ADR-0168): a `browser.act` scroll of an integer 1-2,000 px with only
+ * revision, reference, delta and an optional postcondition.
+ */
+export const RuleCondition = z.enum(['run_origin', 'bounded_browser_scroll']);
+export type RuleCondition = z.infer<typeof RuleCondition>;
+
+const RuleId = z.string().regex(/^[a-z0-9_.-]{1,64}$/, 'lower-case letters, digits, _ . -');
+const ActionKind = z.enum(['click', 'type', 'press', 'select', 'check', 'uncheck', 'scroll']);
+
+/** A profile rule: an exact tool, an effect and an optional condition. */
+export const PolicyRule = z.strictObject({
+  id: RuleId,
+  tool: ToolName,
+  effect: PolicyEffect,
+  condition: RuleCondition.optional(),
+});
+export type PolicyRule = z.infer<typeof PolicyRule>;
+
+/**
+ * An operator deny: it always wins over any allow. It matches a tool, optionally only some action
+ * kinds of `browser.act`, and optionally only some origins (of the navigation target, or of the
+ * page an act would touch).
+ */
+export const OperatorDeny = z.strictObject({
+  id: RuleId,
+  tool: ToolName,
+  actions: z.array(ActionKind).min(1).max(7).optional(),
+  origins: z.array(Origin).min(1).max(64).optional(),
+  reason: z.string().min(1).max(500),
+});
+export type OperatorDeny = z.infer<typeof OperatorDeny>;
+
+/** A profile's content; its hash is the SHA-256 of the canonical JSON of this object. */
+export const PolicyProfileBody = z.strictObject({
+  rules: z.array(PolicyRule).max(64),
+  denies: z.array(OperatorDeny).max(64),
+});
+export type PolicyProfileBody = z.infer<typeof PolicyProfileBody>;
+
+export const ProfileName = z.string().regex(/^[a-z0-9_-]{1,64}$/, 'lower-case letters, digits, _ and -');
+
+/** `POST /v1/policy-profiles/{name}`: publish the next version of a profile. */
+export const PublishProfileBody = PolicyProfileBody;
+
+export const PolicyProfileView = z.strictObject({
+  name: ProfileName,
+  version: z.int().min(1),
+  hash: z.string(),
+  rules: z.array(PolicyRule),
+  denies: z.array(OperatorDeny),
+  created_at: z.string(),
+});
+export type PolicyProfileView = z.infer<typeof PolicyProfileView>;
