@@ -22,6 +22,8 @@ export interface Lease {
 interface LiveLease {
   lease_id: string;
   profile_id: string;
+  /** The run that asked for it (the edge's run id). */
+  run_id: string;
   generation: number;
   expires_at_ms: number;
   interrupted: boolean;
@@ -55,15 +57,16 @@ export class LeaseTable {
   }
 
   /**
-   * A new lease on `profileId` for `ttlMs` ms, with the profile's next generation. The caller
-   * must already hold the profile through admission.
+   * A new lease on `profileId` for run `runId` and `ttlMs` ms, with the profile's next
+   * generation. The caller must already hold the profile through admission.
    */
-  grant(profileId: string, ttlMs: number): LeaseGrant {
+  grant(profileId: string, ttlMs: number, runId: string): LeaseGrant {
     const generation = (this.#generations.get(profileId) ?? 0) + 1;
     this.#generations.set(profileId, generation);
     const lease: LiveLease = {
       lease_id: `lease_${randomBytes(12).toString('base64url')}`,
       profile_id: profileId,
+      run_id: runId,
       generation,
       expires_at_ms: 0,
       interrupted: false,
@@ -106,6 +109,23 @@ export class LeaseTable {
     }
     this.#end(lease, 'released');
     return true;
+  }
+
+  /**
+   * Ends the live lease that run `runId` holds on `profileId`, if any, as released. A run asks
+   * for a new lease only when it has none it knows of, e.g. after the answer to an earlier
+   * acquisition was lost; its orphan must not keep the profile from it until the TTL lapses.
+   * The edge sends one command per run at a time, so no operation of that run is in flight.
+   * @returns true when a lease was ended.
+   */
+  releaseHeldBy(profileId: string, runId: string): boolean {
+    let ended = false;
+    for (const lease of [...this.#leases.values()]) {
+      if (lease.profile_id !== profileId || lease.run_id !== runId) continue;
+      this.#end(lease, 'released');
+      ended = true;
+    }
+    return ended;
   }
 
   /** Ends the live lease on `profileId`, if any, as interrupted. */

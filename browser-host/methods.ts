@@ -29,7 +29,8 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
 /**
  * The wire methods (shared/protocol.ts `HOST_METHODS`), each a thin handler over one service:
  *
- * - `lease.acquire`: admits the profile (see {@link Admission.admit}: `admission_full`,
+ * - `lease.acquire`: first ends any lease the same run still holds on the profile (an orphan of a
+ *   lost answer), then admits the profile (see {@link Admission.admit}: `admission_full`,
  *   `host_unavailable`) and grants a lease with the profile's next generation. The browser's
  *   earlier references are invalidated: a new lease observes before it acts (`page_changed`).
  * - `lease.renew`: `lease_lost` unless live. `lease.release`: `{released}`; the browser stays
@@ -70,10 +71,11 @@ export function methodHandlers(services: HostServices): MethodHandlers {
   };
 
   return {
-    'lease.acquire': async ({ profile_id, ttl_ms, wait_ms }) => {
+    'lease.acquire': async ({ run_id, profile_id, ttl_ms, wait_ms }) => {
+      leases.releaseHeldBy(profile_id, run_id);
       const browser = await admission.admit(profile_id, wait_ms ?? config.admissionWaitMs);
       if (browser.latest !== undefined) browser.invalidate('a new lease began');
-      return leases.grant(profile_id, ttl_ms);
+      return leases.grant(profile_id, ttl_ms, run_id);
     },
     'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),

@@ -30,6 +30,10 @@ export interface LocalStack {
    * --local --json` (the same database wrangler dev serves); resolves to each statement's rows.
    */
   queryD1(...statements: string[]): Promise<Record<string, unknown>[][]>;
+  /** Kills the browser host's process group at once (SIGKILL), as a crash would. */
+  killHost(): Promise<void>;
+  /** Runs the Worker's cron pass now (`wrangler dev --test-scheduled`); resolves when it ran. */
+  triggerCron(): Promise<void>;
   /** Stops everything it started (process groups, SIGTERM then SIGKILL) and removes temp dirs. */
   stop(): Promise<void>;
 }
@@ -171,6 +175,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         '--inspector-port',
         String(await freePort()),
         '--show-interactive-dev-session=false',
+        '--test-scheduled',
         '--var',
         `HOST_URL:${hostUrl}`,
         ...Object.entries(options.edgeVars ?? {}).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
@@ -203,6 +208,19 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       persistTo,
       hostSecret: vars.HOST_SHARED_SECRET,
       queryD1: (...statements) => queryLocalD1(statements, persistTo),
+      killHost: async () => {
+        const exited = new Promise<void>((resolve) => (host.child.exitCode !== null ? resolve() : host.child.once('exit', () => resolve())));
+        try {
+          process.kill(-host.child.pid!, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+        await exited;
+      },
+      triggerCron: async () => {
+        const response = await fetch(`${edgeUrl}/__scheduled?cron=${encodeURIComponent('* * * * *')}`);
+        if (!response.ok) throw new Error(`the cron trigger answered ${response.status}`);
+      },
       stop: async () => {
         process.removeListener('exit', onExit);
         await stop();

@@ -46,7 +46,7 @@ describe('admission and leases', () => {
     const second = await client.request('lease.acquire', { run_id: 'other', profile_id: 'p1', ttl_ms: 60_000, wait_ms: 300 });
     expect(second).toMatchObject({ error: { code: 'admission_full' } });
 
-    const waiting = acquire(client, 'p1', 60_000, 30_000);
+    const waiting = client.call('lease.acquire', { run_id: 'other', profile_id: 'p1', ttl_ms: 60_000, wait_ms: 30_000 });
     await statusBecomes(client, { waiting: 1 });
     await client.call('lease.release', { lease_id: first.lease_id });
     const next = await waiting;
@@ -102,5 +102,16 @@ describe('admission and leases', () => {
     expect(lease.profile_id).toBe('p5');
     expect(await client.call('host.status', {})).toMatchObject({ browsers: 3, leases: 1 });
     await client.call('lease.release', { lease_id: lease.lease_id });
+  });
+
+  test('a run that lost the answer to its acquisition gets a fresh lease at once; its orphan is ended', async ({ client }) => {
+    const orphan = await client.call('lease.acquire', { run_id: 'run-lost', profile_id: 'p2', ttl_ms: 60_000, wait_ms: 30_000 });
+    // The edge never saw that grant and asks again for the same run: no wait for the orphan's TTL.
+    const fresh = await client.call('lease.acquire', { run_id: 'run-lost', profile_id: 'p2', ttl_ms: 60_000, wait_ms: 300 });
+    expect(fresh.generation).toBe(orphan.generation + 1);
+    expect(await client.request('lease.renew', { lease_id: orphan.lease_id, ttl_ms: 60_000 })).toMatchObject({ error: { code: 'lease_lost' } });
+    // Another run still cannot share the profile.
+    expect(await client.request('lease.acquire', { run_id: 'someone-else', profile_id: 'p2', ttl_ms: 60_000, wait_ms: 300 })).toMatchObject({ error: { code: 'admission_full' } });
+    await client.call('lease.release', { lease_id: fresh.lease_id });
   });
 });

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
+import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+
+// ADR-0168's story in real processes and real Chromium: the owner's morning schedule fires from
+// the Worker's cron trigger, an agent claims the run, reads the feed, scrolls and reports without
+// a single approval; and a consequential act whose answer is lost ends uncertain, exactly once.
+
+let stack: LocalStack;
+let site: FixtureServer;
+let agent: ApiClient;
+let owner: ApiClient;
+
+beforeAll(async () => {
+  site = await startFixtureServer();
+  stack = await startLocalStack({ database: 'fresh' });
+  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await site?.close();
+});
+
+describe('the scheduled briefing', () => {
+  it('a scheduled, profile-bound run navigates, scrolls and reports without ever waiting for approval', async () => {
+    const schedule = await owner.request('POST', '/v1/schedules', (await import('../../shared/api.ts')).ScheduleView, {
+      cron: '* * * * *',
+      intent: 'Morning briefing: read my feed and summarise it',
+      profile_id: 'briefing',
+      origins: [site.origin],
+      tool_versions: { 'browser.navigate': '1.2.0', 'browser.observe': '1.2.0', 'browser.act': '1.2.0' },
+    });
+    expect(schedule.status).toBe(201);
+    await stack.triggerCron();
+    const claimed = await agent.request('POST', '/v1/runs/claim', (await import('../../shared/api.ts')).RunView);
+    const run = claimed.body;
+    expect(run).toMatchObject({ state: 'running', profile_id: 'briefing' });
+
+    let page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('briefing/feed.html') })).body);
+    const states: string[] = [];
+    for (const delta of [700, 700, 700]) {
+      const scroll = await agent.propose(run.id, 'browser.act', { action: 'scroll', revision: page.revision, reference: refOf(page.snapshot, 'heading', 'Your feed'), delta });
+      expect(scroll.status).toBe(200);
+      expect(scroll.body.phases.decision).toMatchObject({ effect: 'allow', rule: 'act.bounded_scroll', authority: 'trusted_configuration' });
+      page = observationOf(scroll.body);
+      states.push((await agent.run(run.id)).state);
+    }
+    const ended = await agent.report(run.id, 'completed', 'Four posts about gardening: sun, mulch, compost, watering.');
+    expect(ended.state).toBe('completed');
+    expect(states).toEqual(['running', 'running', 'running']);
+    // The page really scrolled: the site saw it.
+    await vi.waitFor(() => expect(site.hits('scrolled')).toBeGreaterThanOrEqual(2), { timeout: 10_000 });
+    const [approvals] = await stack.queryD1(`SELECT count(*) AS n FROM approvals WHERE run_id = '${run.id}'`);
+    expect(approvals).toEqual([{ n: 0 }]);
+  });
+});
+
+describe('response loss', () => {
+  it("the host's connection is cut after dispatch: the call ends uncertain, and the server sees exactly one effect, also after the agent retries", async () => {
+    const run = await owner.createRun({ profile_id: 'orders', intent: 'confirm my order', origins: [site.origin] });
+    const page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('briefing/slow-confirm.html') })).body);
+    const args = { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Confirm order') };
+    const proposal = await agent.propose(run.id, 'browser.act', args);
+    expect(proposal.status).toBe(202);
+    const decided = owner.decide(proposal.body.approval_id!, 'approve');
+    // Cut the host off once the click reached the server, before the host could answer.
+    await vi.waitFor(() => expect(site.hits('confirm')).toBe(1), { timeout: 20_000, interval: 20 });
+    await stack.killHost();
+    const call = (await decided).tool_call;
+    expect(call).toMatchObject({ state: 'uncertain', retryable: false, error: { code: 'outcome_unknown' } });
+
+    const retry = await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, { tool: 'browser.act', version: '1.2.0', arguments: args });
+    expect(retry).toMatchObject({ status: 409, body: { error: { code: 'outcome_unknown', details: { tool_call_id: call.id } } } });
+    expect(site.hits('confirm')).toBe(1);
+    const [effects] = await stack.queryD1(`SELECT state FROM effects WHERE run_id = '${run.id}'`);
+    expect(effects).toEqual([{ state: 'uncertain' }]);
+  });
+});
