@@ -8,19 +8,23 @@ const TRACKED_TYPES: ReadonlySet<string> = new Set(['document', 'script', 'style
 
 /**
  * The finite set of requests one settling waits for (ADR-0159). It holds the tracked requests in
- * flight when it was opened plus those started while it stays open (for an action: the ones the
- * dispatch itself started), at most `cap`; once {@link RequestSnapshot.close}d nothing joins it,
- * so background polling never extends it. Completed or failed requests leave it; an event
- * stream leaves when its response headers arrive; a new main-frame document empties it.
+ * flight when it was opened (settling entry, just before a navigation or an action is dispatched)
+ * plus those started while it stays open, at most `cap`. Settling closes it once it has seen the
+ * current document ready, so it holds what the dispatch itself started (a click handler's fetch)
+ * and what a loading document starts before it is ready (its scripts, stylesheets, the data fetch
+ * of its own startup script); once closed nothing joins it, so background polling never extends
+ * it. Completed or failed requests leave it; an event stream leaves when its response headers
+ * arrive. A new main-frame document empties it and opens it again, with a fresh count, until
+ * settling has seen that document ready.
  */
 export interface RequestSnapshot {
-  /** Requests in the snapshot when it closed (or now, if still open); at most the cap. */
+  /** Requests that joined the current document's set (at most the cap). */
   readonly pendingAtEntry: number;
-  /** True when more than `cap` requests would have joined: the snapshot cannot be trusted. */
+  /** True when more than `cap` requests would have joined: the set cannot be trusted. */
   readonly overflow: boolean;
   /** Requests still pending. */
   readonly pending: number;
-  /** Stops new requests from joining. Idempotent. */
+  /** Stops new requests from joining (until a new document opens it again). Idempotent. */
   close(): void;
   /** Resolves when no request is pending (at once if none is). */
   drained(): Promise<void>;
@@ -106,7 +110,7 @@ export class PageTraffic {
 
   /**
    * Opens a snapshot of the tracked requests in flight now, capped at `cap` (ADR-0159: 256).
-   * New requests join it until it is closed.
+   * New requests join it until it is closed; a new main-frame document restarts it.
    */
   open(cap: number): RequestSnapshot {
     const snapshot = new Snapshot(cap, () => this.#snapshots.delete(snapshot));
@@ -129,7 +133,7 @@ export class PageTraffic {
     for (const request of this.#inFlight) {
       if (!request.isNavigationRequest()) this.#inFlight.delete(request);
     }
-    for (const snapshot of this.#snapshots) snapshot.clear();
+    for (const snapshot of this.#snapshots) snapshot.restart();
   }
 }
 
@@ -138,6 +142,7 @@ class Snapshot implements RequestSnapshot {
   readonly #detach: () => void;
   readonly #pending = new Set<Request>();
   #open = true;
+  #disposed = false;
   #joined = 0;
   #overflow = false;
   #waiters: Array<() => void> = [];
@@ -173,8 +178,13 @@ class Snapshot implements RequestSnapshot {
     if (this.#pending.delete(request)) this.#wakeIfDrained();
   }
 
-  clear(): void {
+  /** A new document: the old set no longer holds anything back; the new one's loading may join. */
+  restart(): void {
+    if (this.#disposed) return;
     this.#pending.clear();
+    this.#joined = 0;
+    this.#overflow = false;
+    this.#open = true;
     this.#wakeIfDrained();
   }
 
@@ -189,6 +199,7 @@ class Snapshot implements RequestSnapshot {
 
   dispose(): void {
     this.#open = false;
+    this.#disposed = true;
     this.#detach();
     this.#pending.clear();
     this.#wakeIfDrained();

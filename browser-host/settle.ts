@@ -7,7 +7,13 @@ import type { PageTraffic, RequestSnapshot } from './page-traffic.ts';
 
 /**
  * The moment settling starts (ADR-0159): just before a navigation or an action is dispatched, so
- * the requests it starts join the snapshot and `elapsed_ms` counts from here.
+ * `elapsed_ms` counts from here and the requests the dispatch starts join the request set.
+ *
+ * Entry is a moment, but the set it opens closes only when settling has seen the current document
+ * ready: a request an action's handler starts synchronously (a click that fetches) is reported
+ * before the page answers settling's first question, and a navigation's document starts its own
+ * scripts and startup fetches before it is ready, so both are in the set. Requests started once
+ * the document is ready (polling, timers) never join it.
  */
 export interface SettleEntry {
   /** `performance.now()` at entry, in ms. */
@@ -17,9 +23,9 @@ export interface SettleEntry {
 
 /**
  * Opens settling for the page whose traffic is `traffic`: notes the time and opens the request
- * snapshot (in flight now, plus what the dispatch starts before settling's first round trip to
- * the page returns, at most `config.maxTrackedRequests`). Call just before dispatching; always pass the entry to
- * {@link settle} or dispose its `requests`.
+ * set (the tracked requests in flight now, plus those started until settling has seen the
+ * document ready, at most `config.maxTrackedRequests`). Call just before dispatching; always pass
+ * the entry to {@link settle} or dispose its `requests`.
  */
 export function enterSettling(traffic: PageTraffic, config: SettleConfig): SettleEntry {
   return { startedAt: performance.now(), requests: traffic.open(config.maxTrackedRequests) };
@@ -68,17 +74,20 @@ const WAIT_FOR_DOM_QUIET = `({ quietMs, maxMs }) => new Promise((resolve) => {
  * Settles the page after a navigation or a dispatched action, per ADR-0159: within
  * `config.budgetMs` from entry (2,000 ms by default, and never past `deadline`),
  * 1. wait for document readiness (`interactive` or `complete`; not the load event, so slow
- *    images never hold it back);
- * 2. wait until every request of the entry's snapshot has finished, failed or (event streams)
- *    received its headers;
+ *    images never hold it back); from then on no request joins the set (see {@link SettleEntry});
+ * 2. wait until every request of the set has finished, failed or (event streams) received its
+ *    headers;
  * 3. wait for `config.quietMs` (300 ms) without DOM mutation.
- * A new main-frame document during settling clears the request snapshot and restarts at step 1
- * inside the same budget. Background activity need not stop.
+ * A new main-frame document during settling clears the request set and restarts at step 1 for
+ * that document inside the same budget. Background activity need not stop.
  *
- * Never throws for the page's behaviour: returns `dom_quiet`, or `bound_expired` with
- * `expired_by: 'deadline'` when the budget ran out first, or `expired_by: 'overflow'` when the
- * snapshot overflowed (steps 1 and 3 still run so the capture sees a calmer page).
- * `elapsed_ms` counts from entry; `pending_at_entry` is the snapshot's size. Disposes the entry.
+ * Never throws for the page's behaviour: returns `{outcome, elapsed_ms, pending_at_entry,
+ * overflow, expired_by?}` (shared/observation.ts `SettleReport`): `dom_quiet`, or
+ * `bound_expired` with `expired_by: 'deadline'` when the budget ran out first, or
+ * `expired_by: 'overflow'` when more than `config.maxTrackedRequests` (256) requests would have
+ * joined the set (steps 1 and 3 still run so the capture sees a calmer page). `elapsed_ms` counts
+ * from entry, in whole ms; `pending_at_entry` is how many requests joined the set of the document
+ * settling ended on. Neither outcome means a task completed. Disposes the entry.
  */
 export async function settle(
   deadline: Deadline,
@@ -117,10 +126,12 @@ async function settleWithin(
     const documentsBefore = traffic.documents;
     try {
       const state = await inPage<string>(budget, page, READY_STATE, null);
-      // By the answer to the first round trip after dispatch, the requests the dispatch itself
-      // started have been reported; later ones (polling) must not join the snapshot.
-      entry.requests.close();
       if (state === 'loading' && !(await inPage<boolean>(budget, page, WAIT_FOR_READINESS, budget.remainingMs()))) return false;
+      if (traffic.documents !== documentsBefore) continue;
+      // The document is ready. What the dispatch started was reported before the page answered
+      // (same renderer, in order), and so was what the document started while it loaded; from
+      // here on nothing joins, so polling never extends the set. A new document reopens it.
+      entry.requests.close();
       if (!entry.requests.overflow) await budget.race(entry.requests.drained());
       if (traffic.documents !== documentsBefore) continue;
       const quiet = await inPage<boolean>(budget, page, WAIT_FOR_DOM_QUIET, {
@@ -130,7 +141,6 @@ async function settleWithin(
       if (traffic.documents !== documentsBefore) continue;
       return quiet;
     } catch {
-      entry.requests.close();
       if (budget.expired) return false;
       // The document went away under an evaluation; wait for its successor (or the budget)
       // rather than spinning on a page that keeps failing.

@@ -77,12 +77,4 @@ describe('actions', () => {
     page = await act(client, lease.lease_id, { action: 'press', revision: page.revision, reference: refOf(page.snapshot, 'textbox', 'Name'), key: 'End' });
     expect(page.revision).toBeGreaterThan(0);
   });
-
-  test('settling waits for a request the action started, beyond the DOM-quiet period', async ({ client, lease, fixtures }) => {
-    const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('delayed-fetch.html'), timeout_ms: 15_000 });
-    const after = await act(client, lease.lease_id, { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Load value') });
-    expect(after.settle).toMatchObject({ outcome: 'dom_quiet', overflow: false });
-    expect(after.settle.pending_at_entry).toBeGreaterThanOrEqual(1);
-    expect(after.snapshot).toContain('Loaded 42');
-  });
 });

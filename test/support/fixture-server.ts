@@ -26,8 +26,12 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
 };
 
-/** Largest delay the `/delay` and `/slow` routes accept, in ms. */
+/** Largest delay the `/delay`, `/slow`, `/fail` and `/events` routes accept, in ms. */
 const MAX_DELAY_MS = 30_000;
+/** Spacing of the comment lines `/events` sends to keep its stream open, in ms. */
+const EVENT_STREAM_HEARTBEAT_MS = 1_000;
+/** A 1x1 transparent GIF. */
+const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
 
 /**
  * Starts a small HTTP server for host tests on 127.0.0.1 (port 0: any free port). Routes:
@@ -35,8 +39,17 @@ const MAX_DELAY_MS = 30_000;
  * - `POST /effects/<name>`: counts one server-side effect (a click that "did something"); 204;
  * - `GET /effects`: the counts as JSON `{name: hits}`;
  * - `GET /delay?ms=N`: JSON `{"value": 42}` after N ms (a slow fetch for settling);
- * - `GET /slow?ms=N`: a 1x1 GIF after N ms (a slow image that must not hold settling back).
- * Delayed responses still pending at close are dropped.
+ * - `GET /slow?ms=N`: a 1x1 GIF after N ms (a slow image that must not hold settling back);
+ * - `GET /hanging-image`: the headers and the first bytes of a GIF, then nothing, ever (an image
+ *   that never finishes);
+ * - `GET /poll?ms=N`: JSON `{"n": hits}` after N ms (default at once), counting hits (a page that
+ *   polls);
+ * - `GET /events?headers_after_ms=N`: a server-sent event stream whose headers come after N ms,
+ *   then one `data: open` event and a comment line every second, never ending;
+ * - `GET /fail?ms=N`: after N ms, headers promising 1,000 bytes, six of them, then the connection is
+ *   destroyed: the request fails (`net::ERR_CONTENT_LENGTH_MISMATCH` or similar) rather than
+ *   finishing, and no byte-less reset invites Chromium to retry it.
+ * Delayed, hanging and streaming responses still open at close are dropped.
  */
 export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<FixtureServer> {
   const counts = new Map<string, number>();
@@ -51,9 +64,11 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
     const timer = setTimeout(() => {
       timers.delete(timer);
       run();
-    }, Math.min(ms, MAX_DELAY_MS));
+    }, Math.min(Math.max(0, ms), MAX_DELAY_MS));
     timers.add(timer);
   };
+  const streams = new Set<NodeJS.Timeout>();
+  let polls = 0;
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://fixture');
@@ -73,8 +88,21 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
     } else if (url.pathname === '/delay') {
       later(ms, () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"value":42}'));
     } else if (url.pathname === '/slow') {
-      const gif = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
-      later(ms, () => response.writeHead(200, { 'content-type': 'image/gif' }).end(gif));
+      later(ms, () => response.writeHead(200, { 'content-type': 'image/gif' }).end(GIF));
+    } else if (url.pathname === '/hanging-image') {
+      response.writeHead(200, { 'content-type': 'image/gif', 'content-length': String(GIF.length), 'cache-control': 'no-store' });
+      response.write(GIF.subarray(0, 6));
+    } else if (url.pathname === '/poll') {
+      polls += 1;
+      const n = polls;
+      later(ms, () => response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify({ n })));
+    } else if (url.pathname === '/events') {
+      later(Number(url.searchParams.get('headers_after_ms') ?? '0'), () => streamEvents(response));
+    } else if (url.pathname === '/fail') {
+      later(ms, () => {
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+        response.write('{"part', () => response.socket?.destroy());
+      });
     } else {
       const file = path.join(root, path.normalize(url.pathname));
       if (!file.startsWith(root)) {
@@ -90,6 +118,18 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
     }
   }
 
+  /** An event stream that never ends: headers now, one event, then a comment every second. */
+  function streamEvents(response: ServerResponse): void {
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
+    response.write('data: open\n\n');
+    const heartbeat = setInterval(() => response.write(': still here\n\n'), EVENT_STREAM_HEARTBEAT_MS);
+    streams.add(heartbeat);
+    response.on('close', () => {
+      clearInterval(heartbeat);
+      streams.delete(heartbeat);
+    });
+  }
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
@@ -101,6 +141,8 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
       new Promise<void>((resolve) => {
         for (const timer of timers) clearTimeout(timer);
         timers.clear();
+        for (const heartbeat of streams) clearInterval(heartbeat);
+        streams.clear();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
