@@ -5,7 +5,7 @@ import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';
 import { HostError, firstLineOf } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
-import { enterSettling, settle } from './settle.ts';
+import { enterSettling, settle, type SettleEntry } from './settle.ts';
 
 /** How much earlier than the deadline Playwright's action timeout fires, in ms. */
 const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
@@ -17,13 +17,15 @@ const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
  * 2. the latest references must still be trusted, else `page_changed` (a capture failed or was
  *    cancelled, the page was replaced, or the lease is new: observe first);
  * 3. `page.getByRef(action.reference)` must match an element, else `action_failed`;
- * nothing is dispatched when any of these fails. Then settling is entered, the action is
- * dispatched once (never retried) with Playwright's actionability checks bounded by the deadline,
- * the page settles and is captured.
+ * 4. the element must pass the action's prechecks (Playwright's trial run of it, or the element
+ *    states it needs), which send no input, else `action_failed`;
+ * nothing is dispatched when any of these fails. Then settling is entered and the input is sent
+ * once (never retried), bounded by the deadline; the page settles and is captured.
  * @throws HostError('stale_revision' | 'page_changed' | 'action_failed') with nothing dispatched;
- *   HostError('outcome_unknown') when the dispatch may have happened but its outcome cannot be
- *   known (the deadline passed mid-dispatch, a later step of the action failed, or the capture
- *   after it failed: ADR-0159 "loss of usable evidence after an action").
+ *   HostError('outcome_unknown') when the input may have reached the page but the outcome cannot
+ *   be known (the input phase did not finish, or settling or the capture after it failed:
+ *   ADR-0159 "loss of usable evidence after an action"); the page's references are then
+ *   invalidated, so the next act fails `page_changed` until a fresh capture.
  */
 export async function actOnPage(deadline: Deadline, browser: ProfileBrowser, action: BrowserAction, config: SettleConfig): Promise<CapturedRevision> {
   if (action.revision !== browser.revision) {
@@ -45,12 +47,20 @@ export async function actOnPage(deadline: Deadline, browser: ProfileBrowser, act
   // Settling, then the capture, keep their share; the action's own checks get the rest.
   const reserve = Math.min(config.budgetMs + captureReserveMs(deadline), deadline.remainingMs() / 2);
   const actionDeadline = deadline.leaving(reserve);
-  const entry = enterSettling(browser.traffic, config);
+  const plan = dispatchPlan(page, target, action, () => Math.max(1, actionDeadline.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS));
+  let entry: SettleEntry;
   try {
-    await dispatch(actionDeadline, page, target, action);
-  } catch (error) {
-    entry.requests.dispose();
-    throw error;
+    await precheck(actionDeadline, plan, action);
+    // Settling entry: just before the input, so what the input starts joins the request set.
+    entry = enterSettling(browser.traffic, config);
+    try {
+      await sendInput(actionDeadline, plan, action);
+    } catch (error) {
+      entry.requests.dispose();
+      // The input may have changed the page: its earlier references are void until a fresh capture.
+      browser.invalidate(`an action's outcome is unknown: ${firstLineOf(error)}`);
+      throw error;
+    }
   } finally {
     actionDeadline.dispose();
   }
@@ -60,51 +70,95 @@ export async function actOnPage(deadline: Deadline, browser: ProfileBrowser, act
     const report = await settle(settleDeadline, page, browser.traffic, entry, config);
     return await captureRevision(deadline, browser, report);
   } catch (error) {
+    browser.invalidate(`no usable observation followed an action: ${firstLineOf(error)}`);
     throw new HostError('outcome_unknown', `the action was dispatched but no usable observation followed: ${firstLineOf(error)}`);
   } finally {
     settleDeadline.dispose();
   }
 }
 
+/** One step of a dispatch, run with what is left of the action's deadline. */
+type Step = () => Promise<unknown>;
+
 /**
- * Dispatches the action. Playwright waits for actionability (attached, visible, stable, enabled,
- * receiving events) before any input, so a failure of the first step means nothing was sent
- * (`action_failed`). A failure after an earlier step succeeded, or the deadline passing while a
- * step is in flight, leaves the outcome unknown.
+ * An action as two phases. `precheck` sends no input: Playwright's trial run of the same action
+ * (its actionability checks: attached, visible, stable, enabled, receiving events) or, for the
+ * actions Playwright has no trial for, the same element states checked directly. `input` sends
+ * the action itself.
  */
-async function dispatch(deadline: Deadline, page: Page, target: Locator, action: BrowserAction): Promise<void> {
-  // Playwright's own timeout ends a little before the deadline: it knows whether it sent input,
-  // the deadline does not.
-  const timeout = (): number => Math.max(1, deadline.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS);
-  const steps: Array<() => Promise<unknown>> = (() => {
-    switch (action.action) {
-      case 'click':
-        return [() => target.click({ timeout: timeout() })];
-      case 'type':
-        return [
+interface DispatchPlan {
+  readonly precheck: readonly Step[];
+  readonly input: readonly Step[];
+}
+
+/** The two phases of `action` on `target`; `timeout` is the Playwright timeout for each step, in ms. */
+function dispatchPlan(page: Page, target: Locator, action: BrowserAction, timeout: () => number): DispatchPlan {
+  const visible: Step = () => target.waitFor({ state: 'visible', timeout: timeout() });
+  const require = (state: string, check: () => Promise<boolean>): Step => async () => {
+    if (!(await check())) throw new Error(`the element is not ${state}`);
+  };
+  switch (action.action) {
+    case 'click':
+      return { precheck: [() => target.click({ trial: true, timeout: timeout() })], input: [() => target.click({ timeout: timeout() })] };
+    case 'type':
+      return {
+        precheck: [visible, require('editable', () => target.isEditable({ timeout: timeout() }))],
+        input: [
           () => target.fill(action.text, { timeout: timeout() }),
           ...(action.submit === true ? [() => target.press('Enter', { timeout: timeout() })] : []),
-        ];
-      case 'press':
-        return [() => target.press(action.key, { timeout: timeout() })];
-      case 'select':
-        return [() => target.selectOption(action.value, { timeout: timeout() })];
-      case 'check':
-        return [() => target.check({ timeout: timeout() })];
-      case 'uncheck':
-        return [() => target.uncheck({ timeout: timeout() })];
-      case 'scroll':
-        // Hovering only positions the pointer over the element; the wheel is the action.
-        return [() => target.hover({ timeout: timeout() }), () => page.mouse.wheel(0, action.delta)];
+        ],
+      };
+    case 'press':
+      // Playwright presses on the focused element without actionability checks; the reference
+      // was already resolved, so there is nothing more to check without sending input.
+      return { precheck: [], input: [() => target.press(action.key, { timeout: timeout() })] };
+    case 'select':
+      return {
+        precheck: [visible, require('enabled', () => target.isEnabled({ timeout: timeout() }))],
+        input: [() => target.selectOption(action.value, { timeout: timeout() })],
+      };
+    case 'check':
+      return { precheck: [() => target.check({ trial: true, timeout: timeout() })], input: [() => target.check({ timeout: timeout() })] };
+    case 'uncheck':
+      return { precheck: [() => target.uncheck({ trial: true, timeout: timeout() })], input: [() => target.uncheck({ timeout: timeout() })] };
+    case 'scroll':
+      // Hovering only positions the pointer over the element; the wheel is the action.
+      return {
+        precheck: [() => target.hover({ trial: true, timeout: timeout() })],
+        input: [() => target.hover({ timeout: timeout() }), () => page.mouse.wheel(0, action.delta)],
+      };
+  }
+}
+
+/**
+ * Runs the plan's prechecks (see {@link DispatchPlan}). They send no input, so their failure, or
+ * the deadline passing during them, means nothing was dispatched.
+ * @throws HostError('action_failed')
+ */
+async function precheck(deadline: Deadline, plan: DispatchPlan, action: BrowserAction): Promise<void> {
+  for (const step of plan.precheck) {
+    try {
+      await deadline.race(step(), 'action_failed', `${action.action} on ${action.reference} ran out of time before any input; nothing was dispatched`);
+    } catch (error) {
+      if (error instanceof HostError) throw error;
+      throw new HostError('action_failed', `${action.action} on ${action.reference}: ${firstLineOf(error)}; nothing was dispatched`);
     }
-  })();
-  for (const [index, step] of steps.entries()) {
+  }
+}
+
+/**
+ * Sends the action's input, once, never retried. Any failure leaves the outcome unknown:
+ * Playwright can time out or fail after its input reached the page (waiting for the page to
+ * acknowledge it, or for a navigation it started), and a blocked page never acknowledges at all.
+ * @throws HostError('outcome_unknown')
+ */
+async function sendInput(deadline: Deadline, plan: DispatchPlan, action: BrowserAction): Promise<void> {
+  for (const step of plan.input) {
     try {
       await deadline.race(step(), 'outcome_unknown', `${action.action} ran out of time mid-dispatch; it may or may not have happened`);
     } catch (error) {
       if (error instanceof HostError) throw error;
-      if (index === 0) throw new HostError('action_failed', `${action.action} on ${action.reference}: ${firstLineOf(error)}; nothing was dispatched`);
-      throw new HostError('outcome_unknown', `${action.action} on ${action.reference} failed part-way: ${firstLineOf(error)}`);
+      throw new HostError('outcome_unknown', `${action.action} on ${action.reference} did not finish: ${firstLineOf(error)}; it may or may not have happened`);
     }
   }
 }
