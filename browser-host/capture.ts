@@ -24,9 +24,11 @@ export function captureReserveMs(deadline: Deadline): number {
  * settling that preceded it.
  *
  * Capture cancellation (ADR-0159): if the capture fails or outlives the deadline, it is aborted
- * through its signal and joined (awaited until it has finished) before this returns; no
- * references are returned and the page is invalidated, so later acts and continuation reads fail
- * `page_changed` until a fresh full capture succeeds.
+ * through its signal and joined (its Playwright calls awaited until they have finished, at most
+ * 5,000 ms more; see `ProfileBrowser.capturesRunning`) before this returns; no references are
+ * returned, no revision is consumed, and the page is invalidated, so later acts and continuation
+ * reads fail `page_changed` until a fresh full capture succeeds. Work Chromium already started in
+ * the renderer cannot be interrupted; later operations on the page simply wait behind it.
  * @throws HostError('deadline_exceeded') when the capture ran out of time,
  *   HostError('page_changed') when it failed otherwise (page closed, crashed, replaced).
  */
@@ -34,14 +36,17 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
   const page = await browser.page(deadline);
   // Its own signal, so the capture can be cancelled without ending the whole operation.
   const capture = deadline.child(deadline.remainingMs());
-  const snapshot = page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) });
+  const reading = browser.trackCapture(
+    page
+      .ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) })
+      .then(async (text) => ({ text, title: await page.title() })),
+  );
   try {
-    const text = await capture.race(snapshot);
-    const title = await capture.race(page.title());
+    const { text, title } = await capture.race(reading);
     return browser.recordCapture({ url: page.url(), title, lines: text === '' ? [] : text.split('\n'), settle });
   } catch (error) {
     capture.dispose();
-    await join(snapshot);
+    await join(reading);
     browser.invalidate(`a capture failed: ${firstLineOf(error)}`);
     const timedOut = deadline.expired || error instanceof errors.TimeoutError || (error instanceof HostError && error.code === 'deadline_exceeded');
     throw timedOut

@@ -38,6 +38,7 @@ export class ProfileBrowser {
   #latest: CapturedRevision | undefined;
   #invalidation: string | undefined;
   #closing: Promise<void> | undefined;
+  #capturesRunning = 0;
 
   private constructor(profileId: string, context: BrowserContext, firstRevision: number) {
     this.profileId = profileId;
@@ -62,9 +63,31 @@ export class ProfileBrowser {
     this.#context.once('close', listener);
   }
 
-  /** True while an operation runs or waits on this page: never evict such a browser. */
+  /**
+   * True while an operation runs or waits on this page, or a capture's Playwright call has not
+   * finished: never evict such a browser.
+   */
   get busy(): boolean {
-    return this.lock.held > 0;
+    return this.lock.held > 0 || this.#capturesRunning > 0;
+  }
+
+  /**
+   * Captures whose Playwright calls have not finished yet. 0 whenever no operation runs: a
+   * cancelled capture is joined before its operation answers (ADR-0159); it stays above 0 only
+   * when a capture outlived even its join's grace period.
+   */
+  get capturesRunning(): number {
+    return this.#capturesRunning;
+  }
+
+  /** Counts `capture` in {@link capturesRunning} until it settles; returns it unchanged. */
+  trackCapture<T>(capture: Promise<T>): Promise<T> {
+    this.#capturesRunning += 1;
+    const settled = (): void => {
+      this.#capturesRunning -= 1;
+    };
+    capture.then(settled, settled);
+    return capture;
   }
 
   get closed(): boolean {

@@ -79,28 +79,3 @@ describe('observation', () => {
   });
 });
 
-describe('capture cancellation (ADR-0159)', () => {
-  test('a capture that outlives its deadline is cancelled, and acting fails page_changed until a fresh observe', async ({ client, lease, fixtures }) => {
-    const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('many-nodes.html'), timeout_ms: 60_000 });
-    const ref = refOf(page.snapshot, 'button', 'Record click');
-
-    const cancelled = await client.request('page.observe', { lease_id: lease.lease_id, timeout_ms: 100 });
-    expect(cancelled).toMatchObject({ error: { code: 'deadline_exceeded' } });
-
-    const act = await client.request('page.act', {
-      lease_id: lease.lease_id,
-      action: { action: 'click', revision: page.revision, reference: ref },
-      timeout_ms: 30_000,
-    });
-    expect(act).toMatchObject({ error: { code: 'page_changed' } });
-    const more = await client.request('page.observe', { lease_id: lease.lease_id, continuation: page.window.continuation, timeout_ms: 5_000 });
-    expect(more).toMatchObject({ error: { code: 'page_changed' } });
-    expect(fixtures.hits('many')).toBe(0);
-
-    const fresh = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 60_000 });
-    expect(fresh.revision).toBe(page.revision + 1);
-    const freshRef = refOf(fresh.snapshot, 'button', 'Record click');
-    await client.call('page.act', { lease_id: lease.lease_id, action: { action: 'click', revision: fresh.revision, reference: freshRef }, timeout_ms: 60_000 });
-    expect(fixtures.hits('many')).toBe(1);
-  });
-});
