@@ -33,6 +33,8 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     c.header('X-Request-Id', c.var.requestId);
     c.set('ports', portsFor(c));
     await next();
+    const sent = c.var.ports.statementsSent;
+    if (sent) c.header('X-D1-Statements', String(sent()));
   });
   app.use(
     bodyLimit({

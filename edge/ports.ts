@@ -13,6 +13,8 @@ export interface Ports {
   readonly host: HostConnector;
   readonly clock: Clock;
   readonly config: EdgeConfig;
+  /** When set, the number of database statements this request sent so far (see `X-D1-Statements`). */
+  readonly statementsSent?: () => number;
 }
 
 export type Database = DrizzleD1Database<typeof schema>;

@@ -1,6 +1,7 @@
 import { drizzle } from 'drizzle-orm/d1';
 import { createApp } from './app.ts';
 import * as schema from './db/schema.ts';
+import { countStatements } from './db/statement-counter.ts';
 import { fetchUpgradeConnector } from './host/fetch-upgrade-connector.ts';
 import { fireDueSchedules } from './pipeline/schedules.ts';
 import { type Ports, edgeConfigFrom, systemClock } from './ports.ts';
@@ -15,6 +16,8 @@ export interface WorkerEnv {
   TOOL_DEADLINE_MS?: string;
   LEASE_TTL_MS?: string;
   ADMISSION_WAIT_MS?: string;
+  /** `1`: count D1 statements per request and answer them in `X-D1-Statements`. */
+  D1_STATEMENT_COUNTER?: string;
 }
 
 /**
@@ -22,8 +25,10 @@ export interface WorkerEnv {
  * drizzle), the fetch-upgrade WebSocket connector and the system clock into the shared app.
  */
 function portsOf(env: WorkerEnv): Ports {
+  const counter = env.D1_STATEMENT_COUNTER === '1' ? countStatements(env.DB) : undefined;
   return {
-    db: drizzle(env.DB, { schema }),
+    db: drizzle(counter?.db ?? env.DB, { schema }),
+    ...(counter ? { statementsSent: counter.count } : {}),
     host: fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
     clock: systemClock,
     config: edgeConfigFrom(env as unknown as Record<string, unknown>),

@@ -29,16 +29,21 @@ function ensureNodeModules() {
 function ensureDebianPackages() {
   const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
   const missing = [];
-  if (!existsSync(chromium)) missing.push('chromium');
+  // Headed Chromium runs under Xvfb (the demo and the tests); pages need real fonts to render.
+  if (!existsSync('/usr/bin/chromium') && !process.env.CHROMIUM_PATH) missing.push('chromium');
   if (!existsSync('/usr/bin/Xvfb')) missing.push('xvfb');
-  if (missing.length === 0) return;
-  if (process.getuid?.() !== 0) {
-    throw new Error(`missing ${missing.join(' and ')}: run  sudo apt-get install -y ${missing.join(' ')}  (or set CHROMIUM_PATH)`);
+  if (!existsSync('/usr/share/fonts/truetype/liberation')) missing.push('fonts-liberation');
+  if (missing.length > 0) {
+    if (process.getuid?.() !== 0) {
+      throw new Error(`missing ${missing.join(', ')}: run  sudo apt-get install -y ${missing.join(' ')}`);
+    }
+    if (!existsSync('/usr/bin/apt-get')) throw new Error(`missing ${missing.join(', ')} and no apt-get to install them with`);
+    say(`installing Debian packages: ${missing.join(', ')}`);
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    run('apt-get', ['update', '-qq'], { env });
+    run('apt-get', ['install', '-y', '-qq', ...missing], { env });
   }
-  say(`installing Debian packages: ${missing.join(', ')}`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  run('apt-get', ['update', '-qq'], { env });
-  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
+  if (!existsSync(chromium)) throw new Error(`CHROMIUM_PATH is ${chromium}, which does not exist`);
 }
 
 /** Reads `.dev.vars` (KEY=value lines) and adds whichever local secrets are missing. */

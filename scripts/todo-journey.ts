@@ -105,8 +105,8 @@ export async function runTodoJourney(target: JourneyTarget, onStep: (step: Journ
   if (checkbox.checked) throw new Error(`the new todo "${todo}" is already ticked`);
 
   observationOf(
-    await step('tick the todo done', 'browser.act', {
-      action: 'check',
+    await step('click the todo\'s checkbox to tick it done', 'browser.act', {
+      action: 'click',
       revision: listed.revision,
       reference: checkbox.ref,
       postcondition: { success: { kind: 'text', text: '0 items left' } },

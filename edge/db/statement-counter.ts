@@ -1,0 +1,50 @@
+/**
+ * Counts the D1 statements one request sends, for the decision-cost benchmark and for operators
+ * who want to see it (`X-D1-Statements`, only when `D1_STATEMENT_COUNTER=1`). A batch counts
+ * each of its statements. It wraps the binding; it changes nothing about what is sent.
+ */
+export interface StatementCounter {
+  readonly db: D1Database;
+  /** Statements sent through `db` so far. */
+  count(): number;
+}
+
+/** Wraps a D1 binding so that every executed statement is counted. */
+export function countStatements(db: D1Database): StatementCounter {
+  let count = 0;
+  // The binding's batch needs its own statement objects, not proxies of them.
+  const originals = new WeakMap<object, D1PreparedStatement>();
+  const countingStatement = (statement: D1PreparedStatement): D1PreparedStatement => {
+    const proxy = new Proxy(statement, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (property === 'bind') return (...args: unknown[]) => countingStatement((value as (...a: unknown[]) => D1PreparedStatement).apply(target, args));
+        if (property === 'run' || property === 'all' || property === 'first' || property === 'raw') {
+          return (...args: unknown[]) => {
+            count++;
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return (value as (...a: unknown[]) => unknown).bind(target);
+      },
+    });
+    originals.set(proxy, statement);
+    return proxy;
+  };
+  const wrapped = new Proxy(db, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (property === 'prepare') return (sql: string) => countingStatement(target.prepare(sql));
+      if (property === 'batch') {
+        return (statements: D1PreparedStatement[]) => {
+          count += statements.length;
+          return target.batch(statements.map((statement) => originals.get(statement) ?? statement));
+        };
+      }
+      return (value as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
+  return { db: wrapped, count: () => count };
+}
