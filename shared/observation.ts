@@ -83,3 +83,32 @@ export const OmittedObservation = z.strictObject({
   condition: ConditionResult.optional(),
 });
 export type OmittedObservation = z.infer<typeof OmittedObservation>;
+
+/**
+ * An observation in the 1.1.0 result shape: `{revision, url, title, window, snapshot}`.
+ * Version 1.2.0 is additive over 1.1.0 (ADR-0159): the settle report and `condition` are the
+ * 1.2.0 additions, so a call pinned to 1.1.0 is answered without them (its settling is still
+ * recorded in the call's phases). Strict, like every other contract: a 1.1.0 client never
+ * receives a field it does not know.
+ */
+export const ObservationV1_1 = Observation.omit({ settle: true, condition: true });
+export type ObservationV1_1 = z.infer<typeof ObservationV1_1>;
+
+/** {@link OmittedObservation} in the 1.1.0 result shape: without `condition`, a 1.2.0 addition. */
+export const OmittedObservationV1_1 = OmittedObservation.omit({ condition: true });
+export type OmittedObservationV1_1 = z.infer<typeof OmittedObservationV1_1>;
+
+/** What a call pinned to 1.1.0 returns as its result: an observation, or the explicit marker. */
+export const ToolResultV1_1 = z.union([ObservationV1_1, OmittedObservationV1_1]);
+export type ToolResultV1_1 = z.infer<typeof ToolResultV1_1>;
+
+/** What a call pinned to 1.2.0 returns as its result: an observation, or the explicit marker. */
+export const ToolResultV1_2 = z.union([Observation, OmittedObservation]);
+export type ToolResultV1_2 = z.infer<typeof ToolResultV1_2>;
+
+/**
+ * A call's result at whichever version it was pinned to. The 1.2.0 shapes come first: a 1.1.0
+ * observation lacks `settle`, so it never parses as a 1.2.0 one, and vice versa (all strict).
+ */
+export const ToolResult = z.union([Observation, OmittedObservation, ObservationV1_1, OmittedObservationV1_1]);
+export type ToolResult = z.infer<typeof ToolResult>;

@@ -2,7 +2,7 @@ import type { ApprovalView, CallPhases, RunView, ToolCallView } from '../../shar
 import { ErrorCode } from '../../shared/errors.ts';
 import { Observation } from '../../shared/observation.ts';
 import type { ApprovalRow, RunRow, ToolCallRow } from '../db/schema.ts';
-import { projectObservation } from './projection.ts';
+import { resultForVersion } from './result-version.ts';
 
 /** ISO-8601 form of an epoch-ms timestamp. */
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -25,7 +25,8 @@ export function runView(row: RunRow): RunView {
 
 /**
  * The API view of a tool call row; `approvalId` when the call waited for the owner. The stored
- * observation is projected into `resultBudgetBytes` (see `projectObservation`).
+ * observation is shaped for the call's pinned version and fitted into `resultBudgetBytes` (see
+ * `resultForVersion`).
  */
 export function toolCallView(row: ToolCallRow, approvalId: string | null, resultBudgetBytes: number): ToolCallView {
   const result = row.result === null ? null : Observation.safeParse(row.result);
@@ -38,7 +39,9 @@ export function toolCallView(row: ToolCallRow, approvalId: string | null, result
     arguments: row.arguments,
     state: row.state,
     approval_id: approvalId,
-    result: result?.success ? projectObservation(result.data, resultBudgetBytes) : null,
+    // The cast only bridges the types until shared/api.ts `ToolCallView.result` admits every
+    // version's shape (shared/observation.ts `ToolResult`); a 1.1.0 call gets the 1.1.0 shape.
+    result: result?.success ? (resultForVersion(row.version, result.data, resultBudgetBytes) as ToolCallView['result']) : null,
     error: code.success ? { code: code.data, message: row.errorMessage ?? '' } : null,
     retryable: row.retryable,
     phases: row.phases as CallPhases,
