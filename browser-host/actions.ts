@@ -122,12 +122,37 @@ function dispatchPlan(page: Page, target: Locator, action: BrowserAction, timeou
     case 'uncheck':
       return { precheck: [() => target.uncheck({ trial: true, timeout: timeout() })], input: [() => target.uncheck({ timeout: timeout() })] };
     case 'scroll':
-      // Hovering only positions the pointer over the element; the wheel is the action.
+      // The wheel is the action. The pointer is only placed, and never by scrolling the element
+      // into view: that would undo the scrolls before this one.
       return {
-        precheck: [() => target.hover({ trial: true, timeout: timeout() })],
-        input: [() => target.hover({ timeout: timeout() }), () => page.mouse.wheel(0, action.delta)],
+        precheck: [visible],
+        input: [
+          async () => {
+            const point = await wheelPoint(page, target, timeout());
+            await page.mouse.move(point.x, point.y);
+            await page.mouse.wheel(0, action.delta);
+          },
+        ],
       };
   }
+}
+
+/**
+ * Where to turn the wheel for a scroll on `target`, in viewport CSS px: the centre of the part of
+ * the element inside the viewport, or, when the element has been scrolled out of view, the centre
+ * of the viewport (the page scrolls under it). Reads layout only; sends no input.
+ */
+async function wheelPoint(page: Page, target: Locator, timeoutMs: number): Promise<{ x: number; y: number }> {
+  const box = await target.boundingBox({ timeout: timeoutMs });
+  const viewport = page.viewportSize() ?? (await page.evaluate(() => ({ width: innerWidth, height: innerHeight })));
+  const centre = { x: viewport.width / 2, y: viewport.height / 2 };
+  if (!box) return centre;
+  const left = Math.max(0, box.x);
+  const top = Math.max(0, box.y);
+  const right = Math.min(viewport.width, box.x + box.width);
+  const bottom = Math.min(viewport.height, box.y + box.height);
+  if (right <= left || bottom <= top) return centre;
+  return { x: (left + right) / 2, y: (top + bottom) / 2 };
 }
 
 /**
