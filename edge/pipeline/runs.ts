@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, notInArray } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, notExists, notInArray } from 'drizzle-orm';
 import {
   type ActivityList,
   type CreateRunBody,
@@ -147,17 +147,26 @@ export async function addMessage(ports: Ports, principal: Principal, run: RunRow
 /**
  * Ends a running run with the agent's tool-free final report: one conditional update that only
  * wins while the run is running and no call is waiting or dispatching. Releases the lease.
- * @throws ApiError('run_not_active') otherwise.
+ * @throws ApiError('call_in_progress') while a call is being dispatched;
+ *   ApiError('run_not_active') when the run is not running.
  */
 export async function reportRun(ports: Ports, principal: Principal, run: RunRow, body: ReportBody): Promise<RunRow> {
   const held = await holdRun(ports, principal, run);
   const now = ports.clock.now();
+  const inFlight = ports.db
+    .select({ id: toolCalls.id })
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, held.id), inArray(toolCalls.state, ['dispatching', 'waiting_for_approval'])));
   const ended = await ports.db
     .update(runs)
     .set({ state: body.status, reportSummary: body.summary, updatedAt: now })
-    .where(and(eq(runs.id, held.id), eq(runs.state, 'running')))
+    .where(and(eq(runs.id, held.id), eq(runs.state, 'running'), notExists(inFlight)))
     .run();
-  if (ended.meta.changes !== 1) throw new ApiError('run_not_active', 'the run changed state; read it again');
+  if (ended.meta.changes !== 1) {
+    const current = await loadRun(ports, principal, held.id);
+    if (current.state === 'running') throw new ApiError('call_in_progress', 'a call of this run is still being dispatched; wait for it to finish');
+    throw new ApiError('run_not_active', `the run is ${current.state}`);
+  }
   await releaseLease(ports, held);
   return { ...held, state: body.status, reportSummary: body.summary, updatedAt: now };
 }

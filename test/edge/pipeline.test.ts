@@ -83,6 +83,18 @@ describe('runs', () => {
     expect([second.status, second.body.error.code]).toEqual([409, 'run_not_active']);
   });
 
+  it('a report while a call is being dispatched is refused: the run cannot end under a live action', async () => {
+    const run = await newRun(parties.agent.token);
+    await env.DB.prepare(
+      "INSERT INTO tool_calls (id, run_id, principal_id, tool, version, arguments, arguments_hash, state, phases, deadline_at, created_at, updated_at) VALUES ('call_inflight', ?, ?, 'browser.act', '1.2.0', '{}', 'x', 'dispatching', '{}', ?, ?, ?)",
+    )
+      .bind(run.id, parties.agent.id, Date.now() + 60_000, Date.now(), Date.now())
+      .run();
+    const report = await call('POST', `/v1/runs/${run.id}/report`, { token: parties.agent.token, body: { status: 'completed', summary: 'done' } });
+    expect([report.status, report.body.error.code]).toEqual([409, 'call_in_progress']);
+    expect((await call('GET', `/v1/runs/${run.id}`, { token: parties.agent.token })).body.state).toBe('running');
+  });
+
   it('a run whose deadline passed ends deadline_exceeded and takes no calls', async () => {
     const run = await newRun(parties.owner.token, { deadline_ms: 1000 });
     await env.DB.prepare('UPDATE runs SET deadline_at = ? WHERE id = ?').bind(Date.now() - 1, run.id).run();
