@@ -14,6 +14,7 @@ import { iso } from './views.ts';
 
 /** Host error codes that guarantee the command was not carried out. */
 const NOT_SENT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'invalid_arguments',
   'stale_revision',
   'lease_lost',
   'page_changed',
@@ -66,7 +67,7 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     const condition = conditionOf(invocation);
     if (condition) outcome = await withCondition(ports, session, lease.lease_id, condition, outcome, deadlineAt, isWrite);
   } catch (error) {
-    outcome = classifyFailure(error, isWrite, sent);
+    outcome = classifyFailure(inAgentTerms(error, invocation), isWrite, sent);
   } finally {
     session?.close();
   }
@@ -121,6 +122,21 @@ async function withCondition(
       ? { ...answered, state: 'uncertain', observation: null, error: { code: deadline ? 'deadline_exceeded' : 'outcome_unknown', message }, retryable: false }
       : { ...answered, state: 'failed', observation: null, error: { code, message }, retryable: true };
   }
+}
+
+/**
+ * A host error restated in the agent's terms where the agent's own argument caused it: a
+ * continuation cursor the host did not issue (forged, altered, another lease's, or pointing past
+ * the snapshot) is the host's `invalid_params`, which the agent knows as `invalid_arguments`.
+ * A cursor of an older revision stays `stale_revision`, and one whose references a failed
+ * capture voided stays `page_changed`: both already say what to do (observe again).
+ */
+function inAgentTerms(error: unknown, invocation: ToolInvocation): unknown {
+  const continuation = invocation.tool === 'browser.observe' && invocation.arguments.continuation !== undefined;
+  if (continuation && error instanceof HostCallError && error.code === 'invalid_params') {
+    return new HostCallError('invalid_arguments', error.message);
+  }
+  return error;
 }
 
 /**
