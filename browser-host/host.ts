@@ -49,12 +49,15 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     display: display?.name ?? config.display,
     profilesDir: config.profilesDir,
   };
-  // Revisions continue across relaunches of a profile's browser, so no number is ever reused.
+  // Revisions continue across relaunches of a profile's browser, and across restarts of the host:
+  // a fresh host starts counting at its start time in ms, above anything an earlier host issued
+  // (one capture per ms at most), so a plan made on an old page can never match a new one.
   const lastRevisions = new Map<string, number>();
+  const revisionBase = Date.now();
   const launch = async (profileId: string): Promise<ProfileBrowser> => {
     const deadline = Deadline.after(config.launchTimeoutMs);
     try {
-      const browser = await ProfileBrowser.launch(deadline, profileId, launchOptions, lastRevisions.get(profileId) ?? 0);
+      const browser = await ProfileBrowser.launch(deadline, profileId, launchOptions, lastRevisions.get(profileId) ?? revisionBase);
       browser.onClosed(() => lastRevisions.set(profileId, browser.revision));
       return browser;
     } finally {

@@ -48,8 +48,9 @@ export async function profileDirectory(profilesDir: string, profileId: string): 
  */
 export async function launchProfileContext(deadline: Deadline, profileId: string, options: LaunchOptions): Promise<BrowserContext> {
   const userDataDir = await profileDirectory(options.profilesDir, profileId);
+  // Chromium (and every page's renderer) gets the host's environment minus its secret.
   const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value;
+  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'HOST_SHARED_SECRET') env[key] = value;
   if (!options.headless && options.display !== undefined) env.DISPLAY = options.display;
   // Playwright's own launch timeout, not a race: a race lost just before a late success would
   // leave a browser running that nobody owns.
@@ -59,6 +60,8 @@ export async function launchProfileContext(deadline: Deadline, profileId: string
       headless: options.headless,
       args: [...CHROMIUM_ARGS],
       env,
+      // A page must not be able to write files onto the host's disk.
+      acceptDownloads: false,
       timeout: Math.max(1, deadline.remainingMs()),
     });
   } catch (error) {

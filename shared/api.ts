@@ -69,11 +69,24 @@ export const MessageView = z.strictObject({
 });
 export type MessageView = z.infer<typeof MessageView>;
 
+/** Deepest nesting of objects and arrays a proposal's arguments may have. */
+export const MAX_ARGUMENT_DEPTH = 16;
+
+function depthOf(value: unknown, limit: number): number {
+  if (value === null || typeof value !== 'object') return 0;
+  if (limit <= 0) return 1;
+  let deepest = 0;
+  for (const inner of Object.values(value as Record<string, unknown>)) deepest = Math.max(deepest, depthOf(inner, limit - 1));
+  return deepest + 1;
+}
+
 /** A proposed tool call; `arguments` is validated against the pinned tool version's schema. */
 export const ProposeBody = z.strictObject({
   tool: ToolName,
   version: ToolVersion,
-  arguments: z.record(z.string(), z.unknown()),
+  arguments: z
+    .record(z.string(), z.unknown())
+    .refine((args) => depthOf(args, MAX_ARGUMENT_DEPTH + 1) <= MAX_ARGUMENT_DEPTH, `nested at most ${MAX_ARGUMENT_DEPTH} levels deep`),
 });
 export type ProposeBody = z.infer<typeof ProposeBody>;
 

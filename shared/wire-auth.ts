@@ -36,12 +36,21 @@ export async function signWireToken(secret: string, from: WireParty, to: WirePar
 }
 
 /**
- * True when `token` was signed with `secret` by `from` for `to` and has not expired (5 s clock
- * tolerance). Never throws for a bad token; it answers false.
+ * True when `token` was signed with `secret` by `from` for `to`, carries `iat` and `exp`, has
+ * not expired and is no older than {@link WIRE_TOKEN_TTL_S} (5 s clock tolerance). Never throws
+ * for a bad token; it answers false.
  */
 export async function verifyWireToken(secret: string, token: string, from: WireParty, to: WireParty): Promise<boolean> {
   try {
-    await jwtVerify(token, keyOf(secret), { issuer: from, audience: to, algorithms: ['HS256'], clockTolerance: 5 });
+    await jwtVerify(token, keyOf(secret), {
+      issuer: from,
+      audience: to,
+      algorithms: ['HS256'],
+      clockTolerance: 5,
+      // A token must say when it was made and when it ends, and be no older than its lifetime.
+      requiredClaims: ['iat', 'exp'],
+      maxTokenAge: `${WIRE_TOKEN_TTL_S + 5}s`,
+    });
     return true;
   } catch {
     return false;
