@@ -1,4 +1,6 @@
-import type { DrizzleD1Database } from 'drizzle-orm/d1';
+import type { ResultSet } from '@libsql/client';
+import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
+import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
 import type * as schema from './db/schema.ts';
 import type { HostConnector } from './host/host-session.ts';
 
@@ -8,7 +10,7 @@ import type { HostConnector } from './host/host-session.ts';
  * keeps a client or socket at module scope.
  */
 export interface Ports {
-  /** drizzle over D1 on Workers; drivers elsewhere must offer the same async API and `batch`. */
+  /** drizzle over D1 on Workers, over a libSQL (SQLite) file on Deno and Node. */
   readonly db: Database;
   readonly host: HostConnector;
   readonly clock: Clock;
@@ -17,7 +19,21 @@ export interface Ports {
   readonly statementsSent?: () => number;
 }
 
-export type Database = DrizzleD1Database<typeof schema>;
+/**
+ * What a write statement (`.run()`) answers: D1's result on Workers, libSQL's result set on Deno
+ * and Node. Read the number of rows it changed with `rowsChanged` (edge/db/rows-changed.ts).
+ */
+export type RunResult = D1Result | ResultSet;
+
+/**
+ * The database every runtime hands the app: drizzle's async SQLite API over our schema, plus
+ * `batch`, which runs its statements as one atomic unit (D1's batch; a libSQL transaction). Both
+ * `drizzle-orm/d1` and `drizzle-orm/libsql` databases are this type; there are no interactive
+ * transactions (D1 has none).
+ */
+export type Database = BaseSQLiteDatabase<'async', RunResult, typeof schema> & {
+  batch<U extends BatchItem<'sqlite'>, T extends Readonly<[U, ...U[]]>>(batch: T): Promise<BatchResponse<T>>;
+};
 
 /** Wall-clock time and waiting; injected so tests and runtimes can substitute their own. */
 export interface Clock {

@@ -4,9 +4,10 @@ import { type ToolInvocation, ToolName, ToolVersion, toolContract } from '../../
 import type { Principal } from '../auth/principal.ts';
 import { translateConstraint } from '../db/constraints.ts';
 import { newId } from '../db/ids.ts';
+import { rowsChanged } from '../db/rows-changed.ts';
 import { type ApprovalRow, approvals, effects, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
 import { ApiError } from '../http/api-error.ts';
-import type { Ports } from '../ports.ts';
+import type { Ports, RunResult } from '../ports.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decide, originOf } from '../policy/decide.ts';
 import { profileInForce } from '../policy/profile.ts';
@@ -98,7 +99,7 @@ export async function decideApproval(
     },
     updatedAt: now,
   };
-  let approved: { meta: { changes: number } };
+  let approved: RunResult;
   try {
     [approved] = await ports.db.batch([
       ports.db
@@ -115,11 +116,11 @@ export async function decideApproval(
         .where(and(eq(runs.id, run.id), eq(runs.state, 'waiting_for_approval'))),
       // The watermark insert is refused by a trigger unless the update above moved this call.
       ...(isWrite ? [ports.db.insert(effects).values({ id: effectId, toolCallId: call.id, runId: run.id, state: 'committed', committedAt: now })] : []),
-    ] as unknown as Parameters<typeof ports.db.batch>[0]) as unknown as [{ meta: { changes: number } }];
+    ] as unknown as Parameters<typeof ports.db.batch>[0]) as unknown as [RunResult];
   } catch (error) {
     throw translateConstraint(error);
   }
-  if (approved.meta.changes !== 1) throw new ApiError('already_decided', 'the approval was decided concurrently');
+  if (rowsChanged(approved) !== 1) throw new ApiError('already_decided', 'the approval was decided concurrently');
 
   const startedCall = { ...call, ...dispatching } as ToolCallRow;
   const finished = await dispatchCall(ports, { ...run, state: 'running' }, startedCall, invocation);
@@ -171,6 +172,6 @@ async function settleDenied(
       .set({ state: 'running', updatedAt: now })
       .where(and(eq(runs.id, run.id), eq(runs.state, 'waiting_for_approval'))),
   ]);
-  if (changed.meta.changes !== 1) throw new ApiError('already_decided', 'the approval was decided concurrently');
+  if (rowsChanged(changed) !== 1) throw new ApiError('already_decided', 'the approval was decided concurrently');
   return { approval: { ...approval, state: 'denied', decidedBy: principal.id, decidedAt: now }, call: { ...call, ...denied } as ToolCallRow };
 }

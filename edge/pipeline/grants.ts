@@ -3,6 +3,7 @@ import type { CreateGrantBody, GrantView } from '../../shared/api.ts';
 import type { ToolInvocation } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
+import { rowsChanged } from '../db/rows-changed.ts';
 import { type GrantRow, grants } from '../db/schema.ts';
 import { ApiError } from '../http/api-error.ts';
 import type { Ports } from '../ports.ts';
@@ -46,7 +47,7 @@ export async function revokeGrant(ports: Ports, principal: Principal, grantId: s
   if (!row || row.ownerId !== principal.ownerId) throw new ApiError('not_found', `no grant ${grantId}`);
   const now = ports.clock.now();
   const revoked = await ports.db.update(grants).set({ revokedAt: now }).where(and(eq(grants.id, grantId), isNull(grants.revokedAt))).run();
-  if (revoked.meta.changes !== 1) throw new ApiError('already_decided', 'the grant was already revoked');
+  if (rowsChanged(revoked) !== 1) throw new ApiError('already_decided', 'the grant was already revoked');
   return { ...row, revokedAt: now };
 }
 

@@ -9,6 +9,7 @@ import {
 } from '../../shared/api.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
+import { rowsChanged } from '../db/rows-changed.ts';
 import { approvals, effects, messages, type RunRow, runs, toolCalls } from '../db/schema.ts';
 import { ApiError } from '../http/api-error.ts';
 import type { Ports } from '../ports.ts';
@@ -109,7 +110,7 @@ export async function holdRun(ports: Ports, principal: Principal, run: RunRow): 
       .set({ state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now })
       .where(and(eq(runs.id, run.id), eq(runs.state, 'queued')))
       .run();
-    if (claimed.meta.changes !== 1) return holdRun(ports, principal, await loadRun(ports, principal, run.id));
+    if (rowsChanged(claimed) !== 1) return holdRun(ports, principal, await loadRun(ports, principal, run.id));
     return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
   }
   if (run.state !== 'running') throw new ApiError('run_not_active', `the run is ${run.state}, not running`);
@@ -121,7 +122,7 @@ export async function holdRun(ports: Ports, principal: Principal, run: RunRow): 
     .set({ claimedBy: principal.id, claimExpiresAt, updatedAt: now })
     .where(and(eq(runs.id, run.id), eq(runs.state, 'running'), run.claimedBy === null ? isNull(runs.claimedBy) : eq(runs.claimedBy, run.claimedBy)))
     .run();
-  if (held.meta.changes !== 1) return holdRun(ports, principal, await loadRun(ports, principal, run.id));
+  if (rowsChanged(held) !== 1) return holdRun(ports, principal, await loadRun(ports, principal, run.id));
   return { ...run, claimedBy: principal.id, claimExpiresAt, updatedAt: now };
 }
 
@@ -162,7 +163,7 @@ export async function reportRun(ports: Ports, principal: Principal, run: RunRow,
     .set({ state: body.status, reportSummary: body.summary, updatedAt: now })
     .where(and(eq(runs.id, held.id), eq(runs.state, 'running'), notExists(inFlight)))
     .run();
-  if (ended.meta.changes !== 1) {
+  if (rowsChanged(ended) !== 1) {
     const current = await loadRun(ports, principal, held.id);
     if (current.state === 'running') throw new ApiError('call_in_progress', 'a call of this run is still being dispatched; wait for it to finish');
     throw new ApiError('run_not_active', `the run is ${current.state}`);
@@ -189,7 +190,7 @@ export async function cancelRun(ports: Ports, run: RunRow): Promise<RunRow> {
       .set({ state: 'cancelled', errorCode: 'run_not_active', errorMessage: 'the run was cancelled', updatedAt: now })
       .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'waiting_for_approval'))),
   ]);
-  if (cancelled.meta.changes !== 1) throw new ApiError('run_not_active', `the run already ended (${run.state})`);
+  if (rowsChanged(cancelled) !== 1) throw new ApiError('run_not_active', `the run already ended (${run.state})`);
   await releaseLease(ports, run);
   return { ...run, state: 'cancelled', updatedAt: now };
 }

@@ -3,6 +3,7 @@ import { and, asc, desc, eq, gt, isNotNull, isNull, lt, or } from 'drizzle-orm';
 import { type CreateScheduleBody, DEFAULT_RUN_DEADLINE_MS, type ScheduleView } from '../../shared/api.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
+import { rowsChanged } from '../db/rows-changed.ts';
 import { messages, type RunRow, runs, type ScheduleRow, schedules, toolCalls } from '../db/schema.ts';
 import { ApiError } from '../http/api-error.ts';
 import type { Ports } from '../ports.ts';
@@ -151,7 +152,7 @@ export async function claimRun(ports: Ports, principal: Principal): Promise<RunR
       .set({ state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now })
       .where(and(eq(runs.id, run.id), eq(runs.state, run.state), run.claimedBy === null ? isNull(runs.claimedBy) : eq(runs.claimedBy, run.claimedBy)))
       .run();
-    if (claimed.meta.changes === 1) return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
+    if (rowsChanged(claimed) === 1) return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
   }
   throw new ApiError('not_found', 'no run is waiting to be claimed');
 }
