@@ -1,3 +1,4 @@
+import { swaggerUI } from '@hono/swagger-ui';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -13,6 +14,19 @@ import { runRoutes } from './http/routes/runs.ts';
 import { scheduleRoutes } from './http/routes/schedules.ts';
 import { toolCallRoutes } from './http/routes/tool-calls.ts';
 import type { Ports } from './ports.ts';
+
+/** Path of the OpenAPI 3.1 document, generated from the zod route schemas. */
+export const OPENAPI_PATH = '/v1/openapi.json';
+
+/** Path of the interactive API reference (Swagger UI over {@link OPENAPI_PATH}). */
+export const DOCS_PATH = '/docs';
+
+/**
+ * Where the API reference's script and style sheet are served from: static assets copied from
+ * the npm package `swagger-ui-dist` into `public/` by scripts/setup.mjs (Workers serves them as
+ * `[assets]`, the Deno and Node entries from the same directory). Nothing comes from a CDN.
+ */
+export const DOCS_ASSETS_PATH = '/docs/assets';
 
 /** Largest request body the API accepts, in bytes. */
 export const MAX_BODY_BYTES = 256 * 1024;
@@ -53,10 +67,26 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', policyProfileRoutes);
   app.route('/', toolCallRoutes);
   app.route('/', approvalRoutes);
-  app.doc31('/v1/openapi.json', {
+  app.openAPIRegistry.registerPath({
+    method: 'get',
+    path: OPENAPI_PATH,
+    summary: 'This OpenAPI 3.1 description of the API',
+    responses: { 200: { description: 'the document', content: { 'application/json': { schema: { type: 'object' } } } } },
+  });
+  app.doc31(OPENAPI_PATH, {
     openapi: '3.1.0',
     info: { title: 'Policy-governed browser API', version: '1.0.0', description: 'Agents propose browser tool calls; owners approve; the edge decides by policy.' },
   });
+  app.openAPIRegistry.registerPath({
+    method: 'get',
+    path: DOCS_PATH,
+    summary: 'The interactive API reference (an HTML page over the OpenAPI document; works offline)',
+    responses: { 200: { description: 'the page', content: { 'text/html': { schema: { type: 'string' } } } } },
+  });
+  app.get(
+    DOCS_PATH,
+    swaggerUI({ url: OPENAPI_PATH, baseUrl: DOCS_ASSETS_PATH, title: 'Policy-governed browser API', validatorUrl: 'none', deepLinking: true }),
+  );
 
   app.notFound((c) => c.json(errorBody('not_found', `no route ${c.req.method} ${new URL(c.req.url).pathname}`, c.var.requestId), 404));
   app.onError((error, c) => {

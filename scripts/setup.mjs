@@ -4,10 +4,11 @@
 //  1. npm packages, when node_modules is missing or older than package-lock.json;
 //  2. Debian's chromium and xvfb, when absent (apt-get as root; otherwise says what to run);
 //  3. `.dev.vars` with AGENT_TOKEN, OWNER_TOKEN, OPERATOR_TOKEN and HOST_SHARED_SECRET, when missing;
-//  4. the local D1: migrations applied and the three principals seeded (tokens stored hashed).
+//  4. the API reference's static files (`public/`, copied from the npm package swagger-ui-dist);
+//  5. the local D1: migrations applied and the three principals seeded (tokens stored hashed).
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -44,6 +45,22 @@ function ensureDebianPackages() {
     run('apt-get', ['install', '-y', '-qq', ...missing], { env });
   }
   if (!existsSync(chromium)) throw new Error(`CHROMIUM_PATH is ${chromium}, which does not exist`);
+}
+
+/** The files of swagger-ui-dist the API reference page (`/docs`) loads. */
+const DOCS_ASSET_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js'];
+
+/**
+ * Copies the API reference's script and style sheet from node_modules into `public/`, the
+ * directory the Worker serves as static assets (wrangler.toml `[assets]`) and the Deno and Node
+ * entries serve too, at `/docs/assets/swagger-ui-dist/...`: the page never needs a CDN.
+ * Copies every time (two files, about 2 MB), so the copy always matches the installed package.
+ */
+export function ensureDocsAssets() {
+  const source = join(root, 'node_modules', 'swagger-ui-dist');
+  const target = join(root, 'public', 'docs', 'assets', 'swagger-ui-dist');
+  mkdirSync(target, { recursive: true });
+  for (const file of DOCS_ASSET_FILES) copyFileSync(join(source, file), join(target, file));
 }
 
 /** Reads `.dev.vars` (KEY=value lines) and adds whichever local secrets are missing. */
@@ -114,6 +131,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     ensureNodeModules();
     ensureDebianPackages();
     const vars = ensureDevVars();
+    ensureDocsAssets();
     say('applying D1 migrations to the local database and seeding principals');
     prepareLocalDatabase(vars);
     say('ready');

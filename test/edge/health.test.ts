@@ -1,3 +1,4 @@
+import { SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { call } from './edge-client.ts';
 
@@ -18,11 +19,13 @@ describe('GET /v1/openapi.json', () => {
     expect(answer.status).toBe(200);
     expect(answer.body.openapi).toBe('3.1.0');
     expect(Object.keys(answer.body.paths).sort()).toEqual([
+      '/docs',
       '/v1/approvals',
       '/v1/approvals/{id}/decision',
       '/v1/grants',
       '/v1/grants/{id}/revoke',
       '/v1/health',
+      '/v1/openapi.json',
       '/v1/policy-profiles/{name}',
       '/v1/runs',
       '/v1/runs/claim',
@@ -35,5 +38,17 @@ describe('GET /v1/openapi.json', () => {
       '/v1/schedules',
       '/v1/tool-calls/{id}',
     ]);
+  });
+});
+
+describe('GET /docs', () => {
+  it('is the API reference page over the document, loading its script and style sheet from this origin, never a CDN', async () => {
+    const answer = await SELF.fetch('http://edge.test/docs');
+    const page = await answer.text();
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page).toContain("url: '/v1/openapi.json'");
+    const sources = [...page.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]);
+    expect(sources.sort()).toEqual(['/docs/assets/swagger-ui-dist/swagger-ui-bundle.js', '/docs/assets/swagger-ui-dist/swagger-ui.css']);
   });
 });
