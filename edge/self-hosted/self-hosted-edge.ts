@@ -1,0 +1,60 @@
+import type { MiddlewareHandler } from 'hono';
+import { DOCS_ASSETS_PATH, createApp } from '../app.ts';
+import { openSqliteDatabase } from '../db/sqlite.ts';
+import { type WebSocketConstructor, standardWebSocketConnector } from '../host/standard-websocket-connector.ts';
+import { fireDueSchedules } from '../pipeline/schedules.ts';
+import { type Ports, systemClock } from '../ports.ts';
+import type { SelfHostedSettings } from './settings.ts';
+
+/** What a runtime (Deno, Node) supplies that Workers would otherwise provide. */
+export interface RuntimeParts {
+  /** The runtime's standard WebSocket, for the browser host connection. */
+  readonly WebSocket: WebSocketConstructor;
+  /**
+   * Serves `public/`, the directory Workers serves as static assets (wrangler.toml `[assets]`):
+   * the API reference's script and style sheet under {@link DOCS_ASSETS_PATH}.
+   */
+  readonly staticAssets: MiddlewareHandler;
+  /** Absolute path of the SQLite file. */
+  readonly sqlitePath: string;
+  /** Absolute path of the drizzle migrations folder (`drizzle/`). */
+  readonly migrationsFolder: string;
+}
+
+/** The edge outside Workers: the same app over a migrated SQLite file, and its cron pass. */
+export interface SelfHostedEdge {
+  /** The HTTP handler to serve (`Deno.serve`, `@hono/node-server`). */
+  readonly fetch: (request: Request) => Response | Promise<Response>;
+  /**
+   * The cron pass, the same function the Worker's `scheduled` handler calls: queues the runs of
+   * schedules due in the minute of `scheduledTime` (epoch ms). Resolves to how many it queued.
+   */
+  cronPass(scheduledTime: number): Promise<number>;
+  /** Closes the database. */
+  close(): void;
+}
+
+/**
+ * Opens the database (applying pending migrations) and builds the app with per-request ports:
+ * a drizzle database over the file, a standard-WebSocket host connector, the system clock.
+ * @throws Error when the database cannot be opened or migrated.
+ */
+export async function startSelfHostedEdge(settings: SelfHostedSettings, parts: RuntimeParts): Promise<SelfHostedEdge> {
+  const database = await openSqliteDatabase({ path: parts.sqlitePath, migrationsFolder: parts.migrationsFolder });
+  const portsOf = (): Ports => ({
+    db: database.drizzle(),
+    host: standardWebSocketConnector(settings.hostUrl, settings.hostSharedSecret, parts.WebSocket),
+    clock: systemClock,
+    config: settings.edge,
+  });
+  const cronPass = async (scheduledTime: number) => (await fireDueSchedules(portsOf(), scheduledTime)).length;
+
+  const app = createApp(portsOf);
+  // Where Workers answers from its static assets before the Worker runs; a miss falls through
+  // to the app's typed 404.
+  app.use(`${DOCS_ASSETS_PATH}/*`, parts.staticAssets);
+  if (settings.testScheduled) {
+    app.get('/__scheduled', async (c) => c.text(`Ran scheduled event: ${await cronPass(Date.now())} run(s) queued`));
+  }
+  return { fetch: app.fetch, cronPass, close: () => database.close() };
+}
