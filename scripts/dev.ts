@@ -1,10 +1,11 @@
 /**
- * `npm run dev`: after scripts/setup.mjs, starts the browser host (headed under Xvfb when no
- * display is set) and the edge (`wrangler dev`, local D1) on loopback in the foreground, with the
- * tokens from `.dev.vars`, and stops both on Ctrl-C. Edge port: EDGE_PORT (default 8787); host
- * port: HOST_PORT (default 8790).
+ * `npm run dev` (`dev:node`, `dev:deno`): after scripts/setup.mjs, starts the browser host
+ * (headed under Xvfb when no display is set) and the edge on loopback in the foreground, with the
+ * tokens from `.dev.vars`, and stops both on Ctrl-C. The edge runs under `wrangler dev` with the
+ * local D1, or with `--runtime node` / `--runtime deno` on Node or Deno over `.data/edge.sqlite`.
+ * Edge port: EDGE_PORT (default 8787); host port: HOST_PORT (default 8790).
  */
-import { startLocalStack } from './local-stack.ts';
+import { EDGE_RUNTIMES, type EdgeRuntime, startLocalStack } from './local-stack.ts';
 
 const port = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
@@ -12,7 +13,12 @@ const port = (name: string, fallback: number) => {
   return value;
 };
 
+const runtimeArg = process.argv.indexOf('--runtime');
+const runtime = (runtimeArg >= 0 ? process.argv[runtimeArg + 1] : 'workers') as EdgeRuntime;
+if (!EDGE_RUNTIMES.includes(runtime)) throw new Error(`--runtime must be one of ${EDGE_RUNTIMES.join(', ')}`);
+
 const stack = await startLocalStack({
+  runtime,
   edgePort: port('EDGE_PORT', 8787),
   hostPort: port('HOST_PORT', 8790),
   database: 'default',
@@ -20,7 +26,7 @@ const stack = await startLocalStack({
   echo: true,
 });
 console.log(`
-Edge:  ${stack.edgeUrl}   (API description: ${stack.edgeUrl}/v1/openapi.json)
+Edge (${runtime}):  ${stack.edgeUrl}   (API reference: ${stack.edgeUrl}/docs, OpenAPI: ${stack.edgeUrl}/v1/openapi.json)
 Host:  ${stack.hostUrl}
 Demo site (TodoMVC): ${stack.todoUrl}
 Tokens: AGENT_TOKEN, OWNER_TOKEN and OPERATOR_TOKEN in .dev.vars, e.g.

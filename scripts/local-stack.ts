@@ -5,15 +5,26 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_LOCAL_SQLITE_PATH, prepareLocalSqlite, querySqliteFile } from './local-sqlite.ts';
 import { prepareLocalDatabase, readDevVars } from './setup.mjs';
 import { type StaticServer, startStaticServer } from './static-server.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const execFileAsync = promisify(execFile);
 
-/** The real processes of a local system: the browser host, `wrangler dev`, and the demo site. */
+/**
+ * Where the edge runs: `workers` under `wrangler dev` with a local D1; `node` (edge/node.ts) and
+ * `deno` (edge/deno.ts) over a local SQLite file. The same app on all three.
+ */
+export type EdgeRuntime = 'workers' | 'node' | 'deno';
+
+/** Every runtime the edge runs on. */
+export const EDGE_RUNTIMES: readonly EdgeRuntime[] = ['workers', 'node', 'deno'];
+
+/** The real processes of a local system: the browser host, the edge, and the demo site. */
 export interface LocalStack {
-  /** `http://127.0.0.1:<port>` of the edge (wrangler dev). */
+  readonly runtime: EdgeRuntime;
+  /** `http://127.0.0.1:<port>` of the edge. */
   readonly edgeUrl: string;
   /** `ws://127.0.0.1:<port>` of the browser host. */
   readonly hostUrl: string;
@@ -22,33 +33,44 @@ export interface LocalStack {
   /** URL of the TodoMVC VanillaJS app. */
   readonly todoUrl: string;
   readonly tokens: { agent: string; owner: string; operator: string };
-  /** The D1 state directory wrangler dev uses (a fresh temp dir unless `persistTo` was given). */
+  /** Workers: the D1 state directory wrangler dev uses (a fresh temp dir, or undefined for the default one). */
   readonly persistTo: string | undefined;
+  /** Deno and Node: the SQLite file the edge uses (a fresh temp file, or `.data/edge.sqlite`). */
+  readonly sqlitePath: string | undefined;
   readonly hostSecret: string;
   /**
-   * Runs read-only SQL statements against the edge's local D1 in one `wrangler d1 execute
-   * --local --json` (the same database wrangler dev serves); resolves to each statement's rows.
+   * Runs read-only SQL statements against the edge's database and resolves to each statement's
+   * rows: on Workers in one `wrangler d1 execute --local --json` (the local D1 wrangler dev
+   * serves), on Deno and Node straight from the SQLite file. Same row shapes on all three.
    */
   queryD1(...statements: string[]): Promise<Record<string, unknown>[][]>;
   /** Kills the browser host's process group at once (SIGKILL), as a crash would. */
   killHost(): Promise<void>;
-  /** Runs the Worker's cron pass now (`wrangler dev --test-scheduled`); resolves when it ran. */
+  /**
+   * Runs the cron pass now (`GET /__scheduled`: `wrangler dev --test-scheduled` on Workers, the
+   * entries' `--test-scheduled` on Deno and Node); resolves when it ran.
+   */
   triggerCron(): Promise<void>;
   /** Stops everything it started (process groups, SIGTERM then SIGKILL) and removes temp dirs. */
   stop(): Promise<void>;
 }
 
 export interface LocalStackOptions {
+  /** Where the edge runs (default `workers`). */
+  runtime?: EdgeRuntime;
   /** Edge port; default a free port (`npm run dev` passes EDGE_PORT or 8787). */
   edgePort?: number;
   /** Host port; default a free port. */
   hostPort?: number;
-  /** `fresh`: a new temp D1, migrated and seeded; `default`: the one `npm run setup` prepared. */
+  /**
+   * `fresh`: a new temp database, migrated and seeded; `default`: the persistent local one (the
+   * D1 `npm run setup` prepared, or `.data/edge.sqlite` migrated and seeded here).
+   */
   database?: 'fresh' | 'default';
   headless?: boolean;
   /** Forward the processes' output to this process's stderr, line by line, prefixed. */
   echo?: boolean;
-  /** Extra edge vars (`wrangler dev --var NAME:value`), e.g. `TOOL_DEADLINE_MS`. */
+  /** Extra edge vars (`wrangler dev --var NAME:value`, environment variables on Deno and Node), e.g. `TOOL_DEADLINE_MS`. */
   edgeVars?: Record<string, string>;
 }
 
@@ -116,16 +138,20 @@ async function stopProcess(started: Started): Promise<void> {
 }
 
 /**
- * Starts the demo site, the browser host and `wrangler dev` on loopback and waits until each is
- * ready (host: its listening line; edge: `GET /v1/health` answers 200). Throws, after stopping
- * what it started, when one of them does not come up within 90 s.
+ * Starts the demo site, the browser host and the edge (on `options.runtime`) on loopback and
+ * waits until each is ready (host: its listening line; edge: `GET /v1/health` answers 200).
+ * Throws, after stopping what it started, when one of them does not come up within 90 s.
  */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const vars = readDevVars();
+  const runtime = options.runtime ?? 'workers';
   const echo = options.echo ?? false;
   const scratch = mkdtempSync(join(tmpdir(), 'governed-browser-'));
-  const persistTo = options.database === 'default' ? undefined : join(scratch, 'd1');
+  const fresh = options.database !== 'default';
+  const persistTo = runtime === 'workers' && fresh ? join(scratch, 'd1') : undefined;
+  const sqlitePath = runtime === 'workers' ? undefined : fresh ? join(scratch, 'edge.sqlite') : DEFAULT_LOCAL_SQLITE_PATH;
   if (persistTo) prepareLocalDatabase(vars, persistTo);
+  if (sqlitePath) await prepareLocalSqlite(vars, sqlitePath);
 
   const processes: Started[] = [];
   let site: StaticServer | undefined;
@@ -162,32 +188,20 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     await waitFor('the browser host', host, () => host.output.some((line) => line.includes('browser-host listening on')), 90_000);
 
     const hostUrl = `ws://127.0.0.1:${hostPort}`;
-    const edge = startProcess(
-      'edge',
-      join(root, 'node_modules', '.bin', 'wrangler'),
-      [
-        'dev',
-        '--local',
-        '--ip',
-        '127.0.0.1',
-        '--port',
-        String(edgePort),
-        '--inspector-port',
-        String(await freePort()),
-        '--show-interactive-dev-session=false',
-        '--test-scheduled',
-        '--var',
-        `HOST_URL:${hostUrl}`,
-        ...Object.entries(options.edgeVars ?? {}).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
-        ...(persistTo ? ['--persist-to', persistTo] : []),
-      ],
-      env,
-      echo,
-    );
+    const launch = edgeLaunchOf(runtime, {
+      edgePort,
+      inspectorPort: await freePort(),
+      hostUrl,
+      hostSecret: vars.HOST_SHARED_SECRET,
+      persistTo,
+      sqlitePath,
+      edgeVars: options.edgeVars ?? {},
+    });
+    const edge = startProcess('edge', launch.command, launch.args, { ...env, ...launch.env }, echo);
     processes.push(edge);
     const edgeUrl = `http://127.0.0.1:${edgePort}`;
     await waitFor(
-      'wrangler dev',
+      runtime === 'workers' ? 'wrangler dev' : `the ${runtime} edge`,
       edge,
       async () => {
         try {
@@ -200,14 +214,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     );
 
     return {
+      runtime,
       edgeUrl,
       hostUrl,
       siteOrigin: site.origin,
       todoUrl: `${site.origin}/examples/vanillajs/index.html`,
       tokens: { agent: vars.AGENT_TOKEN, owner: vars.OWNER_TOKEN, operator: vars.OPERATOR_TOKEN },
       persistTo,
+      sqlitePath,
       hostSecret: vars.HOST_SHARED_SECRET,
-      queryD1: (...statements) => queryLocalD1(statements, persistTo),
+      queryD1: (...statements) => (sqlitePath ? querySqliteFile(sqlitePath, statements) : queryLocalD1(statements, persistTo)),
       killHost: async () => {
         const exited = new Promise<void>((resolve) => (host.child.exitCode !== null ? resolve() : host.child.once('exit', () => resolve())));
         try {
@@ -230,6 +246,69 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     await stop();
     throw error;
   }
+}
+
+/** Where and how an edge process is started. */
+interface EdgeLaunch {
+  command: string;
+  args: string[];
+  /** Added to the environment. */
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * What starts the edge on `runtime`: `wrangler dev` with `--var`s for Workers; for Deno and Node
+ * the npm scripts `edge:deno` and `edge:node` (so their flags and permissions live in one place,
+ * package.json) with the Worker's vars as environment variables of the same names, plus the
+ * port, the loopback address and the database file.
+ */
+function edgeLaunchOf(
+  runtime: EdgeRuntime,
+  where: {
+    edgePort: number;
+    inspectorPort: number;
+    hostUrl: string;
+    hostSecret: string;
+    persistTo: string | undefined;
+    sqlitePath: string | undefined;
+    edgeVars: Record<string, string>;
+  },
+): EdgeLaunch {
+  if (runtime !== 'workers') {
+    return {
+      command: 'npm',
+      args: ['run', '--silent', `edge:${runtime}`, '--', '--test-scheduled'],
+      env: {
+        ...where.edgeVars,
+        EDGE_PORT: String(where.edgePort),
+        EDGE_BIND: '127.0.0.1',
+        ...(where.sqlitePath ? { EDGE_SQLITE_PATH: where.sqlitePath } : {}),
+        HOST_URL: where.hostUrl,
+        HOST_SHARED_SECRET: where.hostSecret,
+        DENO_NO_UPDATE_CHECK: '1',
+      },
+    };
+  }
+  return {
+    command: join(root, 'node_modules', '.bin', 'wrangler'),
+    args: [
+      'dev',
+      '--local',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(where.edgePort),
+      '--inspector-port',
+      String(where.inspectorPort),
+      '--show-interactive-dev-session=false',
+      '--test-scheduled',
+      '--var',
+      `HOST_URL:${where.hostUrl}`,
+      ...Object.entries(where.edgeVars).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
+      ...(where.persistTo ? ['--persist-to', where.persistTo] : []),
+    ],
+    env: {},
+  };
 }
 
 /**
