@@ -22,6 +22,8 @@ export const CreateRunBody = z.strictObject({
   intent: z.string().min(1).max(2000),
   origins: z.array(Origin).min(1).max(16),
   deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
+}).meta({
+  examples: [{ profile_id: 'me', intent: 'Add "Buy oat milk" to my todo list', origins: ['http://127.0.0.1:8080'], deadline_ms: 300_000 }],
 });
 export type CreateRunBody = z.infer<typeof CreateRunBody>;
 
@@ -57,7 +59,7 @@ export const RunView = z.strictObject({
 });
 export type RunView = z.infer<typeof RunView>;
 
-export const MessageBody = z.strictObject({ text: z.string().min(1).max(10_000) });
+export const MessageBody = z.strictObject({ text: z.string().min(1).max(10_000) }).meta({ examples: [{ text: 'Also tick it done once it is listed.' }] });
 export type MessageBody = z.infer<typeof MessageBody>;
 
 export const MessageView = z.strictObject({
@@ -87,7 +89,7 @@ export const ProposeBody = z.strictObject({
   arguments: z
     .record(z.string(), z.unknown())
     .refine((args) => depthOf(args, MAX_ARGUMENT_DEPTH + 1) <= MAX_ARGUMENT_DEPTH, `nested at most ${MAX_ARGUMENT_DEPTH} levels deep`),
-});
+}).meta({ examples: [{ tool: 'browser.navigate', version: '1.2.0', arguments: { url: 'http://127.0.0.1:8080/' } }] });
 export type ProposeBody = z.infer<typeof ProposeBody>;
 
 export const ToolCallState = z.enum([
@@ -185,7 +187,7 @@ export type ApprovalView = z.infer<typeof ApprovalView>;
 
 export const ApprovalList = z.strictObject({ approvals: z.array(ApprovalView) });
 
-export const DecisionBody = z.strictObject({ decision: z.enum(['approve', 'deny']) });
+export const DecisionBody = z.strictObject({ decision: z.enum(['approve', 'deny']) }).meta({ examples: [{ decision: 'approve' }] });
 export type DecisionBody = z.infer<typeof DecisionBody>;
 
 export const DecisionResponse = z.strictObject({ approval: ApprovalView, tool_call: ToolCallView });
@@ -193,7 +195,7 @@ export const DecisionResponse = z.strictObject({ approval: ApprovalView, tool_ca
 export const ReportBody = z.strictObject({
   status: z.enum(['completed', 'partial', 'uncertain', 'failed']),
   summary: z.string().min(1).max(20_000),
-});
+}).meta({ examples: [{ status: 'completed', summary: 'Added "Buy oat milk" to the todo list and ticked it done.' }] });
 export type ReportBody = z.infer<typeof ReportBody>;
 
 /** One entry of a run's passive activity record, oldest first. */
@@ -220,12 +222,20 @@ export const WaitQuery = z.strictObject({
     .regex(/^[0-9]{1,5}$/, 'an integer number of ms, 0-30000')
     .transform(Number)
     .pipe(z.int().min(0).max(MAX_WAIT_MS))
-    .optional(),
+    .optional()
+    .meta({ examples: ['1000'] }),
 });
 
-export const ApprovalsQuery = z.strictObject({ state: ApprovalState.optional() });
+export const ApprovalsQuery = z.strictObject({ state: ApprovalState.optional().meta({ examples: ['pending'] }) });
 
-export const IdParam = z.strictObject({ id: z.string().min(1).max(64) });
+/** The id of the run, tool call, approval or grant a path names. */
+export const IdParam = z.strictObject({
+  id: z
+    .string()
+    .min(1)
+    .max(64)
+    .meta({ examples: ['run_k3v9dq2m7xw4ahz5ty6e', 'call_p2m7xw4ahz5ty6ek3v9d', 'apr_xw4ahz5ty6ek3v9dq2m7', 'grt_ahz5ty6ek3v9dq2m7xw4'] }),
+});
 
 /** `POST /v1/grants`: the owner lets calls of one scope run without asking, a bounded number of times. */
 export const CreateGrantBody = z.strictObject({
@@ -237,7 +247,7 @@ export const CreateGrantBody = z.strictObject({
   max_uses: z.int().min(1).max(1000),
   /** Lifetime from now, in ms (at most 30 days). */
   ttl_ms: z.int().min(1_000).max(30 * 24 * 3_600_000),
-});
+}).meta({ examples: [{ tool: 'browser.act', actions: ['click', 'check'], origin: 'http://127.0.0.1:8080', max_uses: 3, ttl_ms: 3_600_000 }] });
 export type CreateGrantBody = z.infer<typeof CreateGrantBody>;
 
 export const GrantView = z.strictObject({
@@ -267,6 +277,18 @@ export const CreateScheduleBody = z.strictObject({
   policy_profile: z.string().regex(/^[a-z0-9_-]{1,64}$/).optional(),
   /** Run deadline in ms; default five minutes. */
   deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
+}).meta({
+  examples: [
+    {
+      cron: '0 7 * * *',
+      intent: 'Read my briefing page and summarise it',
+      profile_id: 'me',
+      origins: ['http://127.0.0.1:8080'],
+      tool_versions: { 'browser.navigate': '1.2.0', 'browser.observe': '1.2.0', 'browser.act': '1.2.0' },
+      policy_profile: 'default',
+      deadline_ms: 300_000,
+    },
+  ],
 });
 export type CreateScheduleBody = z.infer<typeof CreateScheduleBody>;
 

@@ -49,10 +49,25 @@ export type OperatorDeny = z.infer<typeof OperatorDeny>;
 export const PolicyProfileBody = z.strictObject({
   rules: z.array(PolicyRule).max(64),
   denies: z.array(OperatorDeny).max(64),
+}).meta({
+  examples: [
+    {
+      rules: [
+        { id: 'observe.allow', tool: 'browser.observe', effect: 'allow' },
+        { id: 'navigate.run_origins', tool: 'browser.navigate', effect: 'allow', condition: 'run_origin' },
+        { id: 'act.bounded_scroll', tool: 'browser.act', effect: 'allow', condition: 'bounded_browser_scroll' },
+        { id: 'act.approval', tool: 'browser.act', effect: 'approval' },
+      ],
+      denies: [{ id: 'no-typing-on-bank', tool: 'browser.act', actions: ['type'], origins: ['https://bank.example'], reason: 'never type into the bank' }],
+    },
+  ],
 });
 export type PolicyProfileBody = z.infer<typeof PolicyProfileBody>;
 
-export const ProfileName = z.string().regex(/^[a-z0-9_-]{1,64}$/, 'lower-case letters, digits, _ and -');
+export const ProfileName = z
+  .string()
+  .regex(/^[a-z0-9_-]{1,64}$/, 'lower-case letters, digits, _ and -')
+  .meta({ examples: ['default'] });
 
 /** `POST /v1/policy-profiles/{name}`: publish the next version of a profile. */
 export const PublishProfileBody = PolicyProfileBody;
