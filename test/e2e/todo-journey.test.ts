@@ -1,28 +1,29 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { EDGE_RUNTIMES, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { type JourneyRecord, runTodoJourney } from '../../scripts/todo-journey.ts';
 
-// Real processes: the browser host (headed Chromium under Xvfb) and `wrangler dev` with a fresh
-// local D1, driven over HTTP exactly as the demo agent drives them.
+// Real processes: the browser host (headed Chromium under Xvfb) and the edge with a fresh
+// database, driven over HTTP exactly as the demo agent drives them. The same body runs against
+// each runtime of the edge: `wrangler dev` with a local D1, Node and Deno over a SQLite file.
 
-let stack: LocalStack;
-let journey: JourneyRecord;
+describe.each(EDGE_RUNTIMES)('the demo journey end to end, edge on %s', (runtime) => {
+  let stack: LocalStack;
+  let journey: JourneyRecord;
 
-/** The revision of the journey's last observation. */
-const lastRevision = () => observationOf(journey.steps[journey.steps.length - 1]!.finished).revision;
+  /** The revision of the journey's last observation. */
+  const lastRevision = () => observationOf(journey.steps[journey.steps.length - 1]!.finished).revision;
 
-beforeAll(async () => {
-  stack = await startLocalStack({ database: 'fresh', echo: process.env.E2E_ECHO === '1' });
-  journey = await runTodoJourney(stack);
-});
+  beforeAll(async () => {
+    stack = await startLocalStack({ runtime, database: 'fresh', echo: process.env.E2E_ECHO === '1' });
+    journey = await runTodoJourney(stack);
+  });
 
-afterAll(async () => {
-  await stack?.stop();
-});
+  afterAll(async () => {
+    await stack?.stop();
+  });
 
-describe('the demo journey end to end', () => {
   it('navigates and observes without asking anyone, and settles the navigation', () => {
     const [open, observe] = journey.steps;
     expect(open).toMatchObject({ proposalStatus: 200, finished: { state: 'succeeded', phases: { decision: { effect: 'allow', rule: 'navigate.run_origins' } } } });
@@ -66,7 +67,7 @@ describe('the demo journey end to end', () => {
     expect(journey.finalRun.summary).toContain(journey.todo);
   });
 
-  it('D1 holds exactly the rows the journey implies', async () => {
+  it('the database holds exactly the rows the journey implies', async () => {
     const id = journey.run.id;
     const [runRows, callRows, approvalRows, effectRows] = await stack.queryD1(
       `SELECT state, latest_revision, lease_id FROM runs WHERE id = '${id}'`,

@@ -1,0 +1,225 @@
+import { compileErrors, validate } from '@readme/openapi-parser';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../edge/app.ts';
+import { ApiClient } from '../../scripts/api-client.ts';
+import { EDGE_RUNTIMES, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+
+// The OpenAPI document and the API reference page, checked against the live edge on each
+// runtime: the document is valid OpenAPI 3.1 (a maintained validator), it lists exactly the
+// routes the app serves, the example request it gives for each route is accepted, bad input is
+// answered with a typed 4xx, and /docs renders the endpoint list in real Chromium without
+// fetching anything from anywhere but the edge.
+
+/** A documented operation, as far as these tests read it. */
+interface Operation {
+  method: string;
+  path: string;
+  parameters?: { name: string; in: 'path' | 'query'; schema?: { examples?: unknown[] } }[];
+  requestBody?: { content: Record<string, { schema?: { examples?: unknown[] } }> };
+  responses: Record<string, unknown>;
+  security?: unknown[];
+}
+
+interface OpenApiDocument {
+  openapi: string;
+  paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>>;
+}
+
+/** Error codes that mean the request itself was refused for its shape, type or size. */
+const SHAPE_REFUSALS = ['invalid_request', 'invalid_arguments', 'malformed_json', 'unsupported_media_type', 'payload_too_large', 'unsupported_version'];
+
+/** The id prefix of the objects a path segment names (edge/db/ids.ts). */
+const ID_PREFIX: Record<string, string> = { runs: 'run_', 'tool-calls': 'call_', approvals: 'apr_', grants: 'grt_' };
+
+function operationsOf(document: OpenApiDocument): Operation[] {
+  return Object.entries(document.paths).flatMap(([path, operations]) =>
+    Object.entries(operations).map(([method, operation]) => ({ ...operation, method: method.toUpperCase(), path })),
+  );
+}
+
+/**
+ * The order the example requests go in: creations first, so that later requests on `{id}` paths
+ * can name objects that exist (and the claim finds the queued run); then other writes on them,
+ * then reads, then the requests that end something (decide, report, cancel, revoke).
+ */
+function exampleOrder(operation: Operation): number {
+  if (/\/(decision|report|cancel|revoke)$/.test(operation.path)) return 3;
+  if (operation.method === 'GET') return 2;
+  return operation.path.includes('{id}') || operation.path.endsWith('/claim') ? 1 : 0;
+}
+
+const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+const profileDir = mkdtempSync(join(tmpdir(), 'docs-chromium-'));
+let browser: BrowserContext;
+
+beforeAll(async () => {
+  browser = await chromium.launchPersistentContext(profileDir, {
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    args: chromiumArgs,
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  rmSync(profileDir, { recursive: true, force: true });
+});
+
+describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
+  let stack: LocalStack;
+  let document: OpenApiDocument;
+
+  beforeAll(async () => {
+    stack = await startLocalStack({ runtime, database: 'fresh', headless: true, echo: process.env.E2E_ECHO === '1' });
+    document = (await (await fetch(`${stack.edgeUrl}/v1/openapi.json`)).json()) as OpenApiDocument;
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('is a valid OpenAPI 3.1 document', async () => {
+    expect(document.openapi).toBe('3.1.0');
+    const result = await validate(structuredClone(document) as never);
+    expect(result.valid ? [] : compileErrors(result)).toEqual([]);
+  });
+
+  it('lists every route the app serves, and no other', () => {
+    const app = createApp(() => {
+      throw new Error('no request is served here');
+    });
+    const served = new Set(app.routes.filter((route) => route.method !== 'ALL').map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, '{$1}')}`));
+    const documented = new Set(operationsOf(document).map((operation) => `${operation.method} ${operation.path}`));
+    expect([...documented].sort()).toEqual([...served].sort());
+  });
+
+  it("accepts each route's documented example request", async () => {
+    const tokens = [stack.tokens.owner, stack.tokens.agent, stack.tokens.operator];
+    const live: Record<string, string> = {};
+    const problems: string[] = [];
+    const unsuccessful: string[] = [];
+    const operations = operationsOf(document).sort((a, b) => exampleOrder(a) - exampleOrder(b));
+    for (const operation of operations) {
+      let path = operation.path;
+      const query = new URLSearchParams();
+      for (const parameter of operation.parameters ?? []) {
+        const examples = (parameter.schema?.examples ?? []).map(String);
+        if (parameter.in === 'query') {
+          if (examples[0] !== undefined) query.set(parameter.name, examples[0]);
+          continue;
+        }
+        // An example id cannot exist on a fresh edge: name the live object an earlier example made.
+        const prefix = ID_PREFIX[path.split('/')[2] ?? ''];
+        const value = (prefix && live[prefix]) ?? examples.find((example) => prefix && example.startsWith(prefix)) ?? examples[0];
+        if (value === undefined) problems.push(`${operation.method} ${operation.path}: no example for {${parameter.name}}`);
+        path = path.replace(`{${parameter.name}}`, encodeURIComponent(value ?? ''));
+      }
+      const body = operation.requestBody?.content['application/json']?.schema?.examples?.[0];
+      if (operation.requestBody && body === undefined) problems.push(`${operation.method} ${operation.path}: no example body`);
+      const target = `${path}${query.size ? `?${query}` : ''}`;
+
+      // The document says a route needs a bearer token, not whose: try the local principals in turn.
+      let answer = await new ApiClient(stack.edgeUrl, tokens[0]!).raw(operation.method, target, body);
+      for (const token of tokens.slice(1)) {
+        if (!operation.security || errorCodeOf(answer.body) !== 'forbidden') break;
+        answer = await new ApiClient(stack.edgeUrl, token).raw(operation.method, target, body);
+      }
+      const code = errorCodeOf(answer.body);
+      const what = `${operation.method} ${target} answered ${answer.status}${code ? ` ${code}` : ''}`;
+      if (!Object.keys(operation.responses).includes(String(answer.status))) problems.push(`${what}, which the document does not list`);
+      if (code && [...SHAPE_REFUSALS, 'forbidden', 'unauthenticated'].includes(code)) problems.push(`${what}: the example was refused`);
+      collectIds(answer.body, live);
+      if (answer.status >= 300) unsuccessful.push(`${operation.method} ${operation.path}`);
+    }
+    expect(problems).toEqual([]);
+    // The examples did create what later examples named, and every example succeeded except two
+    // that the state makes fail after their input was accepted: no approval is pending (the
+    // example call is a navigation, which needs none), and the run was already ended by the
+    // example report.
+    expect(Object.keys(live).sort()).toEqual(expect.arrayContaining(['call_', 'grt_', 'run_']));
+    expect(unsuccessful.sort()).toEqual(['POST /v1/approvals/{id}/decision', 'POST /v1/runs/{id}/cancel']);
+  });
+
+  it('answers bad input with a typed 4xx', async () => {
+    const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+    const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+    const run = (await owner.raw('POST', '/v1/runs', { profile_id: 'bad-input', intent: 'bad input', origins: ['http://127.0.0.1:8080'] })).body as { id: string };
+    const malformed = await fetch(`${stack.edgeUrl}/v1/runs`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${stack.tokens.owner}`, 'Content-Type': 'application/json' },
+      body: '{"profile_id":',
+    });
+    const answers = {
+      unknownField: await owner.raw('POST', '/v1/runs', { profile_id: 'x', intent: 'x', origins: ['http://127.0.0.1:8080'], extra: 1 }),
+      malformedJson: { status: malformed.status, body: await malformed.json() },
+      coercibleArgument: await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, { tool: 'browser.act', version: '1.2.0', arguments: { action: 'scroll', revision: 0, reference: 'e1', delta: '100' } }),
+      badQuery: await agent.raw('GET', '/v1/tool-calls/call_x?wait_ms=soon'),
+      noToken: await new ApiClient(stack.edgeUrl, '').raw('GET', `/v1/runs/${run.id}`),
+      unknownRoute: await owner.raw('GET', '/v1/nothing-here'),
+    };
+    expect(Object.fromEntries(Object.entries(answers).map(([name, answer]) => [name, [answer.status, errorCodeOf(answer.body)]]))).toEqual({
+      unknownField: [400, 'invalid_request'],
+      malformedJson: [400, 'malformed_json'],
+      coercibleArgument: [400, 'invalid_arguments'],
+      badQuery: [400, 'invalid_request'],
+      noToken: [401, 'unauthenticated'],
+      unknownRoute: [404, 'not_found'],
+    });
+    for (const answer of Object.values(answers)) {
+      expect(answer.body).toEqual({ error: { code: expect.any(String), message: expect.any(String), request_id: expect.any(String) } });
+    }
+  });
+
+  it('renders the endpoint list at /docs in Chromium, fetching nothing from anywhere but the edge', async () => {
+    const page = await browser.newPage();
+    const requested: string[] = [];
+    page.on('request', (request) => requested.push(request.url()));
+    try {
+      await page.goto(`${stack.edgeUrl}/docs`);
+      const operations = operationsOf(document);
+      const rows = page.locator('.opblock');
+      await expect.poll(() => rows.count(), { timeout: 20_000 }).toBe(operations.length);
+      const listed = await rows.evaluateAll((elements) =>
+        elements.map((element) => `${element.querySelector('.opblock-summary-method')?.textContent} ${element.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`),
+      );
+      expect(listed.sort()).toEqual(operations.map((operation) => `${operation.method} ${operation.path}`).sort());
+      expect(requested.filter((url) => !url.startsWith(`${stack.edgeUrl}/`) && !url.startsWith('data:'))).toEqual([]);
+      expect(requested).toEqual(
+        expect.arrayContaining([
+          `${stack.edgeUrl}/docs/assets/swagger-ui-dist/swagger-ui-bundle.js`,
+          `${stack.edgeUrl}/docs/assets/swagger-ui-dist/swagger-ui.css`,
+          `${stack.edgeUrl}/v1/openapi.json`,
+        ]),
+      );
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+/** The `error.code` of an error body, if it is one. */
+function errorCodeOf(body: unknown): string | undefined {
+  const error = (body as { error?: { code?: unknown } } | null)?.error;
+  return typeof error?.code === 'string' ? error.code : undefined;
+}
+
+/** Records the first id of each kind (by prefix) found in an answer, for later `{id}` paths. */
+function collectIds(body: unknown, into: Record<string, string>): void {
+  if (Array.isArray(body)) {
+    for (const item of body) collectIds(item, into);
+    return;
+  }
+  if (typeof body !== 'object' || body === null) return;
+  for (const [key, value] of Object.entries(body)) {
+    if ((key === 'id' || key.endsWith('_id')) && typeof value === 'string') {
+      const prefix = Object.values(ID_PREFIX).find((candidate) => value.startsWith(candidate));
+      if (prefix && !(prefix in into)) into[prefix] = value;
+    } else {
+      collectIds(value, into);
+    }
+  }
+}
