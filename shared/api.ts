@@ -4,7 +4,6 @@ import { Observation, OmittedObservation, SettleReport } from './observation.ts'
 import { Origin } from './origin.ts';
 import { PolicyEffect } from './policy.ts';
 import { ConditionStatus } from './predicate.ts';
-import { ProfileId } from './protocol.ts';
 import { ToolName, ToolVersion } from './tools.ts';
 
 /**
@@ -17,8 +16,14 @@ export const MAX_RUN_DEADLINE_MS = 3_600_000;
 /** Default run deadline, in ms (five minutes). */
 export const DEFAULT_RUN_DEADLINE_MS = 300_000;
 
+/**
+ * A run's browser profile, named by its owner (at most 48 characters). The host keeps it apart
+ * from every other owner's profile of the same name (see edge/pipeline/lease.ts).
+ */
+export const RunProfileId = z.string().regex(/^[A-Za-z0-9_-]{1,48}$/, 'letters, digits, _ and -, at most 48');
+
 export const CreateRunBody = z.strictObject({
-  profile_id: ProfileId,
+  profile_id: RunProfileId,
   intent: z.string().min(1).max(2000),
   origins: z.array(Origin).min(1).max(16),
   deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
@@ -270,7 +275,7 @@ export const CreateScheduleBody = z.strictObject({
   /** Five-field cron expression, UTC, e.g. `0 7 * * *`. */
   cron: z.string().min(9).max(100),
   intent: z.string().min(1).max(2000),
-  profile_id: ProfileId,
+  profile_id: RunProfileId,
   origins: z.array(Origin).min(1).max(16),
   /** Tool versions every call of the run must use. */
   tool_versions: z.strictObject({ 'browser.navigate': ToolVersion, 'browser.observe': ToolVersion, 'browser.act': ToolVersion }),

@@ -20,6 +20,7 @@ export const ErrorCode = z.enum([
   'unauthenticated',
   'forbidden',
   'policy_denied',
+  'outside_run_origins',
   // state conflicts
   'run_not_active',
   'call_in_progress',
@@ -61,6 +62,7 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
       return 401;
     case 'forbidden':
     case 'policy_denied':
+    case 'outside_run_origins':
       return 403;
     case 'not_found':
       return 404;

@@ -1,15 +1,16 @@
 import { and, eq } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
 import type { ErrorCode, ErrorDetail } from '../../shared/errors.ts';
-import type { ConditionResult, Observation, SettleReport } from '../../shared/observation.ts';
+import type { ConditionResult, Observation, OmittedObservation, SettleReport } from '../../shared/observation.ts';
 import type { Condition } from '../../shared/predicate.ts';
 import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
-import { type ToolInvocation, toolContract, wireAction } from '../../shared/tools.ts';
+import { type ToolInvocation, ToolName, ToolVersion, toolContract, wireAction } from '../../shared/tools.ts';
 import { effects, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
 import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { ConditionDeadlineExceeded, awaitCondition } from '../postcondition/await-condition.ts';
 import { ensureLease } from './lease.ts';
+import { projectObservation } from './projection.ts';
 import { iso } from './views.ts';
 
 /** Host error codes that guarantee the command was not carried out. */
@@ -34,6 +35,8 @@ interface DispatchOutcome {
   /** How the dispatched command settled (a later condition read reports `not_waited`). */
   settle?: SettleReport;
   condition?: ConditionResult;
+  /** Where the page went when it left the run's origins (its content is not kept). */
+  left?: { revision: number; url: string };
   error: ErrorDetail | null;
   retryable: boolean;
   dispatch: NonNullable<CallPhases['dispatch']>['outcome'];
@@ -65,7 +68,8 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     const observation = await sendCommand(session, lease.lease_id, invocation, timeout);
     outcome = { state: 'succeeded', observation, settle: observation.settle, error: null, retryable: false, dispatch: 'answered', leaseGeneration: lease.generation };
     const condition = conditionOf(invocation);
-    if (condition) outcome = await withCondition(ports, session, lease.lease_id, condition, outcome, deadlineAt, isWrite);
+    if (!withinOrigins(observation.url, run.origins)) outcome = withheld(outcome, observation, isWrite);
+    else if (condition) outcome = await withCondition(ports, session, lease.lease_id, condition, outcome, deadlineAt, isWrite);
   } catch (error) {
     outcome = classifyFailure(inAgentTerms(error, invocation), isWrite, sent);
   } finally {
@@ -87,6 +91,39 @@ function sendCommand(session: HostSession, leaseId: string, invocation: ToolInvo
     case 'browser.act':
       return session.call('page.act', { lease_id: leaseId, action: wireAction(invocation.arguments), timeout_ms: timeoutMs }, timeoutMs + 1_000);
   }
+}
+
+/** Whether a page URL belongs to one of the run's origins. */
+function withinOrigins(url: string, origins: readonly string[]): boolean {
+  try {
+    return origins.includes(new URL(url).origin);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A redirect, a script or a link took the page outside the run's origins: the agent gets none of
+ * its content (it could carry anything), only where it went. A write still happened and stays
+ * succeeded; a read failed to read what the run may read. The edge records where the page is, so
+ * acts on it are denied until the agent navigates back (see `decide`).
+ */
+function withheld(outcome: DispatchOutcome, observation: Observation, isWrite: boolean): DispatchOutcome {
+  let origin = 'an unknown origin';
+  try {
+    origin = new URL(observation.url).origin;
+  } catch {
+    // keep the generic wording
+  }
+  const message = `the page is now at ${origin}, outside the run's origins; its content is withheld`;
+  return {
+    ...outcome,
+    state: isWrite ? 'succeeded' : 'failed',
+    observation: null,
+    left: { revision: observation.revision, url: observation.url },
+    error: { code: 'outside_run_origins', message },
+    retryable: false,
+  };
 }
 
 /** The condition a call asks the edge to evaluate: an act's postcondition or an observe's wait_for. */
@@ -185,7 +222,7 @@ async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outco
   };
   const update = {
     state: outcome.state,
-    result: outcome.observation,
+    result: storable(outcome.observation),
     errorCode: outcome.error?.code ?? null,
     errorMessage: outcome.error?.message ?? null,
     retryable: outcome.retryable,
@@ -200,10 +237,38 @@ async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outco
     ...(isWrite
       ? [ports.db.update(effects).set({ state: outcome.state, finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed')))]
       : []),
-    ...(outcome.observation ? [ports.db.update(runs).set({ latestRevision: outcome.observation.revision, latestUrl: outcome.observation.url, updatedAt: now }).where(eq(runs.id, run.id))] : []),
+    ...(outcome.observation ?? outcome.left
+      ? [
+          ports.db
+            .update(runs)
+            .set({ latestRevision: (outcome.observation ?? outcome.left)!.revision, latestUrl: (outcome.observation ?? outcome.left)!.url })
+            .where(eq(runs.id, run.id)),
+        ]
+      : []),
   ] as const;
-  await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
+  try {
+    await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
+  } catch (error) {
+    // The outcome must be recorded whatever the result looked like: keep the state, drop the rest.
+    console.error(`recording the outcome of ${call.id} failed; recording it without its result`, error);
+    await ports.db.batch([
+      ports.db
+        .update(toolCalls)
+        .set({ state: outcome.state, result: null, errorCode: outcome.error?.code ?? null, errorMessage: outcome.error?.message ?? null, retryable: outcome.retryable, updatedAt: now })
+        .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
+      ports.db.update(effects).set({ state: outcome.state, finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
+    ]);
+  }
   return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? { ...call, ...update };
+}
+
+/** Largest observation stored with a call, in bytes of JSON (D1 rows are limited to 2 MB). */
+export const MAX_STORED_RESULT_BYTES = 1024 * 1024;
+
+/** The observation as it can be stored: whole, or the explicit omission marker when too large. */
+function storable(observation: Observation | null): Observation | OmittedObservation | null {
+  if (observation === null) return null;
+  return projectObservation(observation, MAX_STORED_RESULT_BYTES);
 }
 
 /** Grace after a call's deadline before an unfinished dispatch is declared lost, in ms. */
@@ -232,4 +297,16 @@ export async function recoverLostDispatch(ports: Ports, call: ToolCallRow, isWri
     ports.db.update(effects).set({ state: 'uncertain', finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
   ]);
   return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? call;
+}
+
+/**
+ * A call as it should read now: a `dispatching` call abandoned past its deadline is settled first
+ * (see {@link recoverLostDispatch}); any other call is returned as it is.
+ */
+export function settleIfLost(ports: Ports, call: ToolCallRow): Promise<ToolCallRow> {
+  if (call.state !== 'dispatching') return Promise.resolve(call);
+  const tool = ToolName.safeParse(call.tool);
+  const version = ToolVersion.safeParse(call.version);
+  const isWrite = tool.success && version.success && toolContract(tool.data, version.data).classification === 'external_write';
+  return recoverLostDispatch(ports, call, isWrite);
 }

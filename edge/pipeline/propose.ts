@@ -11,7 +11,7 @@ import type { Ports } from '../ports.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decide, originOf } from '../policy/decide.ts';
 import { profileInForce } from '../policy/profile.ts';
-import { dispatchCall } from './dispatch.ts';
+import { dispatchCall, settleIfLost } from './dispatch.ts';
 import { coveringGrant } from './grants.ts';
 import { holdRun } from './runs.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
@@ -70,6 +70,9 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   }
   const invocation = { tool: body.tool, version: body.version, arguments: parsed.data } as ToolInvocation;
   const run = await holdRun(ports, principal, loadedRun);
+  // A dispatch abandoned by a crashed edge must not block the run until someone reads that call.
+  const stuck = await ports.db.select().from(toolCalls).where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')));
+  for (const call of stuck) await settleIfLost(ports, call);
 
   const unknown = await ports.db
     .select({ id: toolCalls.id })

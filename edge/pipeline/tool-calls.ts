@@ -1,11 +1,10 @@
 import { eq } from 'drizzle-orm';
 import { FINISHED_CALL_STATES } from '../../shared/api.ts';
-import { ToolName, ToolVersion, toolContract } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { approvals, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { ApiError } from '../http/api-error.ts';
 import type { Ports } from '../ports.ts';
-import { recoverLostDispatch } from './dispatch.ts';
+import { settleIfLost } from './dispatch.ts';
 
 /** Spacing of the database reads of a long-poll, in ms. */
 const POLL_SPACING_MS = 250;
@@ -30,12 +29,4 @@ export async function readToolCall(ports: Ports, principal: Principal, callId: s
   }
   const approval = await ports.db.select({ id: approvals.id }).from(approvals).where(eq(approvals.toolCallId, call.id)).get();
   return { call, approvalId: approval?.id ?? null };
-}
-
-function settleIfLost(ports: Ports, call: ToolCallRow): Promise<ToolCallRow> {
-  if (call.state !== 'dispatching') return Promise.resolve(call);
-  const tool = ToolName.safeParse(call.tool);
-  const version = ToolVersion.safeParse(call.version);
-  const isWrite = tool.success && version.success && toolContract(tool.data, version.data).classification === 'external_write';
-  return recoverLostDispatch(ports, call, isWrite);
 }

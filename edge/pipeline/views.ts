@@ -1,6 +1,6 @@
 import type { ApprovalView, CallPhases, RunView, ToolCallView } from '../../shared/api.ts';
 import { ErrorCode } from '../../shared/errors.ts';
-import { Observation } from '../../shared/observation.ts';
+import { Observation, OmittedObservation } from '../../shared/observation.ts';
 import type { ApprovalRow, RunRow, ToolCallRow } from '../db/schema.ts';
 import { resultForVersion } from './result-version.ts';
 
@@ -30,6 +30,8 @@ export function runView(row: RunRow): RunView {
  */
 export function toolCallView(row: ToolCallRow, approvalId: string | null, resultBudgetBytes: number): ToolCallView {
   const result = row.result === null ? null : Observation.safeParse(row.result);
+  // An observation too large to store was stored as its omission marker.
+  const omitted = row.result !== null && !result?.success ? OmittedObservation.safeParse(row.result) : undefined;
   const code = ErrorCode.safeParse(row.errorCode);
   return {
     id: row.id,
@@ -41,7 +43,11 @@ export function toolCallView(row: ToolCallRow, approvalId: string | null, result
     approval_id: approvalId,
     // The cast only bridges the types until shared/api.ts `ToolCallView.result` admits every
     // version's shape (shared/observation.ts `ToolResult`); a 1.1.0 call gets the 1.1.0 shape.
-    result: result?.success ? (resultForVersion(row.version, result.data, resultBudgetBytes) as ToolCallView['result']) : null,
+    result: result?.success
+      ? (resultForVersion(row.version, result.data, resultBudgetBytes) as ToolCallView['result'])
+      : omitted?.success
+        ? omitted.data
+        : null,
     error: code.success ? { code: code.data, message: row.errorMessage ?? '' } : null,
     retryable: row.retryable,
     phases: row.phases as CallPhases,

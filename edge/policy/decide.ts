@@ -36,7 +36,7 @@ const DEFAULTS: Record<ToolInvocation['tool'], { effect: PolicyEffect; reason: s
 
 /**
  * Decides one validated call (DESIGN.md section 5), in this order: hardline rules; authority (a
- * turn without it is denied); the profile's operator denies (a deny always wins); the profile's
+ * turn without it is denied); an act on a page outside the run's origins is denied; the profile's operator denies (a deny always wins); the profile's
  * rules, first match wins (exact tool, effect, optional condition); the tool's default; then the
  * external-untrusted overlay: page-derived arguments turn an allow into approval unless the
  * matching rule's condition is `bounded_browser_scroll` (ADR-0168).
@@ -58,6 +58,12 @@ export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRe
 
   if (input.authority === null) {
     return record('deny', 'authority.none', 'the newest message is untrusted relayed content; the owner must ask (or a schedule must start the run)');
+  }
+
+  // An act touches the page the browser is on, wherever a redirect or script took it: only pages
+  // of the run's origins may be acted on.
+  if (invocation.tool === 'browser.act' && input.pageOrigin !== undefined && !input.runOrigins.includes(input.pageOrigin)) {
+    return record('deny', 'hardline.page_origin', `the page is at ${input.pageOrigin}, outside the run's origins`);
   }
 
   const targetOrigin = invocation.tool === 'browser.navigate' ? originOf(invocation.arguments.url) : undefined;

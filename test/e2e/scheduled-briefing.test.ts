@@ -59,6 +59,29 @@ describe('the scheduled briefing', () => {
   });
 });
 
+describe('the page leaves the run\'s origins', () => {
+  it('content from another origin a script navigated to is withheld, and acts there are denied', async () => {
+    const elsewhere = await startFixtureServer();
+    try {
+      const run = await owner.createRun({ profile_id: 'leaving', intent: 'read the page', origins: [site.origin] });
+      const secret = elsewhere.url('briefing/secret.html');
+      const opened = await agent.propose(run.id, 'browser.navigate', { url: `${site.url('briefing/leave.html')}?to=${encodeURIComponent(secret)}` });
+      expect(opened.body).toMatchObject({ state: 'failed', result: null, error: { code: 'outside_run_origins' } });
+      expect(JSON.stringify(opened.body)).not.toContain('sk-not-for-agents');
+      const seen = await agent.propose(run.id, 'browser.observe', {});
+      expect(seen.body).toMatchObject({ state: 'failed', result: null, error: { code: 'outside_run_origins' } });
+      const latest = (await agent.run(run.id)).latest_revision!;
+      const click = await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, { tool: 'browser.act', version: '1.2.0', arguments: { action: 'click', revision: latest, reference: 'e3' } });
+      expect(click).toMatchObject({ status: 403, body: { error: { code: 'policy_denied', details: { rule: 'hardline.page_origin' } } } });
+      const [stored] = await stack.queryD1(`SELECT count(*) AS n FROM tool_calls WHERE run_id = '${run.id}' AND instr(coalesce(result, ''), 'sk-not-for-agents') > 0`);
+      expect(stored).toEqual([{ n: 0 }]);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+});
+
+// Last: this one kills the host.
 describe('response loss', () => {
   it("the host's connection is cut after dispatch: the call ends uncertain, and the server sees exactly one effect, also after the agent retries", async () => {
     const run = await owner.createRun({ profile_id: 'orders', intent: 'confirm my order', origins: [site.origin] });

@@ -278,7 +278,7 @@ describe('grants', () => {
     const granted = await grant({ actions: ['click'], max_uses: 5 });
     const typed = await act(await ownerRun(), { action: 'type', text: 'x' });
     expect(typed.status).toBe(202);
-    const elsewhere = await ownerRun();
+    const elsewhere = await ownerRun({ origins: [ORIGIN, 'http://127.0.0.2:8123'] });
     await setLatestPage(elsewhere, 3, 'http://127.0.0.2:8123/feed');
     expect((await act(elsewhere, { action: 'click' })).status).toBe(202);
     await call('POST', `/v1/grants/${granted.id}/revoke`, { token: parties.owner.token });
@@ -345,5 +345,37 @@ describe('policy profiles', () => {
   ])('a profile with %s is refused', async (_name, body) => {
     const answer = await call('POST', '/v1/policy-profiles/bad', { token: parties.operator.token, body });
     expect([answer.status, answer.body.error.code]).toEqual([400, 'invalid_request']);
+  });
+});
+
+describe('fixes from the adversarial review', () => {
+  it("an act on a page a redirect took outside the run's origins is denied", async () => {
+    const runId = await ownerRun();
+    await setLatestPage(runId, 3, 'http://127.0.0.66:9/secret');
+    const click = await act(runId, { action: 'click' });
+    expect([click.status, click.body.error.code, click.body.error.details.rule]).toEqual([403, 'policy_denied', 'hardline.page_origin']);
+  });
+
+  it('a dispatch abandoned by a crashed edge is settled by the next proposal instead of blocking the run', async () => {
+    const runId = await ownerRun();
+    await env.DB.batch([
+      env.DB.prepare("UPDATE runs SET state = 'running', claimed_by = ? WHERE id = ?").bind(parties.agent.id, runId),
+      env.DB.prepare(
+        "INSERT INTO tool_calls (id, run_id, principal_id, tool, version, arguments, arguments_hash, state, phases, deadline_at, created_at, updated_at) VALUES ('call_abandoned', ?, ?, 'browser.act', '1.2.0', '{}', 'x', 'dispatching', '{}', ?, ?, ?)",
+      ).bind(runId, parties.agent.id, Date.now() - 60_000, Date.now() - 90_000, Date.now() - 90_000),
+      env.DB.prepare("INSERT INTO effects (id, tool_call_id, run_id, state, committed_at) VALUES ('eff_abandoned', 'call_abandoned', ?, 'committed', ?)").bind(runId, Date.now() - 90_000),
+    ]);
+    const next = await tool(runId, 'browser.observe', {});
+    expect(next.status).toBe(200);
+    expect(await env.DB.prepare("SELECT state FROM tool_calls WHERE id = 'call_abandoned'").first()).toEqual({ state: 'uncertain' });
+    expect(await env.DB.prepare("SELECT state FROM effects WHERE id = 'eff_abandoned'").first()).toEqual({ state: 'uncertain' });
+  });
+
+  it("two owners naming the same profile get different browsers on the host", async () => {
+    const { hostProfileId } = await import('../../edge/pipeline/lease.ts');
+    const mine = await hostProfileId(parties.owner.id, 'shopping');
+    const theirs = await hostProfileId(parties.strangerOwner.id, 'shopping');
+    expect(mine).not.toBe(theirs);
+    expect(mine).toMatch(/^o[0-9a-f]{12}_shopping$/);
   });
 });
