@@ -19,15 +19,24 @@ const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
  * 3. `page.getByRef(action.reference)` must match an element, else `action_failed`;
  * 4. the element must pass the action's prechecks (Playwright's trial run of it, or the element
  *    states it needs), which send no input, else `action_failed`;
+ * 5. `stillLeased` must not throw: the lease is checked once more right before the input, so a
+ *    run cancelled while the prechecks waited sends nothing (`lease_lost`);
  * nothing is dispatched when any of these fails. Then settling is entered and the input is sent
  * once (never retried), bounded by the deadline; the page settles and is captured.
- * @throws HostError('stale_revision' | 'page_changed' | 'action_failed') with nothing dispatched;
+ * @throws HostError('stale_revision' | 'page_changed' | 'action_failed' | 'lease_lost') with
+ *   nothing dispatched;
  *   HostError('outcome_unknown') when the input may have reached the page but the outcome cannot
  *   be known (the input phase did not finish, or settling or the capture after it failed:
  *   ADR-0159 "loss of usable evidence after an action"); the page's references are then
  *   invalidated, so the next act fails `page_changed` until a fresh capture.
  */
-export async function actOnPage(deadline: Deadline, browser: ProfileBrowser, action: BrowserAction, config: SettleConfig): Promise<CapturedRevision> {
+export async function actOnPage(
+  deadline: Deadline,
+  browser: ProfileBrowser,
+  action: BrowserAction,
+  config: SettleConfig,
+  stillLeased: () => void = () => {},
+): Promise<CapturedRevision> {
   if (action.revision !== browser.revision) {
     throw new HostError('stale_revision', `revision ${action.revision} is not the page's latest (${browser.revision}); nothing was dispatched`);
   }
@@ -51,6 +60,9 @@ export async function actOnPage(deadline: Deadline, browser: ProfileBrowser, act
   let entry: SettleEntry;
   try {
     await precheck(actionDeadline, plan, action);
+    // The prechecks may have waited (a disabled button, say) while the run was cancelled and its
+    // lease released: the last moment to refuse, with nothing sent.
+    stillLeased();
     // Settling entry: just before the input, so what the input starts joins the request set.
     entry = enterSettling(browser.traffic, config);
     try {

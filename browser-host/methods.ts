@@ -94,7 +94,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     },
     'page.act': ({ lease_id, action, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
-        observationOf(await actOnPage(deadline, browser, action, config.settle), 0, context),
+        observationOf(await actOnPage(deadline, browser, action, config.settle, () => void leases.check(lease_id)), 0, context),
       ),
     'host.status': async () => services.status(),
   };

@@ -77,4 +77,18 @@ describe('actions', () => {
     page = await act(client, lease.lease_id, { action: 'press', revision: page.revision, reference: refOf(page.snapshot, 'textbox', 'Name'), key: 'End' });
     expect(page.revision).toBeGreaterThan(0);
   });
+
+  test('a lease released while the act waits in its prechecks sends nothing: lease_lost', async ({ client, lease, fixtures }) => {
+    const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('late-button.html'), timeout_ms: 15_000 });
+    const before = fixtures.hits('late');
+    const acting = client.request('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Pay') },
+      timeout_ms: 15_000,
+    });
+    // The run is cancelled while the button is still disabled: the edge releases its lease.
+    expect(await client.call('lease.release', { lease_id: lease.lease_id })).toEqual({ released: true });
+    expect(await acting).toMatchObject({ error: { code: 'lease_lost' } });
+    expect(fixtures.hits('late')).toBe(before);
+  });
 });
