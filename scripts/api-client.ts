@@ -75,11 +75,13 @@ export class ApiClient {
 
 /**
  * The observation a finished call returned.
- * @throws Error when the call did not succeed or its observation was omitted for size.
+ * @throws Error when the call did not succeed, its observation was omitted for size, or it is in
+ *   the 1.1.0 shape.
  */
 export function observationOf(call: ToolCallView): Observation {
   if (call.state !== 'succeeded' || !call.result) throw new Error(`${call.tool} ${call.id} did not succeed: ${call.state} ${JSON.stringify(call.error)}`);
   if ('omitted' in call.result) throw new Error(`${call.tool} ${call.id}: the observation was omitted (${call.result.size_bytes} bytes over the budget)`);
+  if (!('settle' in call.result)) throw new Error(`${call.tool} ${call.id}: a 1.1.0 result; this client reads 1.2.0 observations`);
   return call.result;
 }
 

@@ -9,7 +9,7 @@ export function describeStep(index: number, step: JourneyStep): string[] {
   if (step.proposalStatus === 202) lines.push(`    proposal answered 202: waiting_for_approval, approval ${step.proposed.approval_id}`);
   if (step.approval) lines.push(`    owner: ${step.approval.state} approval ${step.approval.id} at ${step.approval.decided_at}`);
   if (call.phases.watermark) lines.push(`    effect watermark ${call.phases.watermark.effect_id} committed before dispatch`);
-  const observation = call.result && !('omitted' in call.result) ? call.result : undefined;
+  const observation = call.result && 'snapshot' in call.result ? call.result : undefined;
   const settle = call.phases.settle;
   const dispatch = call.phases.dispatch;
   lines.push(
@@ -19,7 +19,7 @@ export function describeStep(index: number, step: JourneyStep): string[] {
       (dispatch?.elapsed_ms !== undefined ? ` · dispatch ${dispatch.elapsed_ms} ms` : '') +
       (call.error ? ` · error ${call.error.code}: ${call.error.message}` : ''),
   );
-  const condition = observation?.condition ?? (call.result && 'omitted' in call.result ? call.result.condition : undefined);
+  const condition = call.result && 'condition' in call.result ? call.result.condition : undefined;
   if (condition) {
     lines.push(`    postcondition: ${condition.status} after ${condition.observations} observation(s) in ${condition.elapsed_ms} ms (window nodes ${condition.window_scope.start_node}-${condition.window_scope.end_node} of ${condition.window_scope.total_nodes})`);
   }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ErrorDetail } from './errors.ts';
-import { Observation, OmittedObservation, SettleReport } from './observation.ts';
+import { SettleReport, ToolResult } from './observation.ts';
 import { Origin } from './origin.ts';
 import { PolicyEffect } from './policy.ts';
 import { ConditionStatus } from './predicate.ts';
@@ -162,8 +162,11 @@ export const ToolCallView = z.strictObject({
   arguments: z.unknown(),
   state: ToolCallState,
   approval_id: z.string().nullable(),
-  /** The observation, or an explicit marker when it did not fit the result budget. */
-  result: z.union([Observation, OmittedObservation]).nullable(),
+  /**
+   * The observation in the shape of the call's pinned version (1.1.0 has no settle report and no
+   * condition), or an explicit marker when it did not fit the result budget.
+   */
+  result: ToolResult.nullable(),
   error: ErrorDetail.nullable(),
   /** False for every call whose effect may have happened; such a call is never retried. */
   retryable: z.boolean().nullable(),

@@ -41,10 +41,9 @@ export function toolCallView(row: ToolCallRow, approvalId: string | null, result
     arguments: row.arguments,
     state: row.state,
     approval_id: approvalId,
-    // The cast only bridges the types until shared/api.ts `ToolCallView.result` admits every
-    // version's shape (shared/observation.ts `ToolResult`); a 1.1.0 call gets the 1.1.0 shape.
+    // A 1.1.0 call gets the 1.1.0 shape.
     result: result?.success
-      ? (resultForVersion(row.version, result.data, resultBudgetBytes) as ToolCallView['result'])
+      ? resultForVersion(row.version, result.data, resultBudgetBytes)
       : omitted?.success
         ? omitted.data
         : null,
