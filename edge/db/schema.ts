@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { RunState as RunStateSchema, ToolCallState as ToolCallStateSchema } from '../../shared/api.ts';
 
 /**
  * The edge's persistent state (D1 on Workers, a SQLite file elsewhere). Timestamps are epoch ms.
@@ -23,18 +24,8 @@ export const principals = sqliteTable('principals', {
   createdAt: integer('created_at').notNull(),
 });
 
-export const RUN_STATES = [
-  'queued',
-  'running',
-  'waiting_for_approval',
-  'waiting_for_authentication',
-  'completed',
-  'partial',
-  'uncertain',
-  'cancelled',
-  'failed',
-  'deadline_exceeded',
-] as const;
+/** Run states: the one definition is shared/api.ts `RunState`. */
+export const RUN_STATES = RunStateSchema.options as [RunStateSchema, ...RunStateSchema[]];
 
 export const runs = sqliteTable(
   'runs',
@@ -84,16 +75,8 @@ export const messages = sqliteTable(
   (t) => [index('messages_run_idx').on(t.runId, t.createdAt)],
 );
 
-export const TOOL_CALL_STATES = [
-  'rejected',
-  'denied',
-  'waiting_for_approval',
-  'dispatching',
-  'succeeded',
-  'failed',
-  'uncertain',
-  'cancelled',
-] as const;
+/** Tool call states: the one definition is shared/api.ts `ToolCallState`. */
+export const TOOL_CALL_STATES = ToolCallStateSchema.options as [ToolCallStateSchema, ...ToolCallStateSchema[]];
 
 export const toolCalls = sqliteTable(
   'tool_calls',
