@@ -1,8 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { startStaticServer } from '../../scripts/static-server.ts';
 
 /** The pages tests load: `test/fixtures/`. */
 export const FIXTURES_DIR = fileURLToPath(new URL('../fixtures/', import.meta.url));
@@ -19,12 +17,6 @@ export interface FixtureServer {
   hits(name: string): number;
   close(): Promise<void>;
 }
-
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-};
 
 /** Largest delay the `/delay`, `/slow`, `/fail` and `/events` routes accept, in ms. */
 const MAX_DELAY_MS = 30_000;
@@ -53,12 +45,6 @@ const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAE
  */
 export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<FixtureServer> {
   const counts = new Map<string, number>();
-  const server = createServer((request, response) => {
-    void handle(request, response).catch(() => {
-      if (!response.headersSent) response.writeHead(500);
-      response.end();
-    });
-  });
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, run: () => void): void => {
     const timer = setTimeout(() => {
@@ -70,18 +56,16 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
   const streams = new Set<NodeJS.Timeout>();
   let polls = 0;
 
-  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  /** The fixture routes; false lets the static file server answer (fixtures from `root`). */
+  function handle(request: IncomingMessage, response: ServerResponse): boolean {
     const url = new URL(request.url ?? '/', 'http://fixture');
     const effect = /^\/effects\/([A-Za-z0-9_-]{1,64})$/.exec(url.pathname);
     if (request.method === 'POST' && effect?.[1]) {
       counts.set(effect[1], (counts.get(effect[1]) ?? 0) + 1);
       response.writeHead(204).end();
-      return;
+      return true;
     }
-    if (request.method !== 'GET') {
-      response.writeHead(405).end();
-      return;
-    }
+    if (request.method !== 'GET') return false;
     const ms = Number(url.searchParams.get('ms') ?? '0');
     if (url.pathname === '/effects') {
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Object.fromEntries(counts)));
@@ -104,18 +88,9 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
         response.write('{"part', () => response.socket?.destroy());
       });
     } else {
-      const file = path.join(root, path.normalize(url.pathname));
-      if (!file.startsWith(root)) {
-        response.writeHead(404).end();
-        return;
-      }
-      try {
-        const body = await readFile(file);
-        response.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' }).end(body);
-      } catch {
-        response.writeHead(404).end();
-      }
+      return false;
     }
+    return true;
   }
 
   /** An event stream that never ends: headers now, one event, then a comment every second. */
@@ -130,8 +105,8 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
     });
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const files = await startStaticServer(root, { handle });
+  const origin = files.origin;
   return {
     origin,
     url: (pathname) => new URL(pathname, `${origin}/`).href,
@@ -143,8 +118,7 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
         timers.clear();
         for (const heartbeat of streams) clearInterval(heartbeat);
         streams.clear();
-        server.closeAllConnections();
-        server.close(() => resolve());
+        resolve(files.close());
       }),
   };
 }
