@@ -91,6 +91,11 @@ interface Started {
   output: string[];
 }
 
+/** Whether the process has ended, by exiting or by a signal (`exitCode` stays null for the latter). */
+function hasEnded(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
 function startProcess(name: string, command: string, args: string[], env: NodeJS.ProcessEnv, echo: boolean): Started {
   const child = spawn(command, args, { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
@@ -110,8 +115,8 @@ function startProcess(name: string, command: string, args: string[], env: NodeJS
 async function waitFor(what: string, started: Started, ready: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    if (started.child.exitCode !== null) {
-      throw new Error(`${what} exited with code ${started.child.exitCode}:\n${started.output.slice(-30).join('\n')}`);
+    if (hasEnded(started.child)) {
+      throw new Error(`${what} exited with ${started.child.signalCode ?? `code ${started.child.exitCode}`}:\n${started.output.slice(-30).join('\n')}`);
     }
     if (await ready()) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -121,7 +126,8 @@ async function waitFor(what: string, started: Started, ready: () => boolean | Pr
 
 async function stopProcess(started: Started): Promise<void> {
   const { child } = started;
-  if (child.exitCode !== null || child.pid === undefined) return;
+  // A process that already ended (killHost's SIGKILL included) emits no second 'exit'.
+  if (hasEnded(child) || child.pid === undefined) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const signal = (name: NodeJS.Signals) => {
     try {
@@ -225,7 +231,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       hostSecret: vars.HOST_SHARED_SECRET,
       queryD1: (...statements) => (sqlitePath ? querySqliteFile(sqlitePath, statements) : queryLocalD1(statements, persistTo)),
       killHost: async () => {
-        const exited = new Promise<void>((resolve) => (host.child.exitCode !== null ? resolve() : host.child.once('exit', () => resolve())));
+        const exited = new Promise<void>((resolve) => (hasEnded(host.child) ? resolve() : host.child.once('exit', () => resolve())));
         try {
           process.kill(-host.child.pid!, 'SIGKILL');
         } catch {
