@@ -35,7 +35,8 @@ for (const project of process.argv.slice(2).length ? process.argv.slice(2) : ['e
   }
   const summary = JSON.parse(readFileSync(report, 'utf8'));
   passed += summary.numPassedTests;
-  failed += summary.numFailedTests;
+  // A file whose set-up or tear-down failed counts too, even when none of its tests did.
+  failed += summary.numFailedTests + (summary.numFailedTests === 0 ? summary.numFailedTestSuites : 0);
   if (result.status !== 0 || summary.numFailedTests > 0 || summary.numTotalTests === 0) problems.push(`${project} (exit ${result.status})`);
 }
 
