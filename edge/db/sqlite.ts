@@ -15,7 +15,8 @@ import * as schema from './schema.ts';
  * - batches run one at a time: one connection, and libSQL executes a batch synchronously between
  *   its BEGIN and COMMIT, so no other request's statements interleave;
  * - foreign keys are enforced (D1 always enforces them; SQLite only when asked).
- * WAL journaling lets another process (a test's read-back) read while the edge writes.
+ * WAL journaling lets another process (a test's read-back) read while the edge writes. One edge
+ * process per file: SQLite would serialize two, but a second writer process waits on the lock.
  */
 export interface SqliteDatabase {
   /** A drizzle database over the file; cheap, so the entry builds one per request. */
