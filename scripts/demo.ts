@@ -34,7 +34,7 @@ try {
     console.log(`\n  ${name}`);
     console.log(table(rows ?? []));
   }
-  console.log('\nDemo finished: every act waited for the owner, each approved act was dispatched exactly once.');
+  console.log('\nDemo finished: the bounded scroll ran without asking; every other act waited for the owner and was dispatched exactly once.');
 } catch (error) {
   exitCode = 1;
   console.error(`\nDemo failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
