@@ -3,7 +3,7 @@ import { ApiError } from '../http/api-error.ts';
 /**
  * Turns a database refusal that protects an invariant into the API error a client can act on:
  * the one-active-call index into `call_in_progress`, the run guard into `run_not_active`, the
- * watermark guard and the one-effect-per-call index into `already_decided`. Any other error is
+ * watermark guard, the one-effect-per-call index and the live-grant guard into `already_decided`. Any other error is
  * returned unchanged (and will surface as `internal_error`: a bug).
  */
 export function translateConstraint(error: unknown): unknown {
@@ -13,6 +13,9 @@ export function translateConstraint(error: unknown): unknown {
   }
   if (text.includes('guard:run_not_active')) {
     return new ApiError('run_not_active', 'the run is not running (it may be waiting for approval, cancelled or finished)');
+  }
+  if (text.includes('guard:grant_exhausted')) {
+    return new ApiError('already_decided', 'the grant can no longer be charged');
   }
   if (text.includes('guard:call_not_dispatching') || text.includes('effects.tool_call_id')) {
     return new ApiError('already_decided', 'the call was already decided');

@@ -207,9 +207,6 @@ async function startDispatch(ports: Ports, run: RunRow, call: NewCall, invocatio
       ...(isWrite ? [ports.db.insert(effects).values({ id: effectId, toolCallId: row.id, runId: run.id, state: 'committed', committedAt: now })] : []),
     ] as unknown as Parameters<typeof ports.db.batch>[0]);
   } catch (error) {
-    if (String(error instanceof Error ? `${error.message} ${String(error.cause ?? '')}` : error).includes('guard:grant_exhausted')) {
-      throw new ApiError('already_decided', 'the grant can no longer be charged');
-    }
     throw translateConstraint(error);
   }
   return row;
