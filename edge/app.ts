@@ -12,6 +12,7 @@ import { healthRoutes } from './http/routes/health.ts';
 import { policyProfileRoutes } from './http/routes/policy-profiles.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { scheduleRoutes } from './http/routes/schedules.ts';
+import { signInRoutes } from './http/routes/sign-ins.ts';
 import { toolCallRoutes } from './http/routes/tool-calls.ts';
 import type { Ports } from './ports.ts';
 
@@ -67,6 +68,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', policyProfileRoutes);
   app.route('/', toolCallRoutes);
   app.route('/', approvalRoutes);
+  app.route('/', signInRoutes);
   app.openAPIRegistry.registerPath({
     method: 'get',
     path: OPENAPI_PATH,

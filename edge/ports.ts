@@ -15,6 +15,8 @@ export interface Ports {
   readonly host: HostConnector;
   readonly clock: Clock;
   readonly config: EdgeConfig;
+  /** The secret shared with the browser host (`HOST_SHARED_SECRET`); verifies its ceremony events. */
+  readonly hostSecret: string;
   /** When set, the number of database statements this request sent so far (see `X-D1-Statements`). */
   readonly statementsSent?: () => number;
 }

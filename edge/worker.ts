@@ -4,6 +4,7 @@ import * as schema from './db/schema.ts';
 import { countStatements } from './db/statement-counter.ts';
 import { fetchUpgradeConnector } from './host/fetch-upgrade-connector.ts';
 import { fireDueSchedules } from './pipeline/schedules.ts';
+import { reconcileSignIns } from './pipeline/sign-in.ts';
 import { type Ports, edgeConfigFrom, systemClock } from './ports.ts';
 
 /** Bindings and vars of the Worker (wrangler.toml, `.dev.vars`, `wrangler secret`). */
@@ -31,6 +32,7 @@ function portsOf(env: WorkerEnv): Ports {
     ...(counter ? { statementsSent: counter.count } : {}),
     host: fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
     clock: systemClock,
+    hostSecret: env.HOST_SHARED_SECRET,
     config: edgeConfigFrom(env as unknown as Record<string, unknown>),
   };
 }
@@ -39,8 +41,16 @@ const app = createApp((c) => portsOf(c.env as unknown as WorkerEnv));
 
 export default {
   fetch: app.fetch,
-  /** The cron trigger: queue the runs of schedules due this minute (edge/pipeline/schedules.ts). */
+  /**
+   * The cron trigger: queue the runs of schedules due this minute (edge/pipeline/schedules.ts),
+   * then the sign-in maintenance pass (edge/pipeline/sign-in.ts `reconcileSignIns`).
+   */
   async scheduled(controller, env, ctx) {
-    ctx.waitUntil(fireDueSchedules(portsOf(env), controller.scheduledTime));
+    ctx.waitUntil(
+      (async () => {
+        await fireDueSchedules(portsOf(env), controller.scheduledTime);
+        await reconcileSignIns(portsOf(env));
+      })(),
+    );
   },
 } satisfies ExportedHandler<WorkerEnv>;

@@ -61,8 +61,74 @@ export const RunView = z.strictObject({
   updated_at: z.string(),
   latest_revision: z.int().nullable(),
   summary: z.string().nullable(),
+  /** While `waiting_for_authentication`: the wait, its episode and what the owner is asked. */
+  authentication: z
+    .strictObject({ wait_id: z.string(), episode_id: z.string(), origin: z.string(), question: z.string(), generation: z.int().min(1) })
+    .nullable(),
 });
 export type RunView = z.infer<typeof RunView>;
+
+/** States of a sign-in episode (DESIGN.md section 8). */
+export const SignInEpisodeState = z.enum(['open', 'resolved', 'abandoned', 'revoked']);
+
+/** A sign-in episode as the owner sees it: one per owner, profile and origin while open. */
+export const SignInView = z.strictObject({
+  id: z.string(),
+  profile_id: z.string(),
+  origin: z.string(),
+  state: SignInEpisodeState,
+  generation: z.int().min(1),
+  question: z.string(),
+  /** The host's last reported ceremony state, e.g. `awaiting_person` or `challenge`; null before the host answered. */
+  ceremony_state: z.string().nullable(),
+  /** Runs parked on it now. */
+  waiting_runs: z.array(z.string()),
+  opened_at: z.string(),
+  resolved_at: z.string().nullable(),
+});
+export type SignInView = z.infer<typeof SignInView>;
+export const SignInList = z.strictObject({ sign_ins: z.array(SignInView) });
+export type SignInList = z.infer<typeof SignInList>;
+
+export const SignInListQuery = z.strictObject({ state: SignInEpisodeState.optional() });
+
+/** An owner notice: exactly one per unresolved sign-in episode. */
+export const NoticeView = z.strictObject({
+  id: z.string(),
+  kind: z.literal('sign_in_required'),
+  episode_id: z.string(),
+  run_id: z.string(),
+  text: z.string(),
+  created_at: z.string(),
+  resolved_at: z.string().nullable(),
+});
+export type NoticeView = z.infer<typeof NoticeView>;
+export const NoticeList = z.strictObject({ notices: z.array(NoticeView) });
+export type NoticeList = z.infer<typeof NoticeList>;
+
+/** What the edge answers a host's ceremony event delivery. */
+export const CeremonyEventReceipt = z.strictObject({
+  event_id: z.string(),
+  outcome: z.string(),
+  /** True only for the delivery that resolved the episode; a replay or a fenced event is false. */
+  applied: z.boolean(),
+  /** Runs this delivery requeued. */
+  resumed_runs: z.array(z.string()),
+});
+export type CeremonyEventReceipt = z.infer<typeof CeremonyEventReceipt>;
+
+/** A profile binding after revocation. */
+export const ProfileBindingView = z.strictObject({
+  profile_id: z.string(),
+  state: z.enum(['active', 'revoked']),
+  revoked_at: z.string().nullable(),
+  /** Runs whose sign-in waits the revocation fenced (they end `failed`). */
+  fenced_runs: z.array(z.string()),
+});
+export type ProfileBindingView = z.infer<typeof ProfileBindingView>;
+
+/** A profile id in a path. */
+export const ProfileParam = z.strictObject({ profile_id: RunProfileId });
 
 export const MessageBody = z.strictObject({ text: z.string().min(1).max(10_000) }).meta({ examples: [{ text: 'Also tick it done once it is listed.' }] });
 export type MessageBody = z.infer<typeof MessageBody>;
@@ -209,7 +275,7 @@ export type ReportBody = z.infer<typeof ReportBody>;
 /** One entry of a run's passive activity record, oldest first. */
 export const ActivityEntry = z.strictObject({
   at: z.string(),
-  kind: z.enum(['run_created', 'message', 'tool_call', 'approval', 'effect', 'run_ended']),
+  kind: z.enum(['run_created', 'message', 'tool_call', 'approval', 'effect', 'sign_in_wait', 'ceremony_event', 'run_ended']),
   id: z.string(),
   summary: z.string(),
 });

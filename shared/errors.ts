@@ -26,6 +26,8 @@ export const ErrorCode = z.enum([
   'call_in_progress',
   'already_decided',
   'stale_revision',
+  'authentication_required',
+  'profile_revoked',
   // browser host
   'lease_lost',
   'admission_full',
@@ -74,6 +76,8 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'call_in_progress':
     case 'already_decided':
     case 'stale_revision':
+    case 'authentication_required':
+    case 'profile_revoked':
     case 'lease_lost':
     case 'page_changed':
     case 'outcome_unknown':

@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { CEREMONY_METHODS, HostObservation } from './authentication.ts';
 import { ErrorDetail } from './errors.ts';
-import { Observation } from './observation.ts';
 import { BrowserAction, ContinuationCursor, MAX_URL_LENGTH } from './tools.ts';
 
 /**
@@ -44,6 +44,10 @@ export const HostStatus = z.strictObject({
   observations_served: z.int().min(0),
   /** Epoch-ms arrival times of the most recent of those commands (at most 64), oldest first. */
   recent_observations_ms: z.array(z.int()).max(64),
+  /** Temporary verification loads reserved against admission right now (two per remote verification). */
+  verification_loads: z.int().min(0),
+  /** Ceremonies waiting for a person or being verified. */
+  ceremonies_open: z.int().min(0),
 });
 export type HostStatus = z.infer<typeof HostStatus>;
 
@@ -73,20 +77,21 @@ export const HOST_METHODS = {
   },
   'page.navigate': {
     params: z.strictObject({ lease_id: LeaseId, url: z.string().min(1).max(MAX_URL_LENGTH), timeout_ms: timeoutMs }),
-    result: Observation,
+    result: HostObservation,
   },
   'page.observe': {
     params: z.strictObject({ lease_id: LeaseId, continuation: ContinuationCursor.optional(), timeout_ms: timeoutMs }),
-    result: Observation,
+    result: HostObservation,
   },
   'page.act': {
     params: z.strictObject({ lease_id: LeaseId, action: BrowserAction, timeout_ms: timeoutMs }),
-    result: Observation,
+    result: HostObservation,
   },
   'host.status': {
     params: z.strictObject({}),
     result: HostStatus,
   },
+  ...CEREMONY_METHODS,
 } as const;
 
 export type HostMethod = keyof typeof HOST_METHODS;

@@ -1,9 +1,10 @@
 /**
  * A new identifier: `prefix_` followed by 20 random base32 characters (100 bits), e.g.
  * `run_k3v9...`. Prefixes say what a thing is: run, call, apr, msg, eff, prn, grt (grant),
- * sch (schedule), pol (policy profile version).
+ * sch (schedule), pol (policy profile version), sie (sign-in episode), siw (sign-in wait), ntc
+ * (notice), cer (ceremony).
  */
-export function newId(prefix: 'run' | 'call' | 'apr' | 'msg' | 'eff' | 'prn' | 'grt' | 'sch' | 'pol'): string {
+export function newId(prefix: 'run' | 'call' | 'apr' | 'msg' | 'eff' | 'prn' | 'grt' | 'sch' | 'pol' | 'sie' | 'siw' | 'ntc' | 'cer'): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
   const bytes = crypto.getRandomValues(new Uint8Array(20));
   let out = '';

@@ -56,6 +56,11 @@ export const runs = sqliteTable(
     /** URL of the page at that revision; an act touches this page's origin. */
     latestUrl: text('latest_url'),
     reportSummary: text('report_summary'),
+    /**
+     * Sign-in waits this run entered since its last semantic progress (a read or write that
+     * answered without a sign-in wall); bounds repeated attempts (ADR-0164 part 4).
+     */
+    signInAttempts: integer('sign_in_attempts').notNull().default(0),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -205,6 +210,132 @@ export const schedules = sqliteTable(
   (t) => [index('schedules_enabled_idx').on(t.enabled)],
 );
 
+/**
+ * The trusted binding of an owner's profile to the host's sealed profile id (ADR-0164 part 3).
+ * A revoked binding fences every wait on it and refuses new runs on the profile.
+ */
+export const profileBindings = sqliteTable(
+  'profile_bindings',
+  {
+    ownerId: text('owner_id').notNull(),
+    profileId: text('profile_id').notNull(),
+    /** The id the host knows the sealed profile by (edge/pipeline/lease.ts `hostProfileId`). */
+    hostProfileId: text('host_profile_id').notNull(),
+    state: text('state', { enum: ['active', 'revoked'] }).notNull(),
+    revokedAt: integer('revoked_at'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('profile_bindings_owner_profile').on(t.ownerId, t.profileId)],
+);
+
+/**
+ * One sign-in episode: an owner's profile needs sign-in at an origin. Repeated detections (other
+ * runs, other calls) join the open episode: at most one open episode per owner, profile and
+ * origin (a partial unique index). `generation` counts ceremonies for that owner, profile and
+ * origin across episodes; only an event of the episode's current generation and ceremony resolves it.
+ */
+export const signInEpisodes = sqliteTable(
+  'sign_in_episodes',
+  {
+    id: text('id').primaryKey(),
+    ownerId: text('owner_id').notNull(),
+    profileId: text('profile_id').notNull(),
+    hostProfileId: text('host_profile_id').notNull(),
+    origin: text('origin').notNull(),
+    generation: integer('generation').notNull(),
+    ceremonyId: text('ceremony_id').notNull().unique(),
+    state: text('state', { enum: ['open', 'resolved', 'abandoned', 'revoked'] }).notNull(),
+    /** What the owner is asked, e.g. "Sign in to http://… in the browser of profile me". */
+    question: text('question').notNull(),
+    /** Where the person signs in and which page proves it (given to the host's ceremony). */
+    signInUrl: text('sign_in_url').notNull(),
+    protectedUrl: text('protected_url').notNull(),
+    /** The host's last reported ceremony state (awaiting_person, challenge, …), for display. */
+    ceremonyState: text('ceremony_state'),
+    resolvedBy: text('resolved_by'),
+    openedAt: integer('opened_at').notNull(),
+    resolvedAt: integer('resolved_at'),
+  },
+  (t) => [
+    uniqueIndex('sign_in_episodes_one_open').on(t.ownerId, t.profileId, t.origin).where(sql`state = 'open'`),
+    index('sign_in_episodes_state_idx').on(t.state),
+  ],
+);
+
+/** A run parked on a sign-in episode (run, trusted profile binding, question, generation). */
+export const signInWaits = sqliteTable(
+  'sign_in_waits',
+  {
+    id: text('id').primaryKey(),
+    runId: text('run_id').notNull().references(() => runs.id),
+    episodeId: text('episode_id').notNull().references(() => signInEpisodes.id),
+    ownerId: text('owner_id').notNull(),
+    hostProfileId: text('host_profile_id').notNull(),
+    origin: text('origin').notNull(),
+    question: text('question').notNull(),
+    /** The episode's ceremony generation when the run parked. */
+    generation: integer('generation').notNull(),
+    /** The call whose answer showed the sign-in wall. */
+    toolCallId: text('tool_call_id').notNull(),
+    state: text('state', { enum: ['pending', 'resolved', 'fenced'] }).notNull(),
+    /** Why a fenced wait will not continue: cancelled, deadline_exceeded, profile_revoked, run_ended. */
+    fenceReason: text('fence_reason'),
+    resolvedBy: text('resolved_by'),
+    createdAt: integer('created_at').notNull(),
+    endedAt: integer('ended_at'),
+  },
+  (t) => [
+    uniqueIndex('sign_in_waits_one_pending_per_run').on(t.runId).where(sql`state = 'pending'`),
+    index('sign_in_waits_episode_idx').on(t.episodeId, t.state),
+  ],
+);
+
+/** Owner notices: exactly one per sign-in episode (a unique episode id). */
+export const notices = sqliteTable(
+  'notices',
+  {
+    id: text('id').primaryKey(),
+    ownerId: text('owner_id').notNull(),
+    kind: text('kind', { enum: ['sign_in_required'] }).notNull(),
+    episodeId: text('episode_id').notNull().unique().references(() => signInEpisodes.id),
+    /** The run whose detection opened the episode. */
+    runId: text('run_id').notNull(),
+    text: text('text').notNull(),
+    createdAt: integer('created_at').notNull(),
+    resolvedAt: integer('resolved_at'),
+  },
+  (t) => [index('notices_owner_idx').on(t.ownerId, t.createdAt)],
+);
+
+/**
+ * Ceremony outcome events as the host signed them, recorded durably before anything they change;
+ * the host's stable event id makes a replay a no-op.
+ */
+export const ceremonyEvents = sqliteTable(
+  'ceremony_events',
+  {
+    eventId: text('event_id').primaryKey(),
+    ceremonyId: text('ceremony_id').notNull(),
+    hostId: text('host_id').notNull(),
+    hostProfileId: text('host_profile_id').notNull(),
+    origin: text('origin').notNull(),
+    generation: integer('generation').notNull(),
+    outcome: text('outcome').notNull(),
+    method: text('method').notNull(),
+    accountSha256: text('account_sha256'),
+    decidedAt: integer('decided_at').notNull(),
+    receivedAt: integer('received_at').notNull(),
+    via: text('via', { enum: ['callback', 'reconciliation', 'begin'] }).notNull(),
+    /** True when this event resolved its episode. */
+    applied: integer('applied', { mode: 'boolean' }).notNull().default(false),
+  },
+  (t) => [index('ceremony_events_ceremony_idx').on(t.ceremonyId)],
+);
+
+export type SignInEpisodeRow = typeof signInEpisodes.$inferSelect;
+export type SignInWaitRow = typeof signInWaits.$inferSelect;
+export type NoticeRow = typeof notices.$inferSelect;
+export type CeremonyEventRow = typeof ceremonyEvents.$inferSelect;
 export type RunRow = typeof runs.$inferSelect;
 export type GrantRow = typeof grants.$inferSelect;
 export type ScheduleRow = typeof schedules.$inferSelect;

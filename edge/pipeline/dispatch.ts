@@ -1,5 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
+import { type SignInSignal, splitSignIn } from '../../shared/authentication.ts';
 import type { ErrorCode, ErrorDetail } from '../../shared/errors.ts';
 import type { ConditionResult, Observation, OmittedObservation, SettleReport } from '../../shared/observation.ts';
 import type { Condition } from '../../shared/predicate.ts';
@@ -10,6 +11,7 @@ import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '
 import type { Ports } from '../ports.ts';
 import { ConditionDeadlineExceeded, awaitCondition } from '../postcondition/await-condition.ts';
 import { ensureLease } from './lease.ts';
+import { parkForSignIn } from './sign-in.ts';
 import { projectObservation } from './projection.ts';
 import { iso } from './views.ts';
 
@@ -41,6 +43,8 @@ interface DispatchOutcome {
   retryable: boolean;
   dispatch: NonNullable<CallPhases['dispatch']>['outcome'];
   leaseGeneration?: number;
+  /** The page the command left the browser on asks for sign-in (the host's signal). */
+  signIn?: SignInSignal;
 }
 
 /**
@@ -65,17 +69,36 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     const lease = await ensureLease(ports, session, run, isWrite, remaining());
     const timeout = Math.max(100, Math.min(remaining(), MAX_OPERATION_TIMEOUT_MS));
     sent = true;
-    const observation = await sendCommand(session, lease.lease_id, invocation, timeout);
+    const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, invocation, timeout));
     outcome = { state: 'succeeded', observation, settle: observation.settle, error: null, retryable: false, dispatch: 'answered', leaseGeneration: lease.generation };
     const condition = conditionOf(invocation);
     if (!withinOrigins(observation.url, run.origins)) outcome = withheld(outcome, observation, isWrite);
+    else if (signIn && withinOrigins(`${signIn.origin}/`, run.origins)) outcome = atSignInWall(outcome, signIn, isWrite);
     else if (condition) outcome = await withCondition(ports, session, lease.lease_id, condition, outcome, deadlineAt, isWrite);
   } catch (error) {
     outcome = classifyFailure(inAgentTerms(error, invocation), isWrite, sent);
   } finally {
     session?.close();
   }
-  return recordOutcome(ports, run, call, outcome, startedAt, isWrite);
+  const recorded = await recordOutcome(ports, run, call, outcome, startedAt, isWrite);
+  if (outcome.signIn && outcome.observation) {
+    const protectedUrl = invocation.tool === 'browser.navigate' ? invocation.arguments.url : (run.latestUrl ?? outcome.observation.url);
+    await parkForSignIn(ports, run, { signal: outcome.signIn, signInUrl: outcome.observation.url, protectedUrl, toolCallId: call.id });
+  }
+  return recorded;
+}
+
+/**
+ * The command answered on a page that asks for sign-in (ADR-0164 part 3): the run will park for
+ * the owner's sign-in. A read did not read what it was after: it fails `authentication_required`,
+ * retryable once the run resumes. A write was sent and keeps its outcome; no condition is
+ * evaluated on a sign-in wall.
+ */
+function atSignInWall(outcome: DispatchOutcome, signIn: SignInSignal, isWrite: boolean): DispatchOutcome {
+  const message = `${signIn.origin} asks for sign-in; the run waits for the owner to sign in, then resumes with a fresh read`;
+  return isWrite
+    ? { ...outcome, signIn }
+    : { ...outcome, signIn, state: 'failed', error: { code: 'authentication_required', message }, retryable: true };
 }
 
 function sendCommand(session: HostSession, leaseId: string, invocation: ToolInvocation, timeoutMs: number): Promise<Observation> {
@@ -241,7 +264,12 @@ async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outco
       ? [
           ports.db
             .update(runs)
-            .set({ latestRevision: (outcome.observation ?? outcome.left)!.revision, latestUrl: (outcome.observation ?? outcome.left)!.url })
+            .set({
+              latestRevision: (outcome.observation ?? outcome.left)!.revision,
+              latestUrl: (outcome.observation ?? outcome.left)!.url,
+              // Semantic progress (ADR-0164 part 4): an answer past any sign-in wall.
+              ...(outcome.state === 'succeeded' && !outcome.signIn ? { signInAttempts: 0 } : {}),
+            })
             .where(eq(runs.id, run.id)),
         ]
       : []),

@@ -10,21 +10,23 @@ import {
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
-import { approvals, effects, messages, type RunRow, runs, toolCalls } from '../db/schema.ts';
+import { approvals, effects, messages, type RunRow, runs, signInWaits, toolCalls } from '../db/schema.ts';
 import { ApiError } from '../http/api-error.ts';
 import type { Ports } from '../ports.ts';
 import { releaseLease } from './lease.ts';
+import { assertProfileActive, signInActivity } from './sign-in.ts';
 import { iso } from './views.ts';
 
 /** States in which a run may still change. */
 const ACTIVE_RUN_STATES = ['queued', 'running', 'waiting_for_approval', 'waiting_for_authentication'] as const;
 
 /**
- * Creates a run for the caller's owner. An agent that creates a run holds it (`running`, claimed
+ * Creates a run for the caller's owner (`profile_revoked` when the owner revoked the profile). An agent that creates a run holds it (`running`, claimed
  * by that agent); a run the owner creates is `queued` until an agent's first proposal claims it.
  * The intent is recorded as the run's first message, trusted only when the owner wrote it.
  */
 export async function createRun(ports: Ports, principal: Principal, body: CreateRunBody): Promise<RunRow> {
+  await assertProfileActive(ports, principal.ownerId, body.profile_id);
   const now = ports.clock.now();
   const row: RunRow = {
     id: newId('run'),
@@ -46,6 +48,7 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
     leaseGeneration: null,
     latestRevision: null,
     reportSummary: null,
+    signInAttempts: 0,
     createdAt: now,
     updatedAt: now,
   };
@@ -75,7 +78,8 @@ export async function loadRun(ports: Ports, principal: Principal, runId: string)
 
 /**
  * Moves a run whose deadline has passed to `deadline_exceeded` (one conditional update, with its
- * parked approvals and calls cancelled in the same batch) and returns the current row.
+ * parked approvals and calls cancelled and its sign-in wait fenced in the same batch) and returns
+ * the current row.
  */
 export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<RunRow> {
   const now = ports.clock.now();
@@ -90,6 +94,10 @@ export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<R
       .update(toolCalls)
       .set({ state: 'cancelled', errorCode: 'deadline_exceeded', errorMessage: 'the run deadline passed before approval', updatedAt: now })
       .where(and(eq(toolCalls.runId, row.id), eq(toolCalls.state, 'waiting_for_approval'))),
+    ports.db
+      .update(signInWaits)
+      .set({ state: 'fenced', fenceReason: 'deadline_exceeded', endedAt: now })
+      .where(and(eq(signInWaits.runId, row.id), eq(signInWaits.state, 'pending'))),
   ]);
   return (await ports.db.select().from(runs).where(eq(runs.id, row.id)).get()) ?? row;
 }
@@ -173,8 +181,8 @@ export async function reportRun(ports: Ports, principal: Principal, run: RunRow,
 }
 
 /**
- * Cancels a run that has not ended: the run, its pending approvals and its parked calls, in one
- * batch. A call already being dispatched finishes and is recorded, but nothing new starts.
+ * Cancels a run that has not ended: the run, its pending approvals, its parked calls and its
+ * sign-in wait (fenced: a later sign-in never resumes it), in one batch. A call already being dispatched finishes and is recorded, but nothing new starts.
  * @throws ApiError('run_not_active') when the run already ended.
  */
 export async function cancelRun(ports: Ports, run: RunRow): Promise<RunRow> {
@@ -189,14 +197,22 @@ export async function cancelRun(ports: Ports, run: RunRow): Promise<RunRow> {
       .update(toolCalls)
       .set({ state: 'cancelled', errorCode: 'run_not_active', errorMessage: 'the run was cancelled', updatedAt: now })
       .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'waiting_for_approval'))),
+    ports.db
+      .update(signInWaits)
+      .set({ state: 'fenced', fenceReason: 'cancelled', endedAt: now })
+      .where(and(eq(signInWaits.runId, run.id), eq(signInWaits.state, 'pending'))),
   ]);
   if (rowsChanged(cancelled) !== 1) throw new ApiError('run_not_active', `the run already ended (${run.state})`);
   await releaseLease(ports, run);
   return { ...run, state: 'cancelled', updatedAt: now };
 }
 
-/** The run's passive activity record, oldest first: messages, calls, approvals and effects. */
+/**
+ * The run's passive activity record, oldest first: messages, calls, approvals, effects, sign-in
+ * waits and ceremony events. Routine recovery is recorded here, never as an owner notice.
+ */
 export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityList> {
+  const signIn = await signInActivity(ports, run.id);
   const [messageRows, callRows, approvalRows, effectRows] = await ports.db.batch([
     ports.db.select().from(messages).where(eq(messages.runId, run.id)).orderBy(asc(messages.createdAt)),
     ports.db.select().from(toolCalls).where(eq(toolCalls.runId, run.id)).orderBy(asc(toolCalls.createdAt)),
@@ -214,6 +230,25 @@ export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityLi
     })),
     ...approvalRows.map((a) => ({ at: iso(a.decidedAt ?? a.createdAt), kind: 'approval' as const, id: a.id, summary: `approval for ${a.toolCallId}: ${a.state}` })),
     ...effectRows.map((e) => ({ at: iso(e.finishedAt ?? e.committedAt), kind: 'effect' as const, id: e.id, summary: `effect of ${e.toolCallId}: ${e.state}` })),
+    ...signIn.waits.flatMap((w) => [
+      { at: iso(w.createdAt), kind: 'sign_in_wait' as const, id: w.id, summary: `sign-in required at ${w.origin} (call ${w.toolCallId}); waiting on episode ${w.episodeId}, generation ${w.generation}` },
+      ...(w.endedAt === null
+        ? []
+        : [
+            {
+              at: iso(w.endedAt),
+              kind: 'sign_in_wait' as const,
+              id: w.id,
+              summary: w.state === 'resolved' ? `sign-in verified (event ${w.resolvedBy}); run requeued for a fresh lease and read` : `sign-in wait fenced: ${w.fenceReason}`,
+            },
+          ]),
+    ]),
+    ...signIn.events.map((e) => ({
+      at: iso(e.receivedAt),
+      kind: 'ceremony_event' as const,
+      id: e.eventId,
+      summary: `ceremony ${e.ceremonyId} generation ${e.generation}: ${e.outcome} by ${e.method} verification, via ${e.via}${e.applied ? ', resolved the episode' : ''}`,
+    })),
   ];
   if ((TERMINAL_RUN_STATES as readonly string[]).includes(run.state)) {
     entries.push({ at: iso(run.updatedAt), kind: 'run_ended', id: run.id, summary: `run ${run.state}${run.reportSummary ? `: ${run.reportSummary.slice(0, 200)}` : ''}` });

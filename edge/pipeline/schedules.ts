@@ -93,6 +93,7 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
       latestRevision: null,
       latestUrl: null,
       reportSummary: null,
+    signInAttempts: 0,
       createdAt: now,
       updatedAt: now,
     };

@@ -1,14 +1,17 @@
 import type { ApprovalView, CallPhases, RunView, ToolCallView } from '../../shared/api.ts';
 import { ErrorCode } from '../../shared/errors.ts';
 import { Observation, OmittedObservation } from '../../shared/observation.ts';
-import type { ApprovalRow, RunRow, ToolCallRow } from '../db/schema.ts';
+import type { ApprovalRow, RunRow, SignInWaitRow, ToolCallRow } from '../db/schema.ts';
 import { resultForVersion } from './result-version.ts';
 
 /** ISO-8601 form of an epoch-ms timestamp. */
 export const iso = (ms: number): string => new Date(ms).toISOString();
 
-/** The API view of a run row. */
-export function runView(row: RunRow): RunView {
+/**
+ * The API view of a run row; `wait` is its pending sign-in wait, shown while the run is
+ * `waiting_for_authentication`.
+ */
+export function runView(row: RunRow, wait?: SignInWaitRow): RunView {
   return {
     id: row.id,
     state: row.state,
@@ -20,6 +23,10 @@ export function runView(row: RunRow): RunView {
     updated_at: iso(row.updatedAt),
     latest_revision: row.latestRevision,
     summary: row.reportSummary,
+    authentication:
+      wait && row.state === 'waiting_for_authentication'
+        ? { wait_id: wait.id, episode_id: wait.episodeId, origin: wait.origin, question: wait.question, generation: wait.generation }
+        : null,
   };
 }
 

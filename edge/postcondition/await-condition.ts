@@ -1,8 +1,9 @@
+import { splitSignIn } from '../../shared/authentication.ts';
 import type { ConditionResult, Observation } from '../../shared/observation.ts';
 import { type Condition, DEFAULT_PREDICATE_TIMEOUT_MS } from '../../shared/predicate.ts';
 import type { HostSession } from '../host/host-session.ts';
 import type { Clock } from '../ports.ts';
-import { conditionStatus } from './evaluate.ts';
+import { conditionStatus } from '../../shared/predicate-evaluation.ts';
 
 /** Least spacing between two reads, in ms (DESIGN.md section 11). */
 export const MIN_READ_SPACING_MS = 250;
@@ -56,7 +57,7 @@ export async function awaitCondition(
     const timeoutMs = Math.min(outerDeadlineAt - clock.now(), 10_000);
     if (timeoutMs < 100) throw new ConditionDeadlineExceeded(observations);
     try {
-      latest = await session.call('page.observe', { lease_id: leaseId, timeout_ms: Math.max(100, timeoutMs - 200) }, timeoutMs);
+      latest = splitSignIn(await session.call('page.observe', { lease_id: leaseId, timeout_ms: Math.max(100, timeoutMs - 200) }, timeoutMs)).observation;
     } catch (error) {
       if (clock.now() >= outerDeadlineAt - 200) throw new ConditionDeadlineExceeded(observations);
       throw error;

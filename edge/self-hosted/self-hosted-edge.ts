@@ -3,6 +3,7 @@ import { DOCS_ASSETS_PATH, createApp } from '../app.ts';
 import { openSqliteDatabase } from '../db/sqlite.ts';
 import { type WebSocketConstructor, standardWebSocketConnector } from '../host/standard-websocket-connector.ts';
 import { fireDueSchedules } from '../pipeline/schedules.ts';
+import { reconcileSignIns } from '../pipeline/sign-in.ts';
 import { type Ports, systemClock } from '../ports.ts';
 import type { SelfHostedSettings } from './settings.ts';
 
@@ -45,9 +46,14 @@ export async function startSelfHostedEdge(settings: SelfHostedSettings, parts: R
     db: database.drizzle(),
     host: standardWebSocketConnector(settings.hostUrl, settings.hostSharedSecret, parts.WebSocket),
     clock: systemClock,
+    hostSecret: settings.hostSharedSecret,
     config: settings.edge,
   });
-  const cronPass = async (scheduledTime: number) => (await fireDueSchedules(portsOf(), scheduledTime)).length;
+  const cronPass = async (scheduledTime: number) => {
+    const queued = (await fireDueSchedules(portsOf(), scheduledTime)).length;
+    await reconcileSignIns(portsOf());
+    return queued;
+  };
 
   const app = createApp(portsOf);
   // Where Workers answers from its static assets before the Worker runs; a miss falls through

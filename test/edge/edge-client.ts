@@ -90,7 +90,7 @@ export async function setLatestRevision(runId: string, revision: number): Promis
 
 /** Row counts of the tables a request could change. */
 export async function counts(): Promise<Record<string, number>> {
-  const tables = ['runs', 'messages', 'tool_calls', 'approvals', 'effects'];
+  const tables = ['runs', 'messages', 'tool_calls', 'approvals', 'effects', 'sign_in_episodes', 'sign_in_waits', 'notices', 'ceremony_events'];
   const out: Record<string, number> = {};
   for (const table of tables) {
     const row = await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>();

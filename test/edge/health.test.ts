@@ -25,8 +25,11 @@ describe('GET /v1/openapi.json', () => {
       '/v1/grants',
       '/v1/grants/{id}/revoke',
       '/v1/health',
+      '/v1/host/ceremony-events',
+      '/v1/notices',
       '/v1/openapi.json',
       '/v1/policy-profiles/{name}',
+      '/v1/profiles/{profile_id}/revoke',
       '/v1/runs',
       '/v1/runs/claim',
       '/v1/runs/{id}',
@@ -36,6 +39,8 @@ describe('GET /v1/openapi.json', () => {
       '/v1/runs/{id}/report',
       '/v1/runs/{id}/tool-calls',
       '/v1/schedules',
+      '/v1/sign-ins',
+      '/v1/sign-ins/{id}/restart',
       '/v1/tool-calls/{id}',
     ]);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Condition } from '../../shared/predicate.ts';
-import { conditionStatus } from '../../edge/postcondition/evaluate.ts';
+import { conditionStatus } from '../../shared/predicate-evaluation.ts';
 
 // The evaluator on snapshot text of the shape Playwright's AI-mode aria snapshot produces.
 // Real-Chromium cases (hidden duplicates, aria-disabled, toasts) are in test/e2e/postconditions.

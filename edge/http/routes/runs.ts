@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunView } from '../../../shared/api.ts';
 import { requirePrincipal } from '../../auth/principal.ts';
 import { addMessage, cancelRun, createRun, loadRun, reportRun, runActivity } from '../../pipeline/runs.ts';
+import { pendingWaitOf } from '../../pipeline/sign-in.ts';
 import { runView } from '../../pipeline/views.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
@@ -14,7 +15,7 @@ const create = createRoute({
   security,
   middleware: [requirePrincipal('owner', 'agent')] as const,
   request: { body: jsonBody(CreateRunBody) },
-  responses: { 201: jsonResponse(RunView, 'the run'), ...errorResponses(...AUTH_ERRORS) },
+  responses: { 201: jsonResponse(RunView, 'the run'), ...errorResponses(...AUTH_ERRORS, 'profile_revoked') },
 });
 
 const read = createRoute({
@@ -70,7 +71,10 @@ const cancel = createRoute({
 /** Run endpoints of DESIGN.md section 13. Handlers only parse, call one service, answer. */
 export const runRoutes = newRouter()
   .openapi(create, async (c) => c.json(runView(await createRun(c.var.ports, c.var.principal, c.req.valid('json'))), 201))
-  .openapi(read, async (c) => c.json(runView(await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id)), 200))
+  .openapi(read, async (c) => {
+    const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
+    return c.json(runView(run, run.state === 'waiting_for_authentication' ? await pendingWaitOf(c.var.ports, run.id) : undefined), 200);
+  })
   .openapi(activity, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
     return c.json(await runActivity(c.var.ports, run), 200);

@@ -1,6 +1,6 @@
-import { type AriaNode, parseAriaSnapshot, textOf, walkAria } from '../../shared/aria-snapshot.ts';
-import type { Observation } from '../../shared/observation.ts';
-import type { Condition, ConditionStatus, Predicate } from '../../shared/predicate.ts';
+import { type AriaNode, parseAriaSnapshot, textOf, walkAria } from './aria-snapshot.ts';
+import type { Observation } from './observation.ts';
+import type { Condition, ConditionStatus, Predicate } from './predicate.ts';
 
 /**
  * What one observation says about one predicate: how many visible candidates share the

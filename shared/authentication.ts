@@ -1,0 +1,204 @@
+import { SignJWT, jwtVerify } from 'jose';
+import { z } from 'zod';
+import { Observation } from './observation.ts';
+import { Origin } from './origin.ts';
+import { Predicate } from './predicate.ts';
+import { MAX_URL_LENGTH } from './tools.ts';
+
+/**
+ * Authentication waits and verified resumption (ADR-0164 parts 2-4, DESIGN.md section 8): the
+ * contracts the browser host and the edge share.
+ *
+ * - A site verification definition is trusted, versioned, declarative data the host operator
+ *   installs (no scripts, credentials or permission exemptions). It ships disabled; an entry is
+ *   enabled only with the reviewed fixture that justifies it.
+ * - The host flags an observation whose page asks for sign-in (`sign_in`, wire only: the edge
+ *   removes it before anything reaches an agent).
+ * - A ceremony is the owner's native sign-in in the host's headed browser for one profile and
+ *   origin, at one generation. Its verified outcome travels as a signed event token (HS256 over
+ *   the host's shared secret), both in the host's callback and in `ceremony.status` answers, so
+ *   the edge checks one thing whichever way the event arrived.
+ */
+
+/** Identifier the edge gives one ceremony generation of one sign-in episode. */
+export const CeremonyId = z.string().regex(/^cer_[A-Za-z0-9_-]{8,64}$/);
+
+const AbsolutePath = z.string().regex(/^\/[^\s]{0,1023}$/, 'a path starting with /');
+
+/**
+ * A site verification definition (ADR-0164 part 2). Positive protected-state evidence: loading
+ * `protected_path` in the profile must end at that exact path and show every `signed_in`
+ * predicate. Any `challenge` predicate seen means a challenge, never a sign-in. `account`, when
+ * given, names where the account is shown: the rendered text that follows `text_prefix`
+ * (e.g. "Signed in as ") is the account evidence bound to the sealed profile.
+ * `enabled: true` requires `reviewed_fixture`, the reviewed fixture that justifies the entry.
+ */
+export const SiteVerificationDefinition = z
+  .strictObject({
+    id: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/),
+    version: z.int().min(1),
+    enabled: z.boolean(),
+    reviewed_fixture: z.string().min(1).max(200).optional(),
+    origin: Origin,
+    sign_in_path: AbsolutePath,
+    protected_path: AbsolutePath,
+    signed_in: z.array(Predicate).min(1).max(8),
+    challenge: z.array(Predicate).max(8).default([]),
+    account: z.strictObject({ text_prefix: z.string().min(1).max(100) }).optional(),
+  })
+  .refine((d) => !d.enabled || d.reviewed_fixture !== undefined, {
+    message: 'an enabled definition names the reviewed fixture that justifies it',
+    path: ['reviewed_fixture'],
+  });
+export type SiteVerificationDefinition = z.infer<typeof SiteVerificationDefinition>;
+
+/** A catalog file: `{definitions: [...]}`, at most 256 entries, unique by (id, version). */
+export const SiteVerificationCatalog = z.strictObject({
+  definitions: z
+    .array(SiteVerificationDefinition)
+    .max(256)
+    .refine((list) => new Set(list.map((d) => `${d.id}@${d.version}`)).size === list.length, 'duplicate id and version'),
+});
+export type SiteVerificationCatalog = z.infer<typeof SiteVerificationCatalog>;
+
+/**
+ * The host's sign-in signal on an observation: the page at `origin` asks for sign-in, seen by an
+ * enabled definition (`definition`: its sign-in path or a challenge) or by the generic check (a
+ * visible password field in the main frame: `password_field`).
+ */
+export const SignInSignal = z.strictObject({
+  origin: Origin,
+  evidence: z.enum(['definition', 'password_field']),
+  definition: z.strictObject({ id: z.string(), version: z.int().min(1) }).optional(),
+});
+export type SignInSignal = z.infer<typeof SignInSignal>;
+
+/** What `page.navigate`, `page.observe` and `page.act` answer on the wire: an observation, plus the sign-in signal. */
+export const HostObservation = Observation.extend({ sign_in: SignInSignal.optional() });
+export type HostObservation = z.infer<typeof HostObservation>;
+
+/** Splits the wire-only sign-in signal from the observation an agent may see. */
+export function splitSignIn(wire: HostObservation): { observation: Observation; signIn: SignInSignal | undefined } {
+  const { sign_in, ...observation } = wire;
+  return { observation, signIn: sign_in };
+}
+
+/**
+ * How a ceremony ended, as the host verified it:
+ * - `verified`: positive protected-state evidence in the profile (definition), or the profile's
+ *   protected load reached the page while a clean control load was sent to sign-in (differential);
+ *   account evidence, when the definition has any, matches the profile's seal;
+ * - `challenge`: a challenge page was seen; never counts as signed in;
+ * - `account_mismatch`: signed in, but as another account than the one the profile is sealed to;
+ * - `not_verified`: no positive evidence within the ceremony's time (a planted cookie without a
+ *   session ends here: cookie presence is never proof);
+ * - `ended`: the edge ended the ceremony before an outcome.
+ */
+export const CeremonyOutcome = z.enum(['verified', 'challenge', 'account_mismatch', 'not_verified', 'ended']);
+export type CeremonyOutcome = z.infer<typeof CeremonyOutcome>;
+
+/** The state of a ceremony as the host knows it; `unknown` when it has no record (e.g. restarted). */
+export const CeremonyState = z.enum(['unknown', 'awaiting_person', 'verifying', ...CeremonyOutcome.options]);
+export type CeremonyState = z.infer<typeof CeremonyState>;
+
+/** The claims of a signed ceremony outcome event. `event_id` is stable across re-deliveries. */
+export const CeremonyEventClaims = z.strictObject({
+  event_id: z.string().regex(/^cev_[A-Za-z0-9_-]{8,64}$/),
+  ceremony_id: CeremonyId,
+  host_id: z.string().min(1).max(128),
+  /** The host profile id (the trusted profile binding), as in `lease.acquire`. */
+  profile_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  origin: Origin,
+  generation: z.int().min(1),
+  outcome: CeremonyOutcome,
+  method: z.enum(['definition', 'differential', 'none']),
+  definition: z.strictObject({ id: z.string(), version: z.int().min(1) }).optional(),
+  /** SHA-256 hex of the account evidence, when the definition shows an account. */
+  account_sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  /** Epoch ms at which the host decided the outcome. */
+  decided_at_ms: z.int().min(0),
+});
+export type CeremonyEventClaims = z.infer<typeof CeremonyEventClaims>;
+
+/** Lifetime of one signing of an event token, in seconds; a later status answer signs it again. */
+export const CEREMONY_EVENT_TTL_S = 600;
+
+const CEREMONY_EVENT_TYPE = 'ceremony-outcome';
+
+function ceremonyKey(secret: string): Uint8Array {
+  return new TextEncoder().encode(secret);
+}
+
+/** Signs `claims` as a ceremony event token from the host to the edge (HS256, `iss` browser-host, `aud` edge). */
+export async function signCeremonyEvent(secret: string, claims: CeremonyEventClaims): Promise<string> {
+  return new SignJWT({ ...claims, typ: CEREMONY_EVENT_TYPE })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer('browser-host')
+    .setAudience('edge')
+    .setIssuedAt()
+    .setExpirationTime(`${CEREMONY_EVENT_TTL_S}s`)
+    .sign(ceremonyKey(secret));
+}
+
+/**
+ * The claims of a ceremony event token when it was signed with `secret` by a browser host for the
+ * edge, is current and well-formed; otherwise undefined. Never throws for a bad token.
+ */
+export async function verifyCeremonyEvent(secret: string, token: string): Promise<CeremonyEventClaims | undefined> {
+  try {
+    const { payload } = await jwtVerify(token, ceremonyKey(secret), {
+      issuer: 'browser-host',
+      audience: 'edge',
+      algorithms: ['HS256'],
+      clockTolerance: 5,
+      requiredClaims: ['iat', 'exp'],
+      maxTokenAge: `${CEREMONY_EVENT_TTL_S + 5}s`,
+    });
+    if (payload.typ !== CEREMONY_EVENT_TYPE) return undefined;
+    const { iss: _iss, aud: _aud, iat: _iat, exp: _exp, typ: _typ, ...claims } = payload;
+    const parsed = CeremonyEventClaims.safeParse(claims);
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Longest a person is given to sign in during one ceremony, in ms (30 minutes). */
+export const MAX_CEREMONY_MS = 30 * 60_000;
+
+/** Wire params and results of the ceremony methods (added to shared/protocol.ts `HOST_METHODS`). */
+export const CEREMONY_METHODS = {
+  /**
+   * Opens the profile's sign-in surface for `origin` at `generation`: interrupts any lease on the
+   * profile (`lease_lost` for its next command), first checks whether the profile already holds a
+   * valid session (then `verified` with the event at once: valid sessions are reused), otherwise
+   * shows `sign_in_url` in the headed browser and verifies in the background until an outcome or
+   * `timeout_ms`. A begin for a ceremony already known answers its current state.
+   */
+  'ceremony.begin': {
+    params: z.strictObject({
+      ceremony_id: CeremonyId,
+      profile_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+      origin: Origin,
+      generation: z.int().min(1),
+      sign_in_url: z.string().min(1).max(MAX_URL_LENGTH),
+      protected_url: z.string().min(1).max(MAX_URL_LENGTH),
+      timeout_ms: z.int().min(1_000).max(MAX_CEREMONY_MS),
+    }),
+    result: z.strictObject({ ceremony_id: CeremonyId, state: CeremonyState, event: z.string().max(4096).optional() }),
+  },
+  /** The ceremony's state and, once it has an outcome, the signed event (re-signed, same event id). */
+  'ceremony.status': {
+    params: z.strictObject({ ceremony_id: CeremonyId }),
+    result: z.strictObject({ ceremony_id: CeremonyId, state: CeremonyState, event: z.string().max(4096).optional() }),
+  },
+  /** Ends a ceremony nobody waits for any more (its runs were fenced); `{ended}` false when unknown or already over. */
+  'ceremony.end': {
+    params: z.strictObject({ ceremony_id: CeremonyId }),
+    result: z.strictObject({ ended: z.boolean() }),
+  },
+} as const;
+
+/** What the host POSTs to the edge's `/v1/host/ceremony-events`: one signed event. */
+export const CeremonyEventDelivery = z.strictObject({ event: z.string().min(1).max(4096) });
+export type CeremonyEventDelivery = z.infer<typeof CeremonyEventDelivery>;
