@@ -24,11 +24,35 @@ interface Slot {
   releasedAt: number;
 }
 
-interface Waiter {
+/** A request for a profile's browser. */
+interface ProfileWaiter {
+  readonly kind: 'profile';
   readonly profileId: string;
   readonly resolve: (browser: ProfileBrowser) => void;
   readonly reject: (error: unknown) => void;
   readonly wait: Deadline;
+}
+
+/** A request for temporary verification loads. */
+interface LoadsWaiter {
+  readonly kind: 'loads';
+  readonly count: number;
+  readonly resolve: (reservation: LoadReservation) => void;
+  readonly reject: (error: unknown) => void;
+  readonly wait: Deadline;
+}
+
+type Waiter = ProfileWaiter | LoadsWaiter;
+
+/**
+ * Temporary verification loads reserved against admission (ADR-0164: "remote verification
+ * reserves its two temporary loads until cleanup finishes"): they count against `maxBrowsers`
+ * until {@link release}.
+ */
+export interface LoadReservation {
+  readonly count: number;
+  /** Gives the loads back (idempotent); call it only once the loads' cleanup has finished. */
+  release(): void;
 }
 
 /**
@@ -39,6 +63,9 @@ interface Waiter {
  * which is closed first. Otherwise it waits in a bounded FIFO queue, first come first served among
  * the requests that can proceed, until a release, an expiry or a lost browser frees something,
  * or its wait runs out (`admission_full`).
+ *
+ * Temporary verification loads ({@link reserveLoads}) take slots too: browsers plus reserved loads
+ * never exceed `maxBrowsers`; they wait in the same queue and may close idle browsers.
  */
 export class Admission {
   readonly #options: AdmissionOptions;
@@ -48,6 +75,7 @@ export class Admission {
   /** Launches in progress, so closing the host waits for (and then closes) their browsers. */
   readonly #launches = new Set<Promise<void>>();
   #queue: Waiter[] = [];
+  #reservedLoads = 0;
   #releases = 0;
   #closed = false;
 
@@ -58,6 +86,11 @@ export class Admission {
   /** Browsers open or launching. */
   get browsers(): number {
     return this.#slots.size;
+  }
+
+  /** Temporary verification loads reserved right now. */
+  get reservedLoads(): number {
+    return this.#reservedLoads;
   }
 
   /** Requests waiting for admission. */
@@ -76,19 +109,52 @@ export class Admission {
    * @throws HostError('admission_full') when nothing frees up within `waitMs` or the queue is full;
    *   HostError('host_unavailable') when the browser cannot be launched or the host is closing.
    */
-  admit(profileId: string, waitMs: number): Promise<ProfileBrowser> {
+  admit(profileId: string, waitMs: number, options: { first?: boolean } = {}): Promise<ProfileBrowser> {
     if (this.#closed) return Promise.reject(new HostError('host_unavailable', 'the host is shutting down'));
     if (this.#queue.length >= this.#options.queueMax) {
       return Promise.reject(new HostError('admission_full', `${this.#queue.length} requests are already waiting`));
     }
     return new Promise<ProfileBrowser>((resolve, reject) => {
-      const waiter: Waiter = { profileId, resolve, reject, wait: Deadline.after(waitMs) };
-      this.#queue.push(waiter);
+      const waiter: Waiter = { kind: 'profile', profileId, resolve, reject, wait: Deadline.after(waitMs) };
+      // A person taking the profile over for sign-in goes before agents waiting for it.
+      if (options.first === true) this.#queue.unshift(waiter);
+      else this.#queue.push(waiter);
       waiter.wait.signal.addEventListener(
         'abort',
         () => {
           if (!this.#take(waiter)) return;
           reject(new HostError('admission_full', `no browser for profile ${profileId} became available within ${waitMs} ms`));
+        },
+        { once: true },
+      );
+      this.#pump();
+    });
+  }
+
+  /**
+   * Reserves `count` temporary loads (at most `maxBrowsers`), waiting in the same FIFO queue as
+   * {@link admit} until the deadline; idle browsers may be closed to make room, and the
+   * reservation resolves only once they have exited. Held until its `release()`.
+   * @throws HostError('admission_full') when no room frees up before the deadline or the queue is
+   *   full; HostError('host_unavailable') when the host is closing.
+   */
+  reserveLoads(count: number, deadline: Deadline): Promise<LoadReservation> {
+    if (this.#closed) return Promise.reject(new HostError('host_unavailable', 'the host is shutting down'));
+    if (count < 1 || count > this.#options.maxBrowsers) {
+      return Promise.reject(new HostError('admission_full', `${count} loads can never fit in ${this.#options.maxBrowsers} browsers`));
+    }
+    if (this.#queue.length >= this.#options.queueMax) {
+      return Promise.reject(new HostError('admission_full', `${this.#queue.length} requests are already waiting`));
+    }
+    if (deadline.signal.aborted) return Promise.reject(new HostError('admission_full', 'no time was left to wait for verification loads'));
+    return new Promise<LoadReservation>((resolve, reject) => {
+      const waiter: Waiter = { kind: 'loads', count, resolve, reject, wait: deadline.child(deadline.remainingMs()) };
+      this.#queue.push(waiter);
+      waiter.wait.signal.addEventListener(
+        'abort',
+        () => {
+          if (!this.#take(waiter)) return;
+          reject(new HostError('admission_full', `no room for ${count} verification loads became available in time`));
         },
         { once: true },
       );
@@ -126,20 +192,29 @@ export class Admission {
     return true;
   }
 
+  /** Slots not taken by a browser (open or launching) or a reserved load. */
+  #free(): number {
+    return this.#options.maxBrowsers - this.#slots.size - this.#reservedLoads;
+  }
+
   #pump(): void {
     if (this.#closed) return;
     for (const waiter of [...this.#queue]) {
+      if (waiter.kind === 'loads') {
+        this.#tryReserve(waiter);
+        continue;
+      }
       const slot = this.#slots.get(waiter.profileId);
       if (slot) {
         if (slot.held || slot.browser === undefined) continue;
         this.#take(waiter);
         slot.held = true;
         waiter.resolve(slot.browser);
-      } else if (this.#slots.size < this.#options.maxBrowsers) {
+      } else if (this.#free() > 0) {
         this.#take(waiter);
         this.#launchFor(waiter, undefined);
       } else {
-        const victim = this.#idleVictim();
+        const victim = this.#idleVictims(1)[0];
         if (!victim) continue;
         this.#take(waiter);
         this.#launchFor(waiter, victim);
@@ -147,16 +222,41 @@ export class Admission {
     }
   }
 
-  #idleVictim(): Slot | undefined {
-    let victim: Slot | undefined;
-    for (const slot of this.#slots.values()) {
-      if (slot.held || slot.browser === undefined || slot.browser.busy) continue;
-      if (!victim || slot.releasedAt < victim.releasedAt) victim = slot;
+  /** Grants `waiter` its loads if they fit, closing least recently used idle browsers for room. */
+  #tryReserve(waiter: LoadsWaiter): void {
+    const missing = waiter.count - Math.max(0, this.#free());
+    const victims = missing > 0 ? this.#idleVictims(missing) : [];
+    if (victims.length < missing) return;
+    this.#take(waiter);
+    for (const victim of victims) {
+      this.#slots.delete(victim.profileId);
+      this.#closeTracked(victim.profileId, victim.browser);
     }
-    return victim;
+    this.#reservedLoads += waiter.count;
+    let released = false;
+    const reservation: LoadReservation = {
+      count: waiter.count,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#reservedLoads -= waiter.count;
+        this.#pump();
+      },
+    };
+    // The loads start only once the browsers they displaced have exited.
+    const exits = victims.map((victim) => this.#closing.get(victim.profileId));
+    void Promise.all(exits).then(() => waiter.resolve(reservation));
   }
 
-  #launchFor(waiter: Waiter, victim: Slot | undefined): void {
+  /** Up to `count` idle browsers (no holder, no operation running), least recently used first. */
+  #idleVictims(count: number): Slot[] {
+    return [...this.#slots.values()]
+      .filter((slot) => !slot.held && slot.browser !== undefined && !slot.browser.busy)
+      .sort((a, b) => a.releasedAt - b.releasedAt)
+      .slice(0, count);
+  }
+
+  #launchFor(waiter: ProfileWaiter, victim: Slot | undefined): void {
     const slot: Slot = { profileId: waiter.profileId, browser: undefined, held: true, releasedAt: 0 };
     this.#slots.set(slot.profileId, slot);
     if (victim) {

@@ -1,6 +1,8 @@
 import path from 'node:path';
 import { z } from 'zod';
+import type { SiteVerificationDefinition } from '../shared/authentication.ts';
 import { MIN_SHARED_SECRET_BYTES } from '../shared/wire-auth.ts';
+import { BUILT_IN_SITE_DEFINITIONS, SiteCatalogError, readSiteCatalog } from './site-verification/catalog.ts';
 
 /**
  * Bounds of one observation window (DESIGN.md section 6): at most `maxNodes` snapshot lines and
@@ -48,6 +50,21 @@ export interface HostConfig {
   readonly launchTimeoutMs: number;
   readonly window: WindowCaps;
   readonly settle: SettleConfig;
+  /**
+   * Site verification definitions (ADR-0164 part 2): the built-in ones (none) plus the operator's
+   * catalog file; only enabled entries are used.
+   */
+  readonly siteDefinitions: readonly SiteVerificationDefinition[];
+  /** Base URL of the edge for ceremony event callbacks (`<edgeUrl>/v1/host/ceremony-events`); none: no callbacks. */
+  readonly edgeUrl: string | undefined;
+  /**
+   * Give every profile's Chromium a loopback DevTools port (`--remote-debugging-port=0`, written
+   * to `DevToolsActivePort` in its user-data directory), so a local script can act as the person
+   * at the headed browser in tests and demos. Off in production.
+   */
+  readonly personDebugging: boolean;
+  /** Spacing of a ceremony's surface polls, in ms. */
+  readonly ceremonyPollMs: number;
 }
 
 /** Invalid configuration: the message names the variable and what it must be. */
@@ -83,6 +100,13 @@ const EnvSchema = z.object({
   HOST_WINDOW_MAX_BYTES: integer(256, 1024 * 1024).default(DEFAULT_WINDOW_CAPS.maxBytes),
   HOST_SETTLE_BUDGET_MS: integer(0, 60_000).default(DEFAULT_SETTLE_CONFIG.budgetMs),
   HOST_SETTLE_QUIET_MS: integer(0, 10_000).default(DEFAULT_SETTLE_CONFIG.quietMs),
+  HOST_SITE_DEFINITIONS: z.string().min(1).optional(),
+  HOST_EDGE_URL: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:8787' })
+    .transform((url) => url.replace(/\/+$/, ''))
+    .optional(),
+  HOST_PERSON_DEBUGGING: flag.default(false),
+  HOST_CEREMONY_POLL_MS: integer(100, 60_000).default(1_000),
   DISPLAY: z.string().optional(),
 });
 
@@ -94,8 +118,15 @@ const EnvSchema = z.object({
  * `HOST_PROFILES_DIR` (default `.profiles` under `cwd`), `HOST_MAX_BROWSERS` (default 3),
  * `HOST_ADMISSION_WAIT_MS` (default 5,000 ms), `HOST_WINDOW_MAX_NODES` / `HOST_WINDOW_MAX_BYTES`
  * (default 400 nodes / 32 KiB), `HOST_SETTLE_BUDGET_MS` / `HOST_SETTLE_QUIET_MS` (default
- * 2,000 / 300 ms, ADR-0159) and `DISPLAY`.
- * @throws ConfigError naming every invalid variable or unknown flag.
+ * 2,000 / 300 ms, ADR-0159), `DISPLAY`, and for sign-in ceremonies (ADR-0164):
+ * `HOST_SITE_DEFINITIONS` (path of a site verification catalog file, JSON
+ * `{definitions: [...]}`, read and validated now; default none: the built-in catalog is empty),
+ * `HOST_EDGE_URL` (base URL of the edge, e.g. http://127.0.0.1:8787, for ceremony event
+ * callbacks; default none: the edge asks `ceremony.status`), `HOST_PERSON_DEBUGGING=1` (default
+ * off: a loopback DevTools port per profile browser, for the scripted person of tests and demos)
+ * and `HOST_CEREMONY_POLL_MS` (default 1,000 ms, 100-60,000).
+ * @throws ConfigError naming every invalid variable or unknown flag, or a catalog file that cannot
+ *   be read or does not validate.
  */
 export function parseHostConfig(
   env: Readonly<Record<string, string | undefined>>,
@@ -110,6 +141,15 @@ export function parseHostConfig(
   ];
   if (!parsed.success || problems.length > 0) throw new ConfigError(`invalid browser-host configuration: ${problems.join('; ')}`);
   const e = parsed.data;
+  let siteDefinitions: readonly SiteVerificationDefinition[] = BUILT_IN_SITE_DEFINITIONS;
+  if (e.HOST_SITE_DEFINITIONS !== undefined) {
+    try {
+      siteDefinitions = [...BUILT_IN_SITE_DEFINITIONS, ...readSiteCatalog(path.resolve(cwd, e.HOST_SITE_DEFINITIONS))];
+    } catch (error) {
+      if (!(error instanceof SiteCatalogError)) throw error;
+      throw new ConfigError(`invalid browser-host configuration: HOST_SITE_DEFINITIONS ${error.message}`);
+    }
+  }
   return {
     port: e.HOST_PORT,
     bind: e.HOST_BIND,
@@ -125,5 +165,9 @@ export function parseHostConfig(
     launchTimeoutMs: 30_000,
     window: { maxNodes: e.HOST_WINDOW_MAX_NODES, maxBytes: e.HOST_WINDOW_MAX_BYTES },
     settle: { ...DEFAULT_SETTLE_CONFIG, budgetMs: e.HOST_SETTLE_BUDGET_MS, quietMs: e.HOST_SETTLE_QUIET_MS },
+    siteDefinitions,
+    edgeUrl: e.HOST_EDGE_URL,
+    personDebugging: e.HOST_PERSON_DEBUGGING,
+    ceremonyPollMs: e.HOST_CEREMONY_POLL_MS,
   };
 }

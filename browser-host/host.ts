@@ -1,5 +1,6 @@
 import type { HostStatus } from '../shared/protocol.ts';
 import { Admission } from './admission.ts';
+import { Ceremonies } from './ceremony.ts';
 import type { HostConfig } from './config.ts';
 import { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';
@@ -9,6 +10,8 @@ import { ObservationLog } from './observation-log.ts';
 import { methodHandlers } from './methods.ts';
 import { ProfileBrowser } from './profile-browser.ts';
 import { startWireServer, type WireServer } from './server.ts';
+import { SiteCatalog } from './site-verification/catalog.ts';
+import { SessionVerifier } from './site-verification/verify.ts';
 
 /** A running browser host. */
 export interface BrowserHost {
@@ -17,9 +20,12 @@ export interface BrowserHost {
   readonly port: number;
   /** The Xvfb display the host started (headed without `DISPLAY`), e.g. `:99`; else undefined. */
   readonly display: VirtualDisplay | undefined;
-  /** Counts of browsers, leases and waiters, as `host.status` answers. */
+  /** Counts of browsers, leases, waiters, verification loads and ceremonies, as `host.status` answers. */
   status(): HostStatus;
-  /** Stops serving, ends every lease, closes every browser and stops Xvfb. Idempotent. */
+  /**
+   * Stops serving, ends every ceremony (no more event deliveries) and every lease, closes every
+   * browser and stops Xvfb. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -29,7 +35,9 @@ const DISPLAY_START_MS = 10_000;
 /**
  * Starts a browser host: an Xvfb display when headed and no `DISPLAY` is configured, admission
  * (at most `config.maxBrowsers` browsers), the lease table and the wire server on
- * `config.bind:config.port`. Browsers start lazily, on `lease.acquire`.
+ * `config.bind:config.port`, with sign-in detection, session verification and ceremonies over the
+ * configured site definitions (ADR-0164). Browsers start lazily, on `lease.acquire` or
+ * `ceremony.begin`.
  * @throws HostError('host_unavailable') when Xvfb cannot start; Error when the port cannot be
  *   bound. Whatever had started is stopped again before it throws.
  */
@@ -48,6 +56,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     headless: config.headless,
     display: display?.name ?? config.display,
     profilesDir: config.profilesDir,
+    personDebugging: config.personDebugging,
   };
   // Revisions continue across relaunches of a profile's browser, and across restarts of the host:
   // a fresh host starts counting at its start time in ms, above anything an earlier host issued
@@ -72,6 +81,19 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
   });
   const leases: LeaseTable = new LeaseTable({ onEnded: (lease) => admission.release(lease.profile_id) });
   const observations = new ObservationLog();
+  const catalog = new SiteCatalog(config.siteDefinitions);
+  const verifier = new SessionVerifier({ admission, catalog, launchOptions, profilesDir: config.profilesDir, reserveWaitMs: config.admissionWaitMs });
+  const ceremonies = new Ceremonies({
+    hostId: config.hostId,
+    sharedSecret: config.sharedSecret,
+    edgeUrl: config.edgeUrl,
+    pollMs: config.ceremonyPollMs,
+    admissionWaitMs: config.admissionWaitMs,
+    admission,
+    leases,
+    verifier,
+    catalog,
+  });
   const status = (): HostStatus => ({
     host_id: config.hostId,
     browsers: admission.browsers,
@@ -80,8 +102,10 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     waiting: admission.waiting,
     headless: config.headless,
     ...observations.view(),
+    verification_loads: admission.reservedLoads,
+    ceremonies_open: ceremonies.open,
   });
-  const handlers = methodHandlers({ config, admission, leases, cursors: new ContinuationCursors(config.sharedSecret), observations, status });
+  const handlers = methodHandlers({ config, admission, leases, cursors: new ContinuationCursors(config.sharedSecret), observations, status, catalog, ceremonies });
 
   let server: WireServer;
   try {
@@ -100,8 +124,11 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     close: () =>
       (closing ??= (async () => {
         await server.close();
+        // Ceremonies stop at once; their clean-up may need admission to let go of its waiters.
+        const ceremoniesClosed = ceremonies.close();
         leases.clear();
         await admission.closeAll();
+        await ceremoniesClosed;
         await display?.close();
       })()),
   };

@@ -1,15 +1,18 @@
 import type { HostMethod, HostParams, HostResult, HostStatus } from '../shared/protocol.ts';
 import type { Admission } from './admission.ts';
 import { actOnPage } from './actions.ts';
+import { captureRevision } from './capture.ts';
+import type { Ceremonies } from './ceremony.ts';
 import type { HostConfig } from './config.ts';
 import type { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
 import type { LeaseTable } from './lease.ts';
 import { navigatePage } from './navigation.ts';
-import { continueObservation, observationOf, observeAfresh, type ObservationContext } from './observation.ts';
+import { continueObservation, hostObservationOf, NOT_WAITED, type ObservationContext } from './observation.ts';
 import type { ObservationLog } from './observation-log.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
+import type { SiteCatalog } from './site-verification/catalog.ts';
 
 /** The services the method handlers call; built once per host. */
 export interface HostServices {
@@ -21,6 +24,10 @@ export interface HostServices {
   readonly observations: ObservationLog;
   /** What `host.status` answers. */
   readonly status: () => HostStatus;
+  /** The enabled site verification definitions (sign-in signals). */
+  readonly catalog: SiteCatalog;
+  /** Sign-in ceremonies (ADR-0164). */
+  readonly ceremonies: Ceremonies;
 }
 
 /** One handler per wire method, taking params already parsed by the method's schema. */
@@ -37,13 +44,17 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   open and idle.
  * - `page.navigate`, `page.act`, plain `page.observe`: `lease_lost` unless live (checked before
  *   and again when the operation's turn comes), then serialized per page and bounded by
- *   `timeout_ms`; see {@link navigatePage}, {@link actOnPage}, {@link observeAfresh}.
+ *   `timeout_ms`; see {@link navigatePage}, {@link actOnPage} and, for a plain observe,
+ *   {@link captureRevision} (`not_waited`). Each answers a full capture's first window with the
+ *   wire-only `sign_in` signal when the page asks for sign-in ({@link hostObservationOf}).
  * - `page.observe {continuation}`: `lease_lost` unless live; served from the cached revision
- *   without waiting for the page (see {@link continueObservation}).
- * - `host.status`: counts of browsers, leases, waiters and fresh observe captures.
+ *   without waiting for the page (see {@link continueObservation}); never a sign-in signal.
+ * - `host.status`: counts of browsers, leases, waiters, fresh observe captures, reserved
+ *   verification loads and open ceremonies.
+ * - `ceremony.begin`, `ceremony.status`, `ceremony.end`: see {@link Ceremonies}.
  */
 export function methodHandlers(services: HostServices): MethodHandlers {
-  const { config, admission, leases, cursors } = services;
+  const { config, admission, leases, cursors, catalog, ceremonies } = services;
 
   /** The live lease's browser. @throws HostError('lease_lost') */
   const leasedBrowser = (leaseId: string): ProfileBrowser => {
@@ -81,21 +92,26 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),
     'page.navigate': ({ lease_id, url, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
-        observationOf(await navigatePage(deadline, browser, url, config.settle), 0, context),
+        hostObservationOf(deadline, browser, await navigatePage(deadline, browser, url, config.settle), context, catalog),
       ),
     'page.observe': async ({ lease_id, continuation, timeout_ms }) => {
       if (continuation !== undefined) {
         return continueObservation(leasedBrowser(lease_id), continuation, { caps: config.window, cursors, leaseId: lease_id });
       }
       const receivedAt = Date.now();
-      const observation = await onLeasedPage(lease_id, timeout_ms, (deadline, browser, context) => observeAfresh(deadline, browser, context));
+      const observation = await onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
+        hostObservationOf(deadline, browser, await captureRevision(deadline, browser, NOT_WAITED), context, catalog),
+      );
       services.observations.record(receivedAt);
       return observation;
     },
     'page.act': ({ lease_id, action, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
-        observationOf(await actOnPage(deadline, browser, action, config.settle, () => void leases.check(lease_id)), 0, context),
+        hostObservationOf(deadline, browser, await actOnPage(deadline, browser, action, config.settle, () => void leases.check(lease_id)), context, catalog),
       ),
     'host.status': async () => services.status(),
+    'ceremony.begin': (params) => ceremonies.begin(params),
+    'ceremony.status': ({ ceremony_id }) => ceremonies.status(ceremony_id),
+    'ceremony.end': async ({ ceremony_id }) => ({ ended: ceremonies.end(ceremony_id) }),
   };
 }

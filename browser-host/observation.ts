@@ -1,10 +1,12 @@
+import type { HostObservation } from '../shared/authentication.ts';
 import type { Observation, SettleReport } from '../shared/observation.ts';
-import { captureRevision } from './capture.ts';
 import type { WindowCaps } from './config.ts';
 import type { ContinuationCursors } from './continuation-cursor.ts';
 import type { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import type { SiteCatalog } from './site-verification/catalog.ts';
+import { signInSignal } from './site-verification/sign-in-signal.ts';
 import { sliceWindow } from './snapshot-window.ts';
 
 /** What shaping an observation for one lease needs: the window caps and the cursor sealer. */
@@ -45,13 +47,22 @@ export function observationOf(captured: CapturedRevision, start: number, context
 }
 
 /**
- * A plain `page.observe`: a fresh full capture (the page's next revision) reported as
- * `not_waited`, first window.
- * @throws HostError('deadline_exceeded' | 'page_changed') from {@link captureRevision}.
+ * The wire observation of a full capture (navigate, act, plain observe): its first window plus,
+ * when the page asks for sign-in, the `sign_in` signal (see {@link signInSignal}; bounded by the
+ * operation's deadline, and a check that fails simply adds no signal). Continuation reads never
+ * carry the signal.
  */
-export async function observeAfresh(deadline: Deadline, browser: ProfileBrowser, context: ObservationContext): Promise<Observation> {
-  const captured = await captureRevision(deadline, browser, NOT_WAITED);
-  return observationOf(captured, 0, context);
+export async function hostObservationOf(
+  deadline: Deadline,
+  browser: ProfileBrowser,
+  captured: CapturedRevision,
+  context: ObservationContext,
+  catalog: SiteCatalog,
+): Promise<HostObservation> {
+  const observation = observationOf(captured, 0, context);
+  const page = browser.openPage;
+  const signal = page === undefined ? undefined : await signInSignal(deadline, page, captured, catalog).catch(() => undefined);
+  return signal === undefined ? observation : { ...observation, sign_in: signal };
 }
 
 /**

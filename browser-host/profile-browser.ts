@@ -113,6 +113,31 @@ export class ProfileBrowser {
     }
   }
 
+  /** The page operations drive, if it is open; never opens one (see {@link page}). */
+  get openPage(): Page | undefined {
+    return this.#page && !this.#page.isClosed() ? this.#page : undefined;
+  }
+
+  /**
+   * A new page in this profile's context for a temporary load (a verification's protected load,
+   * ADR-0164), apart from the page operations drive; dialogs on it are dismissed. The caller
+   * closes it.
+   * @throws HostError('page_changed') when the browser is gone or the page cannot be opened in time.
+   */
+  async temporaryPage(deadline: Deadline): Promise<Page> {
+    if (this.closed) throw new HostError('page_changed', 'the browser was closed');
+    const opening = this.#context.newPage();
+    try {
+      const page = await deadline.race(opening);
+      page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
+      return page;
+    } catch (error) {
+      // A page that opens after the race was lost is closed, never left behind.
+      void opening.then((late) => late.close()).catch(() => {});
+      throw new HostError('page_changed', `could not open a temporary page: ${firstLineOf(error)}`);
+    }
+  }
+
   /** The latest full capture's revision (0 before the first). */
   get revision(): number {
     return this.#revision;

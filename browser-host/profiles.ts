@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { ProfileId } from '../shared/protocol.ts';
@@ -26,6 +27,20 @@ export interface LaunchOptions {
   /** `DISPLAY` for headed Chromium; ignored when headless. */
   readonly display: string | undefined;
   readonly profilesDir: string;
+  /**
+   * Give the profile's Chromium a loopback DevTools port (`--remote-debugging-port=0`; Chromium
+   * writes the port to `DevToolsActivePort` in the user-data directory) for a scripted person in
+   * tests and demos (`HOST_PERSON_DEBUGGING`). Never for control loads.
+   */
+  readonly personDebugging?: boolean;
+}
+
+/** The environment Chromium (and every page's renderer) gets: the host's, minus its secret. */
+function chromiumEnv(options: LaunchOptions, headless: boolean): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'HOST_SHARED_SECRET') env[key] = value;
+  if (!headless && options.display !== undefined) env.DISPLAY = options.display;
+  return env;
 }
 
 /**
@@ -48,18 +63,14 @@ export async function profileDirectory(profilesDir: string, profileId: string): 
  */
 export async function launchProfileContext(deadline: Deadline, profileId: string, options: LaunchOptions): Promise<BrowserContext> {
   const userDataDir = await profileDirectory(options.profilesDir, profileId);
-  // Chromium (and every page's renderer) gets the host's environment minus its secret.
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'HOST_SHARED_SECRET') env[key] = value;
-  if (!options.headless && options.display !== undefined) env.DISPLAY = options.display;
   // Playwright's own launch timeout, not a race: a race lost just before a late success would
   // leave a browser running that nobody owns.
   try {
     return await chromium.launchPersistentContext(userDataDir, {
       executablePath: options.chromiumPath,
       headless: options.headless,
-      args: [...CHROMIUM_ARGS],
-      env,
+      args: options.personDebugging === true ? [...CHROMIUM_ARGS, '--remote-debugging-port=0'] : [...CHROMIUM_ARGS],
+      env: chromiumEnv(options, options.headless),
       // A page must not be able to write files onto the host's disk.
       acceptDownloads: false,
       timeout: Math.max(1, deadline.remainingMs()),
@@ -67,4 +78,45 @@ export async function launchProfileContext(deadline: Deadline, profileId: string
   } catch (error) {
     throw new HostError('host_unavailable', `Chromium for profile ${profileId} did not start: ${firstLineOf(error)}`, { cause: error });
   }
+}
+
+/** A clean, temporary browser for a differential control load, and how to get rid of it. */
+export interface ControlBrowser {
+  readonly context: BrowserContext;
+  /** Closes Chromium and deletes its temporary user-data directory; never throws. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Launches a clean control browser (ADR-0164, unknown sites): a fresh Chromium with the same flags
+ * as the profiles' and a fresh temporary user-data directory, headless (control loads may read
+ * login pages in any launch mode), no DevTools port.
+ * @throws HostError('host_unavailable') when it does not start before the deadline (its
+ *   directory is deleted again).
+ */
+export async function launchControlBrowser(deadline: Deadline, options: LaunchOptions): Promise<ControlBrowser> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'host-control-'));
+  let context: BrowserContext;
+  try {
+    context = await chromium.launchPersistentContext(dir, {
+      executablePath: options.chromiumPath,
+      headless: true,
+      args: [...CHROMIUM_ARGS],
+      env: chromiumEnv(options, true),
+      acceptDownloads: false,
+      timeout: Math.max(1, deadline.remainingMs()),
+    });
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+    throw new HostError('host_unavailable', `the control browser did not start: ${firstLineOf(error)}`, { cause: error });
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    context,
+    close: () =>
+      (closing ??= (async () => {
+        await context.close().catch(() => {});
+        await rm(dir, { recursive: true, force: true }).catch(() => {});
+      })()),
+  };
 }

@@ -38,7 +38,7 @@ describe('the wire', () => {
     expect(await client.request('host.status', {}, { kind: 'token', token: farFuture })).toMatchObject({ error: { code: 'unauthorized_frame' } });
 
     const status = await client.call('host.status', {});
-    expect(status).toEqual({ host_id: 'host-test', browsers: 0, max_browsers: 3, leases: 0, waiting: 0, headless: true, observations_served: 0, recent_observations_ms: [] });
+    expect(status).toEqual({ host_id: 'host-test', browsers: 0, max_browsers: 3, leases: 0, waiting: 0, headless: true, observations_served: 0, recent_observations_ms: [], verification_loads: 0, ceremonies_open: 0 });
   });
 
   test('an unknown method answers unknown_method', async ({ client }) => {

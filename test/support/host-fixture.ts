@@ -31,6 +31,10 @@ export function testHostConfig(profilesDir: string, overrides: Partial<HostConfi
     launchTimeoutMs: 30_000,
     window: DEFAULT_WINDOW_CAPS,
     settle: DEFAULT_SETTLE_CONFIG,
+    siteDefinitions: [],
+    edgeUrl: undefined,
+    personDebugging: false,
+    ceremonyPollMs: 1_000,
     ...overrides,
   };
 }

@@ -1,0 +1,421 @@
+import { randomBytes } from 'node:crypto';
+import {
+  signCeremonyEvent,
+  type CeremonyEventClaims,
+  type CeremonyOutcome,
+  type CeremonyState,
+} from '../shared/authentication.ts';
+import type { HostParams, HostResult } from '../shared/protocol.ts';
+import type { Admission } from './admission.ts';
+import { deliverCeremonyEvent } from './ceremony-delivery.ts';
+import { Deadline } from './deadline.ts';
+import { HostError } from './host-error.ts';
+import type { LeaseTable } from './lease.ts';
+import type { ProfileBrowser } from './profile-browser.ts';
+import type { SiteCatalog } from './site-verification/catalog.ts';
+import { httpOrigin, passwordFieldVisible } from './site-verification/sign-in-signal.ts';
+import type { SessionVerifier, VerificationResult } from './site-verification/verify.ts';
+
+type BeginParams = HostParams<'ceremony.begin'>;
+type CeremonyAnswer = HostResult<'ceremony.begin'>;
+
+/** Ceremony records kept in memory; the oldest finished ones are forgotten first. */
+const MAX_RECORDS = 256;
+/** Highest generations remembered per profile and origin (to refuse stale begins). */
+const MAX_GENERATIONS = 4_096;
+/** Longest the session check of a begin may take, in ms (lock, reservation, loads, cleanup). */
+const INITIAL_CHECK_MS = 20_000;
+/** Longest one verification during polling may take, in ms. */
+const VERIFY_MS = 30_000;
+/** Longest showing the sign-in page may take, in ms. */
+const SHOW_SIGN_IN_MS = 10_000;
+/** Longest reading the surface (URL, password field) may take, in ms. */
+const SURFACE_READ_MS = 2_000;
+/** A surface already verified without an outcome is verified again after this long, in ms. */
+const RECHECK_MS = 5_000;
+/** Longest host shutdown waits for ceremonies and deliveries to wind down, in ms. */
+const CLOSE_MS = 15_000;
+
+/** What ceremonies work with. */
+export interface CeremonyServices {
+  readonly hostId: string;
+  /** Signs the outcome events (the wire's shared secret). */
+  readonly sharedSecret: string;
+  /** Base URL of the edge for event callbacks; undefined: no callbacks. */
+  readonly edgeUrl: string | undefined;
+  /** Spacing of surface polls, in ms. */
+  readonly pollMs: number;
+  /** How long a begin waits to hold the profile, in ms. */
+  readonly admissionWaitMs: number;
+  readonly admission: Admission;
+  readonly leases: LeaseTable;
+  readonly verifier: SessionVerifier;
+  readonly catalog: SiteCatalog;
+}
+
+interface Ceremony {
+  readonly params: BeginParams;
+  state: CeremonyState;
+  /** The outcome event's claims, set once when the ceremony reaches a final outcome. */
+  claims: CeremonyEventClaims | undefined;
+  /** Ends at `timeout_ms`; disposed (aborting everything under it) when the ceremony ends. */
+  readonly life: Deadline;
+  /** The browser admission gave this ceremony, while it holds the profile. */
+  hold: ProfileBrowser | undefined;
+  /** How the latest verification was made. */
+  method: 'definition' | 'differential' | 'none';
+  /** The surface URL last verified, and when (epoch ms). */
+  checkedUrl: string | undefined;
+  checkedAt: number;
+  /** The polling loop, once started. */
+  loop: Promise<void> | undefined;
+}
+
+/**
+ * Sign-in ceremonies (ADR-0164 parts 2-3; shared/authentication.ts `CEREMONY_METHODS`): the
+ * owner's native sign-in in the profile's headed browser, verified by the host and reported as a
+ * signed outcome event. Records live in memory (at most 256; a restarted host answers `unknown`).
+ *
+ * A ceremony holds its profile through admission, like a lease, from `begin` until its final
+ * outcome, so no agent lease is granted while the person signs in; the browser stays open after.
+ * Final outcomes: `verified`, `account_mismatch`, `not_verified` (at `timeout_ms`) and `ended`
+ * (`ceremony.end`, a newer ceremony on the profile, a stale generation). `challenge` is a state,
+ * not an outcome: polling goes on, the person may still pass it.
+ */
+export class Ceremonies {
+  readonly #services: CeremonyServices;
+  readonly #records = new Map<string, Ceremony>();
+  readonly #generations = new Map<string, number>();
+  /** Deliveries and begins in flight, which shutdown waits for. */
+  readonly #work = new Set<Promise<void>>();
+  readonly #closing = new AbortController();
+
+  constructor(services: CeremonyServices) {
+    this.#services = services;
+  }
+
+  /** Ceremonies waiting for a person or being verified. */
+  get open(): number {
+    let open = 0;
+    for (const record of this.#records.values()) if (record.claims === undefined) open += 1;
+    return open;
+  }
+
+  /**
+   * `ceremony.begin`. A known `ceremony_id` answers its current state. Otherwise: a generation
+   * older than one already begun for the profile and origin is fenced at once (`ended`); a newer
+   * one ends any open ceremony on the profile. Then any live lease on the profile is interrupted
+   * (its next command fails `lease_lost`), the profile is held through admission (ahead of agents
+   * waiting for it), and the profile's session is verified first: `verified` (or
+   * `account_mismatch`) answers at once with the event, without showing the sign-in page (valid
+   * sessions are reused). Otherwise the profile's page shows `sign_in_url`, the answer is
+   * `awaiting_person` (or `challenge`), and the surface is polled every `pollMs` until an
+   * outcome or `timeout_ms`.
+   * @throws HostError('invalid_params') when the URLs are not http(s) URLs of `origin`, or the id
+   *   is known with other parameters; HostError('admission_full' | 'host_unavailable') when the
+   *   profile cannot be held (no ceremony is recorded then).
+   */
+  begin(params: BeginParams): Promise<CeremonyAnswer> {
+    if (this.#closing.signal.aborted) return Promise.reject(new HostError('host_unavailable', 'the host is shutting down'));
+    // Tracked, so shutdown waits for a begin's session check to clean up after itself.
+    const beginning = this.#begin(params);
+    const tracked = beginning.then(() => {}, () => {});
+    this.#work.add(tracked);
+    void tracked.finally(() => this.#work.delete(tracked));
+    return beginning;
+  }
+
+  async #begin(params: BeginParams): Promise<CeremonyAnswer> {
+    const known = this.#records.get(params.ceremony_id);
+    if (known !== undefined) {
+      const same = known.params.profile_id === params.profile_id && known.params.origin === params.origin && known.params.generation === params.generation;
+      if (!same) throw new HostError('invalid_params', 'ceremony_id: already begun for another profile, origin or generation');
+      return this.#answer(known);
+    }
+    checkSameOrigin(params.sign_in_url, params.origin, 'sign_in_url');
+    checkSameOrigin(params.protected_url, params.origin, 'protected_url');
+
+    const record: Ceremony = {
+      params,
+      state: 'verifying',
+      claims: undefined,
+      life: Deadline.after(params.timeout_ms),
+      hold: undefined,
+      method: 'none',
+      checkedUrl: undefined,
+      checkedAt: 0,
+      loop: undefined,
+    };
+    this.#records.set(params.ceremony_id, record);
+    this.#prune();
+
+    const generationKey = `${params.profile_id} ${params.origin.toLowerCase()}`;
+    const highest = this.#generations.get(generationKey) ?? 0;
+    if (params.generation < highest) {
+      this.#finish(record, 'ended');
+      return this.#answer(record);
+    }
+    this.#generations.delete(generationKey);
+    this.#generations.set(generationKey, params.generation);
+    if (this.#generations.size > MAX_GENERATIONS) this.#generations.delete(this.#generations.keys().next().value as string);
+
+    // Ask for the profile first, ahead of agents, then free it: the older ceremony and any lease.
+    const admitted = this.#services.admission.admit(params.profile_id, this.#services.admissionWaitMs, { first: true });
+    for (const other of this.#records.values()) {
+      if (other !== record && other.claims === undefined && other.params.profile_id === params.profile_id) this.#finish(other, 'ended');
+    }
+    this.#services.leases.interruptProfile(params.profile_id);
+    let browser: ProfileBrowser;
+    try {
+      browser = await admitted;
+    } catch (error) {
+      record.life.dispose();
+      this.#records.delete(params.ceremony_id);
+      throw error;
+    }
+    if (record.claims !== undefined) {
+      this.#services.admission.release(params.profile_id);
+      return this.#answer(record);
+    }
+    record.hold = browser;
+
+    const check = await this.#verify(record, browser, INITIAL_CHECK_MS);
+    if (check?.outcome === 'verified' || check?.outcome === 'account_mismatch') {
+      this.#finish(record, check.outcome, check);
+      return this.#answer(record);
+    }
+    await this.#showSignIn(record, browser);
+    if (record.claims === undefined && record.life.expired) this.#finish(record, 'not_verified');
+    if (record.claims === undefined) {
+      record.state = check?.outcome === 'challenge' ? 'challenge' : 'awaiting_person';
+      record.loop = this.#poll(record);
+    }
+    return this.#answer(record);
+  }
+
+  /** `ceremony.status`: the state and, once final, the event signed afresh (same claims, same id). */
+  async status(ceremonyId: string): Promise<CeremonyAnswer> {
+    const record = this.#records.get(ceremonyId);
+    if (record === undefined) return { ceremony_id: ceremonyId, state: 'unknown' };
+    return this.#answer(record);
+  }
+
+  /** `ceremony.end`: ends an open ceremony (`ended`); false when unknown or already over. */
+  end(ceremonyId: string): boolean {
+    const record = this.#records.get(ceremonyId);
+    if (record === undefined || record.claims !== undefined) return false;
+    this.#finish(record, 'ended');
+    return true;
+  }
+
+  /**
+   * Host shutdown: at once (before the returned promise settles), every open ceremony ends as
+   * `ended` without a delivery, and polling, verifications and pending deliveries are told to
+   * stop; the promise resolves when they have wound down (at most 15 s). The caller closes
+   * admission meanwhile, so nothing waits for a browser. Idempotent.
+   */
+  async close(): Promise<void> {
+    this.#closing.abort();
+    const loops: Promise<void>[] = [];
+    for (const record of this.#records.values()) {
+      if (record.claims === undefined) this.#finish(record, 'ended');
+      if (record.loop !== undefined) loops.push(record.loop);
+    }
+    const grace = Deadline.after(CLOSE_MS);
+    try {
+      await grace.race(Promise.all([...loops, ...this.#work]));
+    } catch {
+      // Whatever still runs is cut off by the browsers closing.
+    } finally {
+      grace.dispose();
+    }
+  }
+
+  /** Polls the person's surface until a final outcome; never throws. */
+  async #poll(record: Ceremony): Promise<void> {
+    const { pollMs } = this.#services;
+    while (record.claims === undefined) {
+      await pause(record.life, pollMs);
+      if (record.claims !== undefined) return;
+      if (record.life.expired) {
+        this.#finish(record, 'not_verified');
+        return;
+      }
+      const browser = await this.#surface(record);
+      if (browser === undefined || record.claims !== undefined) continue;
+      const surface = await this.#readSurface(record, browser);
+      if (surface === undefined) continue;
+      if (surface.url === record.checkedUrl && Date.now() - record.checkedAt < RECHECK_MS) continue;
+      record.checkedUrl = surface.url;
+      record.checkedAt = Date.now();
+      if (record.state === 'awaiting_person') record.state = 'verifying';
+      const result = await this.#verify(record, browser, VERIFY_MS);
+      if (record.claims !== undefined) return;
+      if (result?.outcome === 'verified' || result?.outcome === 'account_mismatch') {
+        this.#finish(record, result.outcome, result);
+        return;
+      }
+      if (result?.outcome === 'challenge') record.state = 'challenge';
+      else if (record.state === 'verifying' || result !== undefined) record.state = 'awaiting_person';
+    }
+  }
+
+  /**
+   * The URL of the person's page when it is on the ceremony's origin and no longer on a sign-in
+   * page (not the sign-in path, no visible password field); undefined while the person is still
+   * signing in, elsewhere, or the surface cannot be read.
+   */
+  async #readSurface(record: Ceremony, browser: ProfileBrowser): Promise<{ url: string } | undefined> {
+    const read = record.life.child(SURFACE_READ_MS);
+    try {
+      const page = await browser.page(read);
+      const url = page.url();
+      if (url === 'about:blank') {
+        // The person closed the sign-in tab: show the sign-in page again.
+        await this.#showSignIn(record, browser);
+        return undefined;
+      }
+      if (httpOrigin(url) !== record.params.origin.toLowerCase()) return undefined;
+      const signInPath = this.#services.catalog.forOrigin(record.params.origin)?.sign_in_path ?? new URL(record.params.sign_in_url).pathname;
+      if (new URL(url).pathname === signInPath) return undefined;
+      if ((await passwordFieldVisible(read, page)) !== false) return undefined;
+      return { url };
+    } catch {
+      return undefined;
+    } finally {
+      read.dispose();
+    }
+  }
+
+  /**
+   * The browser the ceremony holds; when it went away (crashed, closed by the person), the profile
+   * is held again (relaunched) and shows the sign-in page. Undefined when that is not possible now.
+   */
+  async #surface(record: Ceremony): Promise<ProfileBrowser | undefined> {
+    const { admission } = this.#services;
+    const current = admission.browserOf(record.params.profile_id);
+    if (record.hold !== undefined && current === record.hold && !current.closed) return current;
+    record.hold = undefined;
+    let browser: ProfileBrowser;
+    try {
+      browser = await admission.admit(record.params.profile_id, Math.min(this.#services.admissionWaitMs, record.life.remainingMs()), { first: true });
+    } catch {
+      return undefined;
+    }
+    if (record.claims !== undefined) {
+      admission.release(record.params.profile_id);
+      return undefined;
+    }
+    record.hold = browser;
+    await this.#showSignIn(record, browser);
+    return browser;
+  }
+
+  /** Shows `sign_in_url` in the profile's page (the headed window); failures are left to polling. */
+  async #showSignIn(record: Ceremony, browser: ProfileBrowser): Promise<void> {
+    const show = record.life.child(SHOW_SIGN_IN_MS);
+    try {
+      await browser.lock.run(show, async () => {
+        const page = await browser.page(show);
+        browser.invalidate('a person took the page over for sign-in');
+        await show.race(page.goto(record.params.sign_in_url, { waitUntil: 'domcontentloaded', timeout: Math.max(1, show.remainingMs()) }));
+      });
+    } catch {
+      // The site may be down or slow; the person still sees the window, and polling goes on.
+    } finally {
+      show.dispose();
+    }
+  }
+
+  /** One verification within `ms` of the ceremony's time; undefined when it could not be made. */
+  async #verify(record: Ceremony, browser: ProfileBrowser, ms: number): Promise<VerificationResult | undefined> {
+    const deadline = record.life.child(ms);
+    try {
+      const result = await this.#services.verifier.verify(deadline, browser, record.params.origin, record.params.protected_url);
+      record.method = result.method;
+      return result;
+    } catch (error) {
+      process.stderr.write(`browser-host: ceremony ${record.params.ceremony_id}: no verification this time: ${error instanceof Error ? error.message : String(error)}\n`);
+      return undefined;
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /**
+   * Gives the ceremony its final outcome, once: the event claims (stable `event_id`), the hold on
+   * the profile released (the browser stays open), everything under the ceremony's deadline
+   * aborted, and the event delivered to the edge in the background.
+   */
+  #finish(record: Ceremony, outcome: CeremonyOutcome, result?: VerificationResult): void {
+    if (record.claims !== undefined) return;
+    const { params } = record;
+    const definition = result?.definition ?? definitionRef(this.#services.catalog, params.origin);
+    record.claims = {
+      event_id: `cev_${randomBytes(16).toString('base64url')}`,
+      ceremony_id: params.ceremony_id,
+      host_id: this.#services.hostId,
+      profile_id: params.profile_id,
+      origin: params.origin,
+      generation: params.generation,
+      outcome,
+      method: result?.method ?? record.method,
+      ...(definition !== undefined ? { definition } : {}),
+      ...(result?.account_sha256 !== undefined ? { account_sha256: result.account_sha256 } : {}),
+      decided_at_ms: Date.now(),
+    };
+    record.state = outcome;
+    record.life.dispose();
+    const { admission } = this.#services;
+    if (record.hold !== undefined && admission.browserOf(params.profile_id) === record.hold) admission.release(params.profile_id);
+    record.hold = undefined;
+    if (!this.#closing.signal.aborted && this.#services.edgeUrl !== undefined) this.#deliver(this.#services.edgeUrl, record.claims);
+    this.#prune();
+  }
+
+  #deliver(edgeUrl: string, claims: CeremonyEventClaims): void {
+    const delivery = deliverCeremonyEvent(edgeUrl, this.#services.sharedSecret, claims, this.#closing.signal);
+    this.#work.add(delivery);
+    void delivery.finally(() => this.#work.delete(delivery));
+  }
+
+  async #answer(record: Ceremony): Promise<CeremonyAnswer> {
+    const answer: CeremonyAnswer = { ceremony_id: record.params.ceremony_id, state: record.state };
+    if (record.claims !== undefined) answer.event = await signCeremonyEvent(this.#services.sharedSecret, record.claims);
+    return answer;
+  }
+
+  /** Forgets the oldest finished records beyond {@link MAX_RECORDS}. */
+  #prune(): void {
+    let excess = this.#records.size - MAX_RECORDS;
+    for (const [id, record] of this.#records) {
+      if (excess <= 0) return;
+      if (record.claims === undefined) continue;
+      this.#records.delete(id);
+      excess -= 1;
+    }
+  }
+}
+
+function definitionRef(catalog: SiteCatalog, origin: string): { id: string; version: number } | undefined {
+  const definition = catalog.forOrigin(origin);
+  return definition === undefined ? undefined : { id: definition.id, version: definition.version };
+}
+
+/** @throws HostError('invalid_params') unless `url` is an http(s) URL of `origin`. */
+function checkSameOrigin(url: string, origin: string, field: string): void {
+  if (httpOrigin(url) !== origin.toLowerCase()) throw new HostError('invalid_params', `${field}: must be an http(s) URL of ${origin}`);
+}
+
+/** Waits `ms`, or less when `life` ends first. */
+async function pause(life: Deadline, ms: number): Promise<void> {
+  const wait = life.child(ms);
+  try {
+    await new Promise<void>((resolve) => {
+      if (wait.signal.aborted) resolve();
+      else wait.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  } finally {
+    wait.dispose();
+  }
+}
