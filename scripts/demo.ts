@@ -1,10 +1,15 @@
 /**
  * `npm run demo`: after scripts/setup.mjs, starts the browser host (headed under Xvfb) and
  * `wrangler dev` on loopback, runs the scripted demo agent against the real TodoMVC app over
- * HTTP, prints a transcript and the run's rows read back from D1, shuts everything down, and
- * exits 0 (1 when any step failed).
+ * HTTP, prints a transcript and the run's rows read back from D1; then a sign-in episode against
+ * the account fixture site (the run parks, a scripted person signs in in the headed window, the
+ * run resumes by itself) with its timeline; shuts everything down, and exits 0 (1 when any step
+ * failed). The host runs with the shipped, empty site catalog: the sign-in is verified by the
+ * differential check for unknown sites.
  */
+import { type AccountSite, startAccountSite } from './account-site.ts';
 import { type LocalStack, startLocalStack } from './local-stack.ts';
+import { runSignInJourney } from './sign-in-journey.ts';
 import { runTodoJourney } from './todo-journey.ts';
 import { describeStep, table } from './transcript.ts';
 
@@ -12,10 +17,17 @@ import { describeStep, table } from './transcript.ts';
 const isoOf = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
 
 let stack: LocalStack | undefined;
+let accounts: AccountSite | undefined;
 let exitCode = 0;
 try {
   console.log('Starting the browser host (headed Chromium under Xvfb) and the edge (wrangler dev, local D1)...');
-  stack = await startLocalStack({ database: 'default', headless: process.env.HOST_HEADLESS === '1' });
+  accounts = await startAccountSite();
+  stack = await startLocalStack({
+    database: 'default',
+    headless: process.env.HOST_HEADLESS === '1',
+    // Lets scripts/person-at-browser.ts act as the person at the headed window; never in production.
+    hostVars: { HOST_PERSON_DEBUGGING: '1' },
+  });
   console.log(`  edge ${stack.edgeUrl} · host ${stack.hostUrl} · TodoMVC ${stack.todoUrl}\n`);
 
   let index = 0;
@@ -34,12 +46,25 @@ try {
     console.log(`\n  ${name}`);
     console.log(table(rows ?? []));
   }
-  console.log('\nDemo finished: the bounded scroll ran without asking; every other act waited for the owner and was dispatched exactly once.');
+
+  console.log(`\nA sign-in episode on the account site ${accounts.origin}:`);
+  const [owners] = await stack.queryD1("SELECT owner_id FROM principals WHERE kind = 'owner' ORDER BY created_at LIMIT 1");
+  const ownerRow = owners?.[0];
+  const episode = await runSignInJourney(stack, accounts, String(ownerRow?.owner_id), (line) => console.log(`  - ${line}`));
+  console.log(`\nTimeline of run ${episode.run.id} (ms after it was created):`);
+  for (const entry of episode.timeline) console.log(`  +${String(entry.atMs).padStart(6)} ms  ${entry.what}`);
+  console.log(`\n  reports filed (the site's own counter): ${episode.reportsFiled} · owner notices: ${episode.notices} · approvals asked: ${episode.approvals} · run ${episode.finalRun.state}`);
+  if (episode.reportsFiled !== 1 || episode.notices !== 1 || episode.approvals !== 0 || episode.finalRun.state !== 'completed') {
+    throw new Error('the sign-in episode did not end with exactly one report, one notice, no approvals and a completed run');
+  }
+
+  console.log('\nDemo finished: the bounded scroll ran without asking; every other act waited for the owner and was dispatched exactly once; the sign-in episode was resolved by one native sign-in and resumed by itself.');
 } catch (error) {
   exitCode = 1;
   console.error(`\nDemo failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
 } finally {
   console.log('Shutting down the host and the edge...');
   await stack?.stop();
+  await accounts?.close();
 }
 process.exit(exitCode);

@@ -38,6 +38,8 @@ export interface LocalStack {
   /** Deno and Node: the SQLite file the edge uses (a fresh temp file, or `.data/edge.sqlite`). */
   readonly sqlitePath: string | undefined;
   readonly hostSecret: string;
+  /** The host's profiles directory: one user-data directory per host profile id. */
+  readonly profilesDir: string;
   /**
    * Runs read-only SQL statements against the edge's database and resolves to each statement's
    * rows: on Workers in one `wrangler d1 execute --local --json` (the local D1 wrangler dev
@@ -46,6 +48,10 @@ export interface LocalStack {
   queryD1(...statements: string[]): Promise<Record<string, unknown>[][]>;
   /** Kills the browser host's process group at once (SIGKILL), as a crash would. */
   killHost(): Promise<void>;
+  /** Stops the edge process (its database stays), e.g. so a host callback finds nobody listening. */
+  stopEdge(): Promise<void>;
+  /** Starts the edge again on the same port and database after {@link stopEdge}; resolves when it answers. */
+  startEdge(): Promise<void>;
   /**
    * Runs the cron pass now (`GET /__scheduled`: `wrangler dev --test-scheduled` on Workers, the
    * entries' `--test-scheduled` on Deno and Node); resolves when it ran.
@@ -72,6 +78,12 @@ export interface LocalStackOptions {
   echo?: boolean;
   /** Extra edge vars (`wrangler dev --var NAME:value`, environment variables on Deno and Node), e.g. `TOOL_DEADLINE_MS`. */
   edgeVars?: Record<string, string>;
+  /**
+   * Extra environment of the browser host, e.g. `HOST_SITE_DEFINITIONS` (a catalog file) or
+   * `HOST_PERSON_DEBUGGING: '1'` (scripts/person-at-browser.ts can then act as the person).
+   * `HOST_EDGE_URL` is always the edge's URL, for ceremony callbacks.
+   */
+  hostVars?: Record<string, string>;
 }
 
 /** A free loopback TCP port. */
@@ -160,6 +172,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   if (sqlitePath) await prepareLocalSqlite(vars, sqlitePath);
 
   const processes: Started[] = [];
+  const profilesDir = join(scratch, 'profiles');
   let site: StaticServer | undefined;
   const stop = async () => {
     await Promise.all(processes.reverse().map(stopProcess));
@@ -187,37 +200,56 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       'host',
       process.execPath,
       ['--import', 'tsx', 'browser-host/main.ts', ...(options.headless ? ['--headless'] : [])],
-      { ...env, HOST_PORT: String(hostPort), HOST_SHARED_SECRET: vars.HOST_SHARED_SECRET, HOST_PROFILES_DIR: join(scratch, 'profiles') },
+      {
+        ...env,
+        HOST_PORT: String(hostPort),
+        HOST_SHARED_SECRET: vars.HOST_SHARED_SECRET,
+        HOST_PROFILES_DIR: profilesDir,
+        HOST_EDGE_URL: `http://127.0.0.1:${edgePort}`,
+        ...(options.hostVars ?? {}),
+      },
       echo,
     );
     processes.push(host);
     await waitFor('the browser host', host, () => host.output.some((line) => line.includes('browser-host listening on')), 90_000);
 
     const hostUrl = `ws://127.0.0.1:${hostPort}`;
-    const launch = edgeLaunchOf(runtime, {
-      edgePort,
-      inspectorPort: await freePort(),
-      hostUrl,
-      hostSecret: vars.HOST_SHARED_SECRET,
-      persistTo,
-      sqlitePath,
-      edgeVars: options.edgeVars ?? {},
-    });
-    const edge = startProcess('edge', launch.command, launch.args, { ...env, ...launch.env }, echo);
-    processes.push(edge);
     const edgeUrl = `http://127.0.0.1:${edgePort}`;
-    await waitFor(
-      runtime === 'workers' ? 'wrangler dev' : `the ${runtime} edge`,
-      edge,
-      async () => {
-        try {
-          return (await fetch(`${edgeUrl}/v1/health`)).status === 200;
-        } catch {
-          return false;
-        }
-      },
-      90_000,
-    );
+    let edge: Started | undefined;
+    const startEdge = async () => {
+      const launch = edgeLaunchOf(runtime, {
+        edgePort,
+        inspectorPort: await freePort(),
+        hostUrl,
+        hostSecret: vars.HOST_SHARED_SECRET,
+        persistTo,
+        sqlitePath,
+        edgeVars: options.edgeVars ?? {},
+      });
+      const started = startProcess('edge', launch.command, launch.args, { ...env, ...launch.env }, echo);
+      edge = started;
+      processes.push(started);
+      await waitFor(
+        runtime === 'workers' ? 'wrangler dev' : `the ${runtime} edge`,
+        started,
+        async () => {
+          try {
+            return (await fetch(`${edgeUrl}/v1/health`)).status === 200;
+          } catch {
+            return false;
+          }
+        },
+        90_000,
+      );
+    };
+    const stopEdge = async () => {
+      const running = edge;
+      if (!running) return;
+      edge = undefined;
+      await stopProcess(running);
+      processes.splice(processes.indexOf(running), 1);
+    };
+    await startEdge();
 
     return {
       runtime,
@@ -229,6 +261,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       persistTo,
       sqlitePath,
       hostSecret: vars.HOST_SHARED_SECRET,
+      profilesDir,
+      stopEdge,
+      startEdge,
       queryD1: (...statements) => (sqlitePath ? querySqliteFile(sqlitePath, statements) : queryLocalD1(statements, persistTo)),
       killHost: async () => {
         const exited = new Promise<void>((resolve) => (hasEnded(host.child) ? resolve() : host.child.once('exit', () => resolve())));

@@ -43,7 +43,7 @@ export const MAX_SIGN_IN_ATTEMPTS = 3;
 export const CEREMONY_TIMEOUT_MS = 15 * 60_000;
 
 /** How long the ceremony commands may take, in ms (`ceremony.begin` may first verify a saved session). */
-const CEREMONY_CALL_MS = 30_000;
+const CEREMONY_CALL_MS = 45_000;
 
 /** Most open episodes one maintenance pass looks at. */
 const RECONCILE_BATCH = 50;

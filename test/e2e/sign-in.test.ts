@@ -1,0 +1,230 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { hostProfileId } from '../../edge/pipeline/lease.ts';
+import { type AccountSite, accountSiteDefinition, startAccountSite } from '../../scripts/account-site.ts';
+import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
+import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { plantCookie, signInAsPerson } from '../../scripts/person-at-browser.ts';
+import { GrantView, NoticeList, RunView, SignInList } from '../../shared/api.ts';
+import { connectHost } from '../support/host-client.ts';
+
+// ADR-0164 parts 2-4 in real processes and real Chromium: the edge under `wrangler dev` with a
+// local D1, the browser host headed under Xvfb with the reviewed fixture definition enabled, and
+// the controlled report/account site. The "person" signs in through the host's own headed
+// window (scripts/person-at-browser.ts); nothing else touches the browser.
+
+let stack: LocalStack;
+let site: AccountSite;
+let agent: ApiClient;
+let owner: ApiClient;
+let catalogDir: string;
+let ownerId: string;
+
+beforeAll(async () => {
+  site = await startAccountSite();
+  catalogDir = mkdtempSync(join(tmpdir(), 'site-catalog-'));
+  const catalog = join(catalogDir, 'catalog.json');
+  writeFileSync(catalog, JSON.stringify({ definitions: [accountSiteDefinition(site.origin)] }));
+  stack = await startLocalStack({
+    database: 'fresh',
+    echo: process.env.E2E_ECHO === '1',
+    hostVars: { HOST_SITE_DEFINITIONS: catalog, HOST_PERSON_DEBUGGING: '1', HOST_CEREMONY_POLL_MS: '500' },
+  });
+  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+  const principal = await firstRow("SELECT owner_id FROM principals WHERE kind = 'owner' LIMIT 1");
+  ownerId = String(principal!.owner_id);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await site?.close();
+  if (catalogDir) rmSync(catalogDir, { recursive: true, force: true });
+});
+
+/** The first row of one read-only statement against the edge's database. */
+async function firstRow(statement: string): Promise<Record<string, unknown> | undefined> {
+  const [rows] = await stack.queryD1(statement);
+  return rows?.[0];
+}
+
+async function profileDir(profile: string): Promise<string> {
+  return join(stack.profilesDir, await hostProfileId(ownerId, profile));
+}
+
+/** An owner's run on `profile` over the account site; the agent claims it with its first call. */
+function newRun(profile: string, intent = 'File the weekly report titled "Week 48"') {
+  return owner.createRun({ profile_id: profile, intent, origins: [site.origin], deadline_ms: 600_000 });
+}
+
+async function waitForState(runId: string, state: RunView['state'], timeout = 60_000): Promise<RunView> {
+  let run: RunView | undefined;
+  await vi.waitFor(
+    async () => {
+      run = await agent.run(runId);
+      expect(run.state).toBe(state);
+    },
+    { timeout, interval: 500 },
+  );
+  return run!;
+}
+
+async function ceremonyOf(profile: string) {
+  const [rows] = await stack.queryD1(`SELECT id, ceremony_id, generation FROM sign_in_episodes WHERE profile_id = '${profile}' ORDER BY opened_at DESC LIMIT 1`);
+  return rows![0] as { id: string; ceremony_id: string; generation: number };
+}
+
+async function hostCeremonyState(ceremonyId: string) {
+  const host = await connectHost(stack.hostUrl, stack.hostSecret);
+  try {
+    return await host.call('ceremony.status', { ceremony_id: ceremonyId });
+  } finally {
+    await host.close();
+  }
+}
+
+async function noticesFor(runId: string) {
+  return (await owner.request('GET', '/v1/notices', NoticeList)).body.notices.filter((n) => n.run_id === runId);
+}
+
+describe('a run that meets a sign-in wall', () => {
+  it('parks, the owner signs in once in the headed browser, and it resumes by itself without a second prompt', async () => {
+    const run = await newRun('reporter');
+    // The owner's grant covers the routine writes (typing the title, filing): no approvals.
+    await owner.request('POST', '/v1/grants', GrantView, { tool: 'browser.act', actions: ['type', 'click'], origin: site.origin, max_uses: 10, ttl_ms: 3_600_000 });
+
+    const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` })).body;
+    expect(blocked).toMatchObject({ state: 'failed', error: { code: 'authentication_required' }, retryable: true });
+    const waiting = await agent.run(run.id);
+    expect(waiting.state).toBe('waiting_for_authentication');
+    expect(waiting.authentication?.origin).toBe(site.origin);
+    expect(await noticesFor(run.id)).toHaveLength(1);
+
+    const signInsBefore = site.counters().sign_ins;
+    await signInAsPerson({ profileDir: await profileDir('reporter'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
+    await waitForState(run.id, 'queued');
+    expect(site.counters().sign_ins).toBe(signInsBefore + 1);
+
+    // Fresh lease and fresh read, then the report is filed exactly once.
+    let page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` })).body);
+    expect(page.url).toBe(`${site.origin}/reports/new`);
+    const typed = await agent.propose(run.id, 'browser.act', { action: 'type', revision: page.revision, reference: refOf(page.snapshot, 'textbox', 'Title'), text: 'Week 48' });
+    expect(typed.body.state).toBe('succeeded');
+    page = observationOf(typed.body);
+    const filed = await agent.propose(run.id, 'browser.act', {
+      action: 'click',
+      revision: page.revision,
+      reference: refOf(page.snapshot, 'button', 'File report'),
+      postcondition: { success: { kind: 'text', text: 'Week 48' } },
+    });
+    expect(filed.body).toMatchObject({ state: 'succeeded', result: { condition: { status: 'satisfied' } } });
+    expect(site.counters().reports_filed).toBe(1);
+    expect(site.counters().filed['alice@example.test']).toEqual(['Week 48']);
+
+    const notices = await noticesFor(run.id);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]!.resolved_at).not.toBeNull();
+    const [approvals] = await stack.queryD1(`SELECT count(*) AS n FROM approvals WHERE run_id = '${run.id}'`);
+    expect(approvals).toEqual([{ n: 0 }]);
+    const activity = (await owner.raw('GET', `/v1/runs/${run.id}/activity`)).body as { activity: { kind: string; summary: string }[] };
+    expect(activity.activity.map((a) => a.kind)).toEqual(expect.arrayContaining(['sign_in_wait', 'ceremony_event']));
+    const [messages] = await stack.queryD1(`SELECT count(*) AS n FROM messages WHERE run_id = '${run.id}'`);
+    expect(messages).toEqual([{ n: 1 }]); // the intent only: nothing was said on anyone's behalf
+
+    // The host's event delivered again (as its status answers it) changes nothing.
+    const episode = await ceremonyOf('reporter');
+    const status = await hostCeremonyState(episode.ceremony_id);
+    expect(status.state).toBe('verified');
+    const replay = await agent.raw('POST', '/v1/host/ceremony-events', { event: status.event });
+    expect(replay).toMatchObject({ status: 200, body: { applied: false, resumed_runs: [] } });
+    expect((await agent.run(run.id)).state).toBe('running');
+
+    // The session expires mid-run: a new episode, one new notice; after the second sign-in the
+    // run continues, and the report filed before is never filed again.
+    site.expireSessions();
+    // (A URL no earlier result showed: navigating to one the pages showed needs the owner.)
+    const again = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports?week=48` })).body;
+    expect(again.error?.code).toBe('authentication_required');
+    await signInAsPerson({ profileDir: await profileDir('reporter'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
+    await waitForState(run.id, 'queued');
+    const after = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports?week=48` })).body);
+    expect(after.snapshot).toContain('Week 48');
+    expect(site.counters().reports_filed).toBe(1);
+    expect(await noticesFor(run.id)).toHaveLength(2);
+    expect((await agent.report(run.id, 'completed', 'Filed "Week 48" once.')).state).toBe('completed');
+
+    // A later run on the same profile reuses the valid session: no wall, no notice.
+    const later = await newRun('reporter', 'Read my reports');
+    const read = (await agent.propose(later.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
+    expect(read.state).toBe('succeeded');
+    expect(observationOf(read).snapshot).toContain('Week 48');
+    expect(await noticesFor(later.id)).toHaveLength(0);
+    await agent.report(later.id, 'completed', 'One report: Week 48.');
+  });
+
+  it('a lost callback is recovered by the cron pass after the edge process restarted', async () => {
+    const run = await newRun('recovery');
+    const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
+    expect(blocked.error?.code).toBe('authentication_required');
+    const episode = await ceremonyOf('recovery');
+
+    await stack.stopEdge();
+    await signInAsPerson({ profileDir: await profileDir('recovery'), origin: site.origin, username: 'bob', password: 'bob-pass', timeoutMs: 60_000 });
+    // The host verified and tried to call back while nobody listened.
+    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('verified'), { timeout: 60_000, interval: 500 });
+    await stack.startEdge();
+    expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
+
+    await stack.triggerCron();
+    await waitForState(run.id, 'queued', 30_000);
+    const page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body);
+    expect(page.snapshot).toContain('Signed in as bob@example.test');
+    const event = await firstRow(`SELECT via, applied FROM ceremony_events WHERE ceremony_id = '${episode.ceremony_id}' AND outcome = 'verified'`);
+    expect(event).toEqual({ via: 'reconciliation', applied: 1 });
+    expect(await noticesFor(run.id)).toHaveLength(1);
+    // Ending the run gives its browser back: the next tests' verifications need the room.
+    await agent.report(run.id, 'completed', 'Signed in as bob; no reports.');
+  });
+
+  it('a challenge page never counts as signed in', async () => {
+    const run = await newRun('challenged');
+    expect((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body.error?.code).toBe('authentication_required');
+    const episode = await ceremonyOf('challenged');
+    await signInAsPerson({ profileDir: await profileDir('challenged'), origin: site.origin, username: 'carol', password: 'carol-pass', timeoutMs: 60_000 });
+    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('challenge'), { timeout: 60_000, interval: 500 });
+    await stack.triggerCron();
+    expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
+    const signIns = (await owner.request('GET', '/v1/sign-ins?state=open', SignInList)).body.sign_ins.find((s) => s.id === episode.id);
+    expect(signIns?.ceremony_state).toBe('challenge');
+    expect(await noticesFor(run.id)).toHaveLength(1);
+    // Nobody waits once the run is cancelled: the cron pass abandons the episode and ends the
+    // ceremony, which gives the profile's browser back to admission.
+    await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
+    await stack.triggerCron();
+    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('ended'), { timeout: 30_000, interval: 500 });
+    const abandoned = await firstRow(`SELECT state FROM sign_in_episodes WHERE id = '${episode.id}'`);
+    expect(abandoned).toEqual({ state: 'abandoned' });
+  });
+
+  it('a cookie planted without a session does not count as signed in', async () => {
+    // The profile's browser exists once a run has used it; plant the cookie there first.
+    const run = await newRun('planted');
+    const first = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/public` })).body;
+    expect(first.state).toBe('succeeded');
+    await plantCookie({ profileDir: await profileDir('planted'), origin: site.origin, name: 'sid', value: 'forged-session-id' });
+    const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
+    expect(blocked.error?.code).toBe('authentication_required');
+    const episode = await ceremonyOf('planted');
+    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('awaiting_person'), { timeout: 30_000, interval: 500 });
+    expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
+    expect(await noticesFor(run.id)).toHaveLength(1);
+    // Cancelling fences the wait: a later sign-in does not bring the run back.
+    await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
+    await signInAsPerson({ profileDir: await profileDir('planted'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
+    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('verified'), { timeout: 60_000, interval: 500 });
+    expect((await agent.run(run.id)).state).toBe('cancelled');
+  });
+});
