@@ -111,7 +111,8 @@ export class Ceremonies {
    * sessions are reused). Otherwise the profile's page shows `sign_in_url`, the answer is
    * `awaiting_person` (or `challenge`), and the surface is polled every `pollMs` until an
    * outcome or `timeout_ms`.
-   * @throws HostError('invalid_params') when the URLs are not http(s) URLs of `origin`, or the id
+   * @throws HostError('invalid_params') when `protected_url` is not an http(s) URL of `origin`
+   *   (`sign_in_url` may be on another origin, e.g. an identity provider), or the id
    *   is known with other parameters; HostError('admission_full' | 'host_unavailable') when the
    *   profile cannot be held (no ceremony is recorded then).
    */
@@ -132,7 +133,9 @@ export class Ceremonies {
       if (!same) throw new HostError('invalid_params', 'ceremony_id: already begun for another profile, origin or generation');
       return this.#answer(known);
     }
-    checkSameOrigin(params.sign_in_url, params.origin, 'sign_in_url');
+    // The sign-in page may be on another origin (an identity provider the site sends people to);
+    // the page that proves the sign-in is on the ceremony's origin.
+    if (httpOrigin(params.sign_in_url) === undefined) throw new HostError('invalid_params', 'sign_in_url: must be an http(s) URL');
     checkSameOrigin(params.protected_url, params.origin, 'protected_url');
 
     const record: Ceremony = {

@@ -75,6 +75,13 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Fewest browsers a host may be configured for: a sign-in ceremony holds its profile's browser and
+ * each verification reserves two temporary loads on top (ADR-0164), so fewer than three could
+ * never verify a sign-in.
+ */
+export const MIN_BROWSERS = 3;
+
 export const DEFAULT_WINDOW_CAPS: WindowCaps = { maxNodes: 400, maxBytes: 32 * 1024 };
 export const DEFAULT_SETTLE_CONFIG: SettleConfig = { budgetMs: 2_000, quietMs: 300, maxTrackedRequests: 256 };
 
@@ -94,7 +101,7 @@ const EnvSchema = z.object({
   CHROMIUM_PATH: z.string().min(1).default('/usr/bin/chromium'),
   HOST_HEADLESS: flag.default(false),
   HOST_PROFILES_DIR: z.string().min(1).optional(),
-  HOST_MAX_BROWSERS: integer(1, 64).default(3),
+  HOST_MAX_BROWSERS: integer(MIN_BROWSERS, 64).default(3),
   HOST_ADMISSION_WAIT_MS: integer(0, 60_000).default(5_000),
   HOST_WINDOW_MAX_NODES: integer(1, 100_000).default(DEFAULT_WINDOW_CAPS.maxNodes),
   HOST_WINDOW_MAX_BYTES: integer(256, 1024 * 1024).default(DEFAULT_WINDOW_CAPS.maxBytes),
@@ -115,7 +122,7 @@ const EnvSchema = z.object({
  * `HOST_PORT` (default 8790, 0 = any free port), `HOST_BIND` (default 127.0.0.1),
  * `HOST_SHARED_SECRET` (required, >= 32 bytes), `HOST_ID` (default host-1), `CHROMIUM_PATH`
  * (default /usr/bin/chromium), `HOST_HEADLESS=1` or `--headless` (default headed),
- * `HOST_PROFILES_DIR` (default `.profiles` under `cwd`), `HOST_MAX_BROWSERS` (default 3),
+ * `HOST_PROFILES_DIR` (default `.profiles` under `cwd`), `HOST_MAX_BROWSERS` (default 3, at least 3),
  * `HOST_ADMISSION_WAIT_MS` (default 5,000 ms), `HOST_WINDOW_MAX_NODES` / `HOST_WINDOW_MAX_BYTES`
  * (default 400 nodes / 32 KiB), `HOST_SETTLE_BUDGET_MS` / `HOST_SETTLE_QUIET_MS` (default
  * 2,000 / 300 ms, ADR-0159), `DISPLAY`, and for sign-in ceremonies (ADR-0164):

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -90,11 +91,12 @@ export interface ControlBrowser {
 /**
  * Launches a clean control browser (ADR-0164, unknown sites): a fresh Chromium with the same flags
  * as the profiles' and a fresh temporary user-data directory, headless (control loads may read
- * login pages in any launch mode), no DevTools port.
+ * login pages in any launch mode), no DevTools port, presenting `userAgent` when given (the
+ * profile's own, so a site cannot tell the two loads apart by it).
  * @throws HostError('host_unavailable') when it does not start before the deadline (its
  *   directory is deleted again).
  */
-export async function launchControlBrowser(deadline: Deadline, options: LaunchOptions): Promise<ControlBrowser> {
+export async function launchControlBrowser(deadline: Deadline, options: LaunchOptions, userAgent?: string): Promise<ControlBrowser> {
   const dir = await mkdtemp(path.join(tmpdir(), 'host-control-'));
   let context: BrowserContext;
   try {
@@ -104,10 +106,17 @@ export async function launchControlBrowser(deadline: Deadline, options: LaunchOp
       args: [...CHROMIUM_ARGS],
       env: chromiumEnv(options, true),
       acceptDownloads: false,
+      ...(userAgent ? { userAgent } : {}),
       timeout: Math.max(1, deadline.remainingMs()),
     });
   } catch (error) {
-    await rm(dir, { recursive: true, force: true }).catch(() => {});
+    // A launch that timed out may leave Chromium starting for a moment and writing into the
+    // directory after a first removal: remove it again until it stays gone (bounded).
+    for (let attempt = 0; attempt < 4; attempt++) {
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      if (!existsSync(dir)) break;
+    }
     throw new HostError('host_unavailable', `the control browser did not start: ${firstLineOf(error)}`, { cause: error });
   }
   let closing: Promise<void> | undefined;

@@ -82,9 +82,14 @@ export async function runSignInJourney(stack: LocalStack, site: AccountSite, own
 
   const activity = (await owner.request('GET', `/v1/runs/${run.id}/activity`, ActivityList)).body.activity;
   const createdAt = Date.parse(run.created_at);
-  const timeline = activity
-    .filter((entry) => entry.kind !== 'effect')
-    .map((entry) => ({ atMs: Date.parse(entry.at) - createdAt, what: `${entry.kind}: ${entry.summary}` }));
+  const ownerNotices = (await owner.request('GET', '/v1/notices', NoticeList)).body.notices.filter((n) => n.run_id === run.id);
+  const timeline = [
+    ...activity.filter((entry) => entry.kind !== 'effect').map((entry) => ({ atMs: Date.parse(entry.at) - createdAt, what: `${entry.kind}: ${entry.summary}` })),
+    ...ownerNotices.flatMap((n) => [
+      { atMs: Date.parse(n.created_at) - createdAt, what: `notice to the owner: ${n.text}` },
+      ...(n.resolved_at ? [{ atMs: Date.parse(n.resolved_at) - createdAt, what: 'notice resolved: the sign-in was verified' }] : []),
+    ]),
+  ].sort((a, b) => a.atMs - b.atMs);
   const [approvalRows] = await stack.queryD1(`SELECT count(*) AS n FROM approvals WHERE run_id = '${run.id}'`);
   const approvals = approvalRows?.[0];
   return {

@@ -90,7 +90,7 @@ export type SignInView = z.infer<typeof SignInView>;
 export const SignInList = z.strictObject({ sign_ins: z.array(SignInView) });
 export type SignInList = z.infer<typeof SignInList>;
 
-export const SignInListQuery = z.strictObject({ state: SignInEpisodeState.optional() });
+export const SignInListQuery = z.strictObject({ state: SignInEpisodeState.optional().meta({ examples: ['open'] }) });
 
 /** An owner notice: exactly one per unresolved sign-in episode. */
 export const NoticeView = z.strictObject({
@@ -128,7 +128,7 @@ export const ProfileBindingView = z.strictObject({
 export type ProfileBindingView = z.infer<typeof ProfileBindingView>;
 
 /** A profile id in a path. */
-export const ProfileParam = z.strictObject({ profile_id: RunProfileId });
+export const ProfileParam = z.strictObject({ profile_id: RunProfileId.meta({ examples: ['old-laptop'] }) });
 
 export const MessageBody = z.strictObject({ text: z.string().min(1).max(10_000) }).meta({ examples: [{ text: 'Also tick it done once it is listed.' }] });
 export type MessageBody = z.infer<typeof MessageBody>;
@@ -308,7 +308,7 @@ export const IdParam = z.strictObject({
     .string()
     .min(1)
     .max(64)
-    .meta({ examples: ['run_k3v9dq2m7xw4ahz5ty6e', 'call_p2m7xw4ahz5ty6ek3v9d', 'apr_xw4ahz5ty6ek3v9dq2m7', 'grt_ahz5ty6ek3v9dq2m7xw4'] }),
+    .meta({ examples: ['run_k3v9dq2m7xw4ahz5ty6e', 'call_p2m7xw4ahz5ty6ek3v9d', 'apr_xw4ahz5ty6ek3v9dq2m7', 'grt_ahz5ty6ek3v9dq2m7xw4', 'sie_5ty6ek3v9dq2m7xw4ahz'] }),
 });
 
 /** `POST /v1/grants`: the owner lets calls of one scope run without asking, a bounded number of times. */

@@ -150,9 +150,10 @@ export async function verifyCeremonyEvent(secret: string, token: string): Promis
       issuer: 'browser-host',
       audience: 'edge',
       algorithms: ['HS256'],
-      clockTolerance: 5,
+      // Host and edge clocks are set independently; half a minute of skew must not lose an event.
+      clockTolerance: 30,
       requiredClaims: ['iat', 'exp'],
-      maxTokenAge: `${CEREMONY_EVENT_TTL_S + 5}s`,
+      maxTokenAge: `${CEREMONY_EVENT_TTL_S + 30}s`,
     });
     if (payload.typ !== CEREMONY_EVENT_TYPE) return undefined;
     const { iss: _iss, aud: _aud, iat: _iat, exp: _exp, typ: _typ, ...claims } = payload;
@@ -173,7 +174,8 @@ export const CEREMONY_METHODS = {
    * profile (`lease_lost` for its next command), first checks whether the profile already holds a
    * valid session (then `verified` with the event at once: valid sessions are reused), otherwise
    * shows `sign_in_url` in the headed browser and verifies in the background until an outcome or
-   * `timeout_ms`. A begin for a ceremony already known answers its current state.
+   * `timeout_ms`. A begin for a ceremony already known answers its current state. `protected_url`
+   * is on `origin`; `sign_in_url` may be on another origin (an identity provider).
    */
   'ceremony.begin': {
     params: z.strictObject({
@@ -200,5 +202,8 @@ export const CEREMONY_METHODS = {
 } as const;
 
 /** What the host POSTs to the edge's `/v1/host/ceremony-events`: one signed event. */
-export const CeremonyEventDelivery = z.strictObject({ event: z.string().min(1).max(4096) });
+export const CeremonyEventDelivery = z.strictObject({ event: z.string().min(1).max(4096) }).meta({
+  // Only a host holding the shared secret can make a real one; this one is refused (401).
+  examples: [{ event: 'eyJhbGciOiJIUzI1NiJ9.eyJldmVudF9pZCI6ImNldl9leGFtcGxlIn0.c2lnbmF0dXJl' }],
+});
 export type CeremonyEventDelivery = z.infer<typeof CeremonyEventDelivery>;

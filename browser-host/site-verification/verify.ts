@@ -36,6 +36,11 @@ export const GENERIC_CHALLENGE_MARKERS: readonly string[] = [
   'security check',
   'unusual traffic',
   'checking your browser',
+  'verifying you are human',
+  "i'm not a robot",
+  'i am not a robot',
+  'human verification',
+  'press and hold',
 ];
 
 /** What one temporary load of a protected URL showed. */
@@ -48,6 +53,8 @@ export interface LoadEvidence {
   readonly snapshot: string;
   /** A visible password field in the main frame; undefined when that could not be checked. */
   readonly passwordField: boolean | undefined;
+  /** The browser's user agent, so a control load can present itself the same way. */
+  readonly userAgent?: string;
 }
 
 /** A verification's verdict (the ceremony outcome it supports, and how it was reached). */
@@ -154,7 +161,8 @@ export class SessionVerifier {
     if (!reached.ok) {
       return { outcome: genericChallengeSeen(profileLoad.snapshot) ? 'challenge' : 'not_verified', method: 'differential', detail: `profile load: ${reached.why}` };
     }
-    const controlLoad = await withControlBrowser(deadline, this.#options.launchOptions, (page) => loadForEvidence(deadline, page, protectedUrl));
+    // The control presents the profile's user agent: a site must not tell them apart by it.
+    const controlLoad = await withControlBrowser(deadline, this.#options.launchOptions, profileLoad.userAgent, (page) => loadForEvidence(deadline, page, protectedUrl));
     if (!sentToSignIn(controlLoad, protectedUrl)) {
       return { outcome: 'not_verified', method: 'differential', detail: 'inconclusive: a clean control load reached the page too' };
     }
@@ -242,10 +250,13 @@ export function reachedProtected(load: LoadEvidence, protectedUrl: string): { ok
   return { ok: true };
 }
 
-/** Whether a clean control load was sent to sign-in: it left the protected path, or shows a password field. */
-export function sentToSignIn(load: LoadEvidence, protectedUrl: string): boolean {
-  const wanted = new URL(protectedUrl);
-  if (httpOrigin(load.url) !== wanted.origin || new URL(load.url).pathname !== wanted.pathname) return true;
+/**
+ * Whether a clean control load was sent to sign-in: wherever it ended, it shows a visible
+ * password field. Merely ending somewhere else proves nothing: a consent interstitial, a
+ * first-visit welcome page or a user-agent redirect also move a clean browser elsewhere, and
+ * would turn any cookie into "proof" of a session.
+ */
+export function sentToSignIn(load: LoadEvidence, _protectedUrl: string): boolean {
   return load.passwordField === true;
 }
 
@@ -275,7 +286,8 @@ async function loadForEvidence(deadline: Deadline, page: Page, url: string): Pro
     quiet.dispose();
   }
   const snapshot = await deadline.race(page.ariaSnapshot({ mode: 'ai', timeout: Math.max(1, deadline.remainingMs()) }));
-  return { url: page.url(), status, snapshot, passwordField: await passwordFieldVisible(deadline, page) };
+  const userAgent = await deadline.race(page.evaluate(() => navigator.userAgent)).catch(() => undefined);
+  return { url: page.url(), status, snapshot, passwordField: await passwordFieldVisible(deadline, page), ...(userAgent ? { userAgent } : {}) };
 }
 
 /** Runs `use` on a temporary page of the profile's context; the page is closed afterwards (bounded). */
@@ -289,8 +301,8 @@ async function withTemporaryPage<T>(deadline: Deadline, browser: ProfileBrowser,
 }
 
 /** Runs `use` on the page of a fresh control browser; the browser and its directory are removed afterwards. */
-async function withControlBrowser<T>(deadline: Deadline, options: LaunchOptions, use: (page: Page) => Promise<T>): Promise<T> {
-  const control: ControlBrowser = await launchControlBrowser(deadline, options);
+async function withControlBrowser<T>(deadline: Deadline, options: LaunchOptions, userAgent: string | undefined, use: (page: Page) => Promise<T>): Promise<T> {
+  const control: ControlBrowser = await launchControlBrowser(deadline, options, userAgent);
   try {
     const page = control.context.pages()[0] ?? (await deadline.race(control.context.newPage()));
     page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));

@@ -255,6 +255,8 @@ export const signInEpisodes = sqliteTable(
     resolvedBy: text('resolved_by'),
     openedAt: integer('opened_at').notNull(),
     resolvedAt: integer('resolved_at'),
+    /** When the maintenance pass last asked the host about it (epoch ms); it takes the least recently checked first. */
+    checkedAt: integer('checked_at'),
   },
   (t) => [
     uniqueIndex('sign_in_episodes_one_open').on(t.ownerId, t.profileId, t.origin).where(sql`state = 'open'`),

@@ -267,8 +267,10 @@ async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outco
             .set({
               latestRevision: (outcome.observation ?? outcome.left)!.revision,
               latestUrl: (outcome.observation ?? outcome.left)!.url,
-              // Semantic progress (ADR-0164 part 4): an answer past any sign-in wall.
-              ...(outcome.state === 'succeeded' && !outcome.signIn ? { signInAttempts: 0 } : {}),
+              // Semantic progress (ADR-0164 part 4): a write that went through with no sign-in
+              // wall after it. Reads do not count: the fresh read every resumption starts with
+              // is revision churn, not progress.
+              ...(isWrite && outcome.state === 'succeeded' && !outcome.signIn ? { signInAttempts: 0 } : {}),
             })
             .where(eq(runs.id, run.id)),
         ]

@@ -14,6 +14,7 @@ import { profileInForce } from '../policy/profile.ts';
 import { dispatchCall, settleIfLost } from './dispatch.ts';
 import { coveringGrant } from './grants.ts';
 import { holdRun } from './runs.ts';
+import { assertProfileActive } from './sign-in.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
 import { iso } from './views.ts';
 
@@ -35,7 +36,8 @@ type NewCall = Omit<ToolCallRow, 'state' | 'deadlineAt' | 'result' | 'errorCode'
  *   stored); ApiError('outcome_unknown') for a repeat of an uncertain call (never resent);
  *   ApiError('stale_revision') for an act on anything but the latest revision;
  *   ApiError('policy_denied') with the deciding rule; ApiError('run_not_active' |
- *   'call_in_progress' | 'forbidden') when the run cannot take a call now.
+ *   'call_in_progress' | 'forbidden') when the run cannot take a call now; ApiError('profile_revoked')
+ *   when the owner revoked the run's profile.
  */
 export async function proposeToolCall(ports: Ports, principal: Principal, loadedRun: RunRow, body: ProposeBody): Promise<ProposalOutcome> {
   const now = ports.clock.now();
@@ -69,6 +71,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     throw new ApiError('invalid_arguments', message);
   }
   const invocation = { tool: body.tool, version: body.version, arguments: parsed.data } as ToolInvocation;
+  await assertProfileActive(ports, loadedRun.ownerId, loadedRun.profileId);
   const run = await holdRun(ports, principal, loadedRun);
   // A dispatch abandoned by a crashed edge must not block the run until someone reads that call.
   const stuck = await ports.db.select().from(toolCalls).where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')));

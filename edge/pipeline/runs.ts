@@ -226,7 +226,7 @@ export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityLi
       at: iso(c.createdAt),
       kind: 'tool_call' as const,
       id: c.id,
-      summary: `${c.tool} ${c.version}: ${c.state}${c.decisionRule ? ` (rule ${c.decisionRule})` : ''}${c.errorCode ? `, ${c.errorCode}` : ''}`,
+      summary: `${c.tool} ${c.version}: ${c.state}${c.decisionRule ? ` (rule ${c.decisionRule}${grantOf(c) ? `, covered by grant ${grantOf(c)}` : ''})` : ''}${c.errorCode ? `, ${c.errorCode}` : ''}`,
     })),
     ...approvalRows.map((a) => ({ at: iso(a.decidedAt ?? a.createdAt), kind: 'approval' as const, id: a.id, summary: `approval for ${a.toolCallId}: ${a.state}` })),
     ...effectRows.map((e) => ({ at: iso(e.finishedAt ?? e.committedAt), kind: 'effect' as const, id: e.id, summary: `effect of ${e.toolCallId}: ${e.state}` })),
@@ -255,4 +255,10 @@ export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityLi
   }
   entries.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
   return { run_id: run.id, activity: entries };
+}
+
+/** The grant that covered a call instead of an approval, if one did (its decision phase says so). */
+function grantOf(call: { phases: Record<string, unknown> }): string | undefined {
+  const decision = call.phases.decision as { grant_id?: unknown } | undefined;
+  return typeof decision?.grant_id === 'string' ? decision.grant_id : undefined;
 }

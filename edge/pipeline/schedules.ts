@@ -8,6 +8,7 @@ import { messages, type RunRow, runs, type ScheduleRow, schedules, toolCalls } f
 import { ApiError } from '../http/api-error.ts';
 import type { Ports } from '../ports.ts';
 import { profileInForce } from '../policy/profile.ts';
+import { profileRevoked } from './sign-in.ts';
 import { iso } from './views.ts';
 
 /** One minute, in ms: the resolution of cron schedules. */
@@ -60,6 +61,7 @@ export function listSchedules(ports: Ports, principal: Principal): Promise<Sched
  * `scheduled` run with trusted-configuration authority (its intent is a trusted message from the
  * schedule itself), the schedule's pinned versions and policy profile. Idempotent: the run's id is
  * derived from the schedule and the minute, so a repeated pass for the same minute changes nothing.
+ * A schedule whose profile the owner revoked queues nothing.
  * @returns the runs queued by this pass.
  */
 export async function fireDueSchedules(ports: Ports, scheduledTime: number): Promise<RunRow[]> {
@@ -72,6 +74,8 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
   const fired: RunRow[] = [];
   for (const schedule of candidates) {
     if (!dueAt(schedule.cron, minute)) continue;
+    // A revoked profile takes no new runs (ADR-0164 part 3), not even scheduled ones.
+    if (await profileRevoked(ports, schedule.ownerId, schedule.profileId)) continue;
     const now = ports.clock.now();
     const run: RunRow = {
       id: `run_${schedule.id.slice('sch_'.length)}_${minute / MINUTE_MS}`,
@@ -93,7 +97,7 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
       latestRevision: null,
       latestUrl: null,
       reportSummary: null,
-    signInAttempts: 0,
+      signInAttempts: 0,
       createdAt: now,
       updatedAt: now,
     };

@@ -6,6 +6,7 @@ import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import {
+  approvals,
   ceremonyEvents,
   effects,
   notices,
@@ -16,11 +17,12 @@ import {
   type SignInWaitRow,
   signInEpisodes,
   signInWaits,
+  toolCalls,
 } from '../db/schema.ts';
 import type { HostSession } from '../host/host-session.ts';
 import { ApiError } from '../http/api-error.ts';
 import type { Ports } from '../ports.ts';
-import { hostProfileId } from './lease.ts';
+import { hostProfileId, releaseLease } from './lease.ts';
 import { expireIfPastDeadline } from './runs.ts';
 import { iso } from './views.ts';
 
@@ -48,6 +50,15 @@ const CEREMONY_CALL_MS = 45_000;
 /** Most open episodes one maintenance pass looks at. */
 const RECONCILE_BATCH = 50;
 
+/** The origin of an absolute URL, or undefined when it is not one. */
+function originOrUndefined(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Where the sign-in wall was met: the page asking for sign-in, and the page the run wanted. */
 export interface SignInWall {
   readonly signal: SignInSignal;
@@ -68,7 +79,12 @@ export interface SignInWall {
  */
 export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall): Promise<void> {
   const now = ports.clock.now();
-  const origin = wall.signal.origin;
+  // The episode is about the site the run was after. A wall on another of the run's origins (an
+  // identity provider the app redirected to) is where the person signs in; verification is still
+  // made on the page the run was after.
+  const protectedOrigin = originOrUndefined(wall.protectedUrl);
+  const origin = protectedOrigin !== undefined && run.origins.includes(protectedOrigin) ? protectedOrigin : wall.signal.origin;
+  const protectedUrl = origin === protectedOrigin ? wall.protectedUrl : wall.signInUrl;
   const hostProfile = await hostProfileId(run.ownerId, run.profileId);
   const binding = await ports.db
     .select()
@@ -91,29 +107,24 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
   }
   const question = `Sign in to ${origin} in the browser of profile "${run.profileId}" so that run ${run.id} can continue.`;
   const openEpisode = sql`(SELECT e.id FROM sign_in_episodes e WHERE e.owner_id = ${run.ownerId} AND e.profile_id = ${run.profileId} AND e.origin = ${origin} AND e.state = 'open')`;
-  const openGeneration = sql`(SELECT e.generation FROM sign_in_episodes e WHERE e.owner_id = ${run.ownerId} AND e.profile_id = ${run.profileId} AND e.origin = ${origin} AND e.state = 'open')`;
+  const runIsRunning = sql`EXISTS (SELECT 1 FROM runs r WHERE r.id = ${run.id} AND r.state = 'running')`;
+  const runParkedNow = sql`EXISTS (SELECT 1 FROM runs r WHERE r.id = ${run.id} AND r.state = 'waiting_for_authentication' AND r.updated_at = ${now})`;
   const [, , parked] = await ports.db.batch([
     ports.db
       .insert(profileBindings)
       .values({ ownerId: run.ownerId, profileId: run.profileId, hostProfileId: hostProfile, state: 'active', createdAt: now })
       .onConflictDoNothing(),
     // A new episode only when none is open (the partial unique index): repeated detections join.
+    // Only while the run is still running: a run that left `running` parks nothing.
     ports.db
       .insert(signInEpisodes)
-      .values({
-        id: newId('sie'),
-        ownerId: run.ownerId,
-        profileId: run.profileId,
-        hostProfileId: hostProfile,
-        origin,
-        generation: sql`(SELECT coalesce(max(g.generation), 0) + 1 FROM sign_in_episodes g WHERE g.owner_id = ${run.ownerId} AND g.profile_id = ${run.profileId} AND g.origin = ${origin})`,
-        ceremonyId: newId('cer'),
-        state: 'open',
-        question,
-        signInUrl: wall.signInUrl,
-        protectedUrl: wall.protectedUrl,
-        openedAt: now,
-      })
+      .select(
+        // Every column, in the table's order (drizzle inserts a SELECT as all columns).
+        sql`SELECT ${newId('sie')}, ${run.ownerId}, ${run.profileId}, ${hostProfile}, ${origin},
+               (SELECT coalesce(max(g.generation), 0) + 1 FROM sign_in_episodes g WHERE g.owner_id = ${run.ownerId} AND g.profile_id = ${run.profileId} AND g.origin = ${origin}),
+               ${newId('cer')}, 'open', ${question}, ${wall.signInUrl}, ${protectedUrl}, NULL, NULL, ${now}, NULL, NULL
+            WHERE ${runIsRunning}`,
+      )
       .onConflictDoNothing(),
     ports.db
       .update(runs)
@@ -126,21 +137,14 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
         updatedAt: now,
       })
       .where(and(eq(runs.id, run.id), eq(runs.state, 'running'), sql`${openEpisode} IS NOT NULL`)),
+    // The wait exists only when this very batch parked the run.
     ports.db
       .insert(signInWaits)
-      .values({
-        id: newId('siw'),
-        runId: run.id,
-        episodeId: openEpisode,
-        ownerId: run.ownerId,
-        hostProfileId: hostProfile,
-        origin,
-        question,
-        generation: openGeneration,
-        toolCallId: wall.toolCallId,
-        state: 'pending',
-        createdAt: now,
-      })
+      .select(
+        sql`SELECT ${newId('siw')}, ${run.id}, e.id, ${run.ownerId}, ${hostProfile}, ${origin}, ${question}, e.generation, ${wall.toolCallId}, 'pending', NULL, NULL, ${now}, NULL
+            FROM sign_in_episodes e
+            WHERE e.owner_id = ${run.ownerId} AND e.profile_id = ${run.profileId} AND e.origin = ${origin} AND e.state = 'open' AND ${runParkedNow}`,
+      )
       .onConflictDoNothing(),
   ]);
   if (rowsChanged(parked) !== 1) return; // the run left `running` meanwhile (cancelled, expired): nothing parks
@@ -193,8 +197,9 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow): Pr
     }
     await noteCeremonyState(ports, episode, state);
   } catch (error) {
-    if (error instanceof ApiError) throw error;
-    console.error(`sign-in episode ${episode.id}: the host could not begin the ceremony; the maintenance pass retries`, error);
+    // Host trouble, or an event the edge refuses (e.g. a host clock far off): the owner is still
+    // told, and the maintenance pass asks the host again.
+    console.error(`sign-in episode ${episode.id}: the ceremony did not begin cleanly; the maintenance pass retries`, error);
   } finally {
     session?.close();
   }
@@ -355,14 +360,22 @@ export interface ReconciliationReport {
  * edge or the host): fences waits whose runs passed their deadline or ended; abandons an episode
  * nobody waits for any more (its notice resolved, the host's ceremony ended); asks the host for
  * the ceremony's state and applies an outcome event it missed; begins the ceremony again when the
- * host no longer knows it. At most 50 episodes a pass. Never throws for host trouble.
+ * host no longer knows it. At most 50 episodes a pass, the least recently checked first. Never
+ * throws for host trouble.
  */
 export async function reconcileSignIns(ports: Ports): Promise<ReconciliationReport> {
-  const open = await ports.db.select().from(signInEpisodes).where(eq(signInEpisodes.state, 'open')).orderBy(asc(signInEpisodes.openedAt)).limit(RECONCILE_BATCH);
+  // Least recently checked first, so every open episode gets its turn however many there are.
+  const open = await ports.db
+    .select()
+    .from(signInEpisodes)
+    .where(eq(signInEpisodes.state, 'open'))
+    .orderBy(sql`${signInEpisodes.checkedAt} IS NOT NULL`, asc(signInEpisodes.checkedAt), asc(signInEpisodes.openedAt))
+    .limit(RECONCILE_BATCH);
   let resolved = 0;
   let abandoned = 0;
   let restarted = 0;
   for (const episode of open) {
+    await ports.db.update(signInEpisodes).set({ checkedAt: ports.clock.now() }).where(eq(signInEpisodes.id, episode.id));
     const waits = await ports.db.select().from(signInWaits).where(and(eq(signInWaits.episodeId, episode.id), eq(signInWaits.state, 'pending')));
     let live = 0;
     for (const wait of waits) if (await fenceIfRunEnded(ports, wait)) live += 1;
@@ -503,20 +516,22 @@ export async function pendingWaitOf(ports: Ports, runId: string): Promise<SignIn
 
 /**
  * Revokes the owner's profile binding (ADR-0164 part 3: revocation fences the continuation): in
- * one batch the binding becomes revoked, the profile's open episodes end `revoked` with their
- * notices resolved, their pending waits are fenced and the runs parked on them end `failed`.
- * New runs on the profile are refused afterwards (`profile_revoked`); events for it match nothing.
+ * one batch the binding becomes revoked; every run on the profile that has not ended (queued,
+ * running, waiting for approval or for sign-in) ends `failed`, with its pending approvals and
+ * parked calls cancelled; the profile's open episodes end `revoked` with their notices resolved
+ * and their pending waits fenced. A call already being dispatched finishes and is recorded, as on
+ * cancellation. Afterwards new runs, schedules and proposals on the profile are refused
+ * (`profile_revoked`), and events for it match nothing. Leases are released best effort.
  */
 export async function revokeProfile(ports: Ports, principal: Principal, profileId: string): Promise<ProfileBindingView> {
   const now = ports.clock.now();
   const ownerId = principal.ownerId;
   const openEpisodes = sql`(SELECT e.id FROM sign_in_episodes e WHERE e.owner_id = ${ownerId} AND e.profile_id = ${profileId} AND e.state = 'open')`;
-  const fenced = (
-    await ports.db
-      .select({ runId: signInWaits.runId })
-      .from(signInWaits)
-      .where(and(eq(signInWaits.state, 'pending'), sql`${signInWaits.episodeId} IN ${openEpisodes}`))
-  ).map((w) => w.runId);
+  const profileRuns = sql`(SELECT r.id FROM runs r WHERE r.owner_id = ${ownerId} AND r.profile_id = ${profileId})`;
+  const active = await ports.db
+    .select()
+    .from(runs)
+    .where(and(eq(runs.ownerId, ownerId), eq(runs.profileId, profileId), inArray(runs.state, [...FENCED_BY_REVOCATION])));
   await ports.db.batch([
     ports.db
       .insert(profileBindings)
@@ -524,37 +539,49 @@ export async function revokeProfile(ports: Ports, principal: Principal, profileI
       .onConflictDoUpdate({ target: [profileBindings.ownerId, profileBindings.profileId], set: { state: 'revoked', revokedAt: now } }),
     ports.db
       .update(runs)
-      .set({ state: 'failed', reportSummary: `profile ${profileId} was revoked while the run waited for sign-in`, updatedAt: now })
-      .where(
-        and(
-          eq(runs.state, 'waiting_for_authentication'),
-          sql`${runs.id} IN (SELECT w.run_id FROM sign_in_waits w WHERE w.state = 'pending' AND w.episode_id IN ${openEpisodes})`,
-        ),
-      ),
+      .set({ state: 'failed', reportSummary: `profile ${profileId} was revoked`, updatedAt: now })
+      .where(and(eq(runs.ownerId, ownerId), eq(runs.profileId, profileId), inArray(runs.state, [...FENCED_BY_REVOCATION]))),
+    ports.db
+      .update(approvals)
+      .set({ state: 'cancelled', decidedAt: now })
+      .where(and(eq(approvals.state, 'pending'), sql`${approvals.runId} IN ${profileRuns}`)),
+    ports.db
+      .update(toolCalls)
+      .set({ state: 'cancelled', errorCode: 'profile_revoked', errorMessage: `profile ${profileId} was revoked`, updatedAt: now })
+      .where(and(eq(toolCalls.state, 'waiting_for_approval'), sql`${toolCalls.runId} IN ${profileRuns}`)),
     ports.db
       .update(signInWaits)
       .set({ state: 'fenced', fenceReason: 'profile_revoked', endedAt: now })
-      .where(and(eq(signInWaits.state, 'pending'), sql`${signInWaits.episodeId} IN ${openEpisodes}`)),
+      .where(and(eq(signInWaits.state, 'pending'), sql`${signInWaits.runId} IN ${profileRuns}`)),
     ports.db.update(notices).set({ resolvedAt: now }).where(and(sql`${notices.episodeId} IN ${openEpisodes}`, sql`${notices.resolvedAt} IS NULL`)),
     ports.db
       .update(signInEpisodes)
       .set({ state: 'revoked', resolvedAt: now })
       .where(and(eq(signInEpisodes.ownerId, ownerId), eq(signInEpisodes.profileId, profileId), eq(signInEpisodes.state, 'open'))),
   ]);
-  return { profile_id: profileId, state: 'revoked', revoked_at: iso(now), fenced_runs: fenced };
+  for (const run of active) await releaseLease(ports, run);
+  return { profile_id: profileId, state: 'revoked', revoked_at: iso(now), fenced_runs: active.map((run) => run.id) };
 }
+
+/** Run states a revocation ends. */
+const FENCED_BY_REVOCATION = ['queued', 'running', 'waiting_for_approval', 'waiting_for_authentication'] as const;
 
 /**
  * Refuses work on a revoked profile.
  * @throws ApiError('profile_revoked') when the owner revoked `profileId`.
  */
 export async function assertProfileActive(ports: Ports, ownerId: string, profileId: string): Promise<void> {
+  if (await profileRevoked(ports, ownerId, profileId)) throw new ApiError('profile_revoked', `profile ${profileId} was revoked`);
+}
+
+/** Whether the owner revoked `profileId`. */
+export async function profileRevoked(ports: Ports, ownerId: string, profileId: string): Promise<boolean> {
   const binding = await ports.db
     .select({ state: profileBindings.state })
     .from(profileBindings)
     .where(and(eq(profileBindings.ownerId, ownerId), eq(profileBindings.profileId, profileId)))
     .get();
-  if (binding?.state === 'revoked') throw new ApiError('profile_revoked', `profile ${profileId} was revoked`);
+  return binding?.state === 'revoked';
 }
 
 /** Sign-in waits and ceremony events of a run, for its passive activity record. */

@@ -25,11 +25,11 @@ describe('differential verification of an unknown site (headed)', () => {
   test('a public page is never verified: the control load reaches it too, so nothing is proven', async ({ world, client }) => {
     const id = ceremonyId();
     const publicLoads = world.site.counters().public_loads;
-    expect(await begin(client, world, 'public-page', { id, timeoutMs: 10_000, protectedPath: '/public', signInPath: '/signin?next=/public' })).toMatchObject({
+    expect(await begin(client, world, 'public-page', { id, timeoutMs: 20_000, protectedPath: '/public', signInPath: '/signin?next=/public' })).toMatchObject({
       state: 'awaiting_person',
     });
     await personSignsIn(world, 'public-page', 'alice');
-    const ended = await stateBecomes(client, id, 'not_verified', 20_000);
+    const ended = await stateBecomes(client, id, 'not_verified', 40_000);
     expect(await claimsOf(ended)).toMatchObject({ outcome: 'not_verified', method: 'differential' });
     // The person's landing, the profile's load and the control load at least.
     expect(world.site.counters().public_loads).toBeGreaterThanOrEqual(publicLoads + 3);

@@ -58,14 +58,16 @@ describe('verification evidence', () => {
     expect(accountEvidence('- paragraph: Welcome', 'Signed in as ')).toBeUndefined();
   });
 
-  test('differential: the profile must reach the exact path without a password field, status error or challenge marker; the control must be sent away', () => {
+  test('differential: the profile must reach the exact path without a password field, status error or challenge marker; the control must be shown a sign-in form', () => {
     const protectedUrl = `${ORIGIN}/reports`;
     expect(reachedProtected(load(), protectedUrl)).toEqual({ ok: true });
     expect(reachedProtected(load({ url: `${ORIGIN}/signin` }), protectedUrl)).toMatchObject({ ok: false });
     expect(reachedProtected(load({ status: 403 }), protectedUrl)).toMatchObject({ ok: false });
     expect(reachedProtected(load({ passwordField: true }), protectedUrl)).toMatchObject({ ok: false });
     expect(reachedProtected(load({ snapshot: '- heading "Please complete the CAPTCHA" [level=1]' }), protectedUrl)).toMatchObject({ ok: false });
-    expect(sentToSignIn(load({ url: `${ORIGIN}/signin?next=/reports` }), protectedUrl)).toBe(true);
+    expect(sentToSignIn(load({ url: `${ORIGIN}/signin?next=/reports`, passwordField: true }), protectedUrl)).toBe(true);
+    // Being moved elsewhere is not being sent to sign-in (a consent or welcome page).
+    expect(sentToSignIn(load({ url: `${ORIGIN}/welcome` }), protectedUrl)).toBe(false);
     expect(sentToSignIn(load({ passwordField: true }), protectedUrl)).toBe(true);
     expect(sentToSignIn(load(), protectedUrl)).toBe(false);
     expect(genericChallengeSeen('- heading "Verify you are human" [level=1]')).toBe(true);

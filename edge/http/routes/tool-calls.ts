@@ -24,7 +24,7 @@ const propose = createRoute({
   responses: {
     200: jsonResponse(ToolCallView, 'the finished call'),
     202: jsonResponse(ToolCallView, 'waiting for approval'),
-    ...errorResponses(...AUTH_ERRORS, 'invalid_arguments', 'not_found', 'policy_denied', 'stale_revision', 'call_in_progress', 'run_not_active'),
+    ...errorResponses(...AUTH_ERRORS, 'invalid_arguments', 'not_found', 'policy_denied', 'stale_revision', 'call_in_progress', 'run_not_active', 'profile_revoked'),
   },
 });
 

@@ -1,0 +1,1 @@
+ALTER TABLE `sign_in_episodes` ADD `checked_at` integer;
