@@ -153,7 +153,28 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
     .from(signInEpisodes)
     .where(and(eq(signInEpisodes.ownerId, run.ownerId), eq(signInEpisodes.profileId, run.profileId), eq(signInEpisodes.origin, origin), eq(signInEpisodes.state, 'open')))
     .get();
-  if (episode) await beginCeremony(ports, episode);
+  if (!episode) return;
+  // Joining an episode whose ceremony already ended without a sign-in (timed out, replaced, wrong
+  // account): a newer generation opens the window again; the episode keeps its one notice.
+  const ended = episode.ceremonyState !== null && (CEREMONY_ENDED_WITHOUT_SIGN_IN as readonly string[]).includes(episode.ceremonyState);
+  await beginCeremony(ports, ended ? ((await nextGeneration(ports, episode)) ?? episode) : episode);
+}
+
+/** Ceremony outcomes after which an open episode has no live ceremony. */
+const CEREMONY_ENDED_WITHOUT_SIGN_IN = ['not_verified', 'ended', 'account_mismatch'] as const;
+
+/**
+ * Moves an open episode to its next ceremony generation (a new ceremony id) by one conditional
+ * update; undefined when it is no longer open at that generation.
+ */
+async function nextGeneration(ports: Ports, episode: SignInEpisodeRow): Promise<SignInEpisodeRow | undefined> {
+  const ceremonyId = newId('cer');
+  const changed = await ports.db
+    .update(signInEpisodes)
+    .set({ generation: episode.generation + 1, ceremonyId, ceremonyState: null })
+    .where(and(eq(signInEpisodes.id, episode.id), eq(signInEpisodes.state, 'open'), eq(signInEpisodes.generation, episode.generation)))
+    .run();
+  return rowsChanged(changed) === 1 ? { ...episode, generation: episode.generation + 1, ceremonyId, ceremonyState: null } : undefined;
 }
 
 /** Ends a run that cannot continue, with an explicit summary; one conditional update. */
@@ -449,14 +470,9 @@ async function abandonEpisode(ports: Ports, episode: SignInEpisodeRow): Promise<
  */
 export async function restartSignIn(ports: Ports, principal: Principal, episodeId: string): Promise<SignInView> {
   const episode = await ownEpisode(ports, principal, episodeId);
-  const ceremonyId = newId('cer');
-  const changed = await ports.db
-    .update(signInEpisodes)
-    .set({ generation: episode.generation + 1, ceremonyId, ceremonyState: null })
-    .where(and(eq(signInEpisodes.id, episode.id), eq(signInEpisodes.state, 'open'), eq(signInEpisodes.generation, episode.generation)))
-    .run();
-  if (rowsChanged(changed) !== 1) throw new ApiError('already_decided', `sign-in ${episode.id} is ${episode.state}, not open, or was restarted meanwhile`);
-  await beginCeremony(ports, { ...episode, generation: episode.generation + 1, ceremonyId, ceremonyState: null });
+  const next = await nextGeneration(ports, episode);
+  if (!next) throw new ApiError('already_decided', `sign-in ${episode.id} is ${episode.state}, not open, or was restarted meanwhile`);
+  await beginCeremony(ports, next);
   return signInView(ports, await ownEpisode(ports, principal, episodeId));
 }
 

@@ -128,6 +128,20 @@ describe('parking for sign-in', () => {
     expect(list.body.sign_ins[0].waiting_runs.sort()).toEqual([first.id, second.id].sort());
   });
 
+  it('a run joining an episode whose ceremony ended without a sign-in opens a newer generation, not a second notice', async () => {
+    const first = await runningRun();
+    await hitSignInWall(first);
+    const episode = await openEpisode();
+    expect((await deliver(await eventFor(episode, { outcome: 'not_verified' }))).body.applied).toBe(false);
+    const second = await runningRun();
+    await hitSignInWall(second);
+    const again = await openEpisode();
+    expect([again.id, again.generation]).toEqual([episode.id, episode.generation + 1]);
+    expect(again.ceremony_id).not.toBe(episode.ceremony_id);
+    expect(await noticeCount()).toBe(1);
+    expect((await deliver(await eventFor(again))).body.resumed_runs.sort()).toEqual([first.id, second.id].sort());
+  });
+
   it(`a run that keeps meeting the wall without progress ends uncertain after ${MAX_SIGN_IN_ATTEMPTS} waits`, async () => {
     const run = await runningRun();
     await env.DB.prepare('UPDATE runs SET sign_in_attempts = ? WHERE id = ?').bind(MAX_SIGN_IN_ATTEMPTS, run.id).run();
