@@ -178,21 +178,34 @@ describe('sign-in ceremonies with a reviewed site definition', () => {
     await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ ceremonies_open: 0 }), { timeout: 5_000 });
   });
 
-  test('ceremony.status of an unknown id answers unknown, ceremony.end of it is false; URLs of another origin are refused', async ({ world, client }) => {
+  test('ceremony.status of an unknown id answers unknown, ceremony.end of it is false; a protected page of another origin is refused', async ({ world, client }) => {
     const id = ceremonyId();
     expect(await client.call('ceremony.status', { ceremony_id: id })).toEqual({ ceremony_id: id, state: 'unknown' });
     expect(await client.call('ceremony.end', { ceremony_id: id })).toEqual({ ended: false });
+    // The sign-in page may be elsewhere (an identity provider); the page that proves it may not.
     const elsewhere = await client.request('ceremony.begin', {
       ceremony_id: id,
       profile_id: 'elsewhere',
       origin: world.site.origin,
       generation: 1,
-      sign_in_url: 'https://example.test/signin',
-      protected_url: `${world.site.origin}/reports`,
+      sign_in_url: `${world.site.origin}/signin`,
+      protected_url: 'https://example.test/reports',
       timeout_ms: 30_000,
     });
     expect(elsewhere).toMatchObject({ error: { code: 'invalid_params' } });
     expect(await client.call('ceremony.status', { ceremony_id: id })).toEqual({ ceremony_id: id, state: 'unknown' });
+    const viaProvider = ceremonyId();
+    const accepted = await client.call('ceremony.begin', {
+      ceremony_id: viaProvider,
+      profile_id: 'via-provider',
+      origin: world.site.origin,
+      generation: 1,
+      sign_in_url: 'http://127.0.0.1:9/identity-provider/login',
+      protected_url: `${world.site.origin}/reports`,
+      timeout_ms: 30_000,
+    });
+    expect(accepted).toEqual({ ceremony_id: viaProvider, state: 'awaiting_person' });
+    expect(await client.call('ceremony.end', { ceremony_id: viaProvider })).toEqual({ ended: true });
   });
 });
 

@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AccountSite, startAccountSite } from '../../scripts/account-site.ts';
+import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { runSignInJourney } from '../../scripts/sign-in-journey.ts';
+
+// The demo's sign-in episode on the edge's other runtimes, over a SQLite file: the same waits,
+// one-batch resolution and callback as on Workers. The host runs with the shipped, empty site
+// catalog, so the sign-in is verified by the differential check for unknown sites.
+
+describe.each(['node', 'deno'] as const)('a sign-in episode, edge on %s', (runtime) => {
+  let stack: LocalStack;
+  let site: AccountSite;
+
+  beforeAll(async () => {
+    site = await startAccountSite();
+    stack = await startLocalStack({
+      runtime,
+      database: 'fresh',
+      echo: process.env.E2E_ECHO === '1',
+      hostVars: { HOST_PERSON_DEBUGGING: '1', HOST_CEREMONY_POLL_MS: '500' },
+    });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await site?.close();
+  });
+
+  it('parks, is verified by differential loads after one native sign-in, resumes by itself and files the report once', async () => {
+    const [owners] = await stack.queryD1("SELECT owner_id FROM principals WHERE kind = 'owner' LIMIT 1");
+    const record = await runSignInJourney(stack, site, String(owners?.[0]?.owner_id), () => {});
+    expect(record).toMatchObject({ reportsFiled: 1, notices: 1, approvals: 0, finalRun: { state: 'completed' } });
+    expect(record.timeline.map((entry) => entry.what)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^ceremony_event: .*verified by differential verification, via callback, resolved the episode$/)]),
+    );
+    const [events] = await stack.queryD1('SELECT method, applied FROM ceremony_events');
+    expect(events).toEqual([{ method: 'differential', applied: 1 }]);
+  });
+});
