@@ -31,8 +31,13 @@ const VERIFY_MS = 30_000;
 const SHOW_SIGN_IN_MS = 10_000;
 /** Longest reading the surface (URL, password field) may take, in ms. */
 const SURFACE_READ_MS = 2_000;
-/** A surface already verified without an outcome is verified again after this long, in ms. */
+/**
+ * A surface already verified without an outcome is verified again after this long, in ms, doubling
+ * each time the same page stays inconclusive (each verification may launch a control browser).
+ */
 const RECHECK_MS = 5_000;
+/** The longest wait between verifications of the same page, in ms. */
+const MAX_RECHECK_MS = 60_000;
 /** Longest host shutdown waits for ceremonies and deliveries to wind down, in ms. */
 const CLOSE_MS = 15_000;
 
@@ -67,6 +72,8 @@ interface Ceremony {
   /** The surface URL last verified, and when (epoch ms). */
   checkedUrl: string | undefined;
   checkedAt: number;
+  /** The wait before the same page is verified again, in ms (see {@link RECHECK_MS}). */
+  recheckMs: number;
   /** The polling loop, once started. */
   loop: Promise<void> | undefined;
 }
@@ -147,6 +154,7 @@ export class Ceremonies {
       method: 'none',
       checkedUrl: undefined,
       checkedAt: 0,
+      recheckMs: RECHECK_MS,
       loop: undefined,
     };
     this.#records.set(params.ceremony_id, record);
@@ -248,7 +256,8 @@ export class Ceremonies {
       if (browser === undefined || record.claims !== undefined) continue;
       const surface = await this.#readSurface(record, browser);
       if (surface === undefined) continue;
-      if (surface.url === record.checkedUrl && Date.now() - record.checkedAt < RECHECK_MS) continue;
+      if (surface.url === record.checkedUrl && Date.now() - record.checkedAt < record.recheckMs) continue;
+      record.recheckMs = surface.url === record.checkedUrl ? Math.min(record.recheckMs * 2, MAX_RECHECK_MS) : RECHECK_MS;
       record.checkedUrl = surface.url;
       record.checkedAt = Date.now();
       if (record.state === 'awaiting_person') record.state = 'verifying';

@@ -90,9 +90,9 @@ export interface ControlBrowser {
 
 /**
  * Launches a clean control browser (ADR-0164, unknown sites): a fresh Chromium with the same flags
- * as the profiles' and a fresh temporary user-data directory, headless (control loads may read
- * login pages in any launch mode), no DevTools port, presenting `userAgent` when given (the
- * profile's own, so a site cannot tell the two loads apart by it).
+ * as the profiles' and a fresh temporary user-data directory, in the profiles' launch mode (headed
+ * on the host's display when they are), no DevTools port, presenting `userAgent` when given (the
+ * profile's own), so a site cannot tell the two loads apart.
  * @throws HostError('host_unavailable') when it does not start before the deadline (its
  *   directory is deleted again).
  */
@@ -102,9 +102,11 @@ export async function launchControlBrowser(deadline: Deadline, options: LaunchOp
   try {
     context = await chromium.launchPersistentContext(dir, {
       executablePath: options.chromiumPath,
-      headless: true,
+      // The profiles' launch mode: a headed window and a headless one differ in more than the
+      // user agent (window chrome, sizes), and a site must not tell the two loads apart.
+      headless: options.headless,
       args: [...CHROMIUM_ARGS],
-      env: chromiumEnv(options, true),
+      env: chromiumEnv(options, options.headless),
       acceptDownloads: false,
       ...(userAgent ? { userAgent } : {}),
       timeout: Math.max(1, deadline.remainingMs()),

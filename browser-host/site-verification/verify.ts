@@ -162,7 +162,13 @@ export class SessionVerifier {
       return { outcome: genericChallengeSeen(profileLoad.snapshot) ? 'challenge' : 'not_verified', method: 'differential', detail: `profile load: ${reached.why}` };
     }
     // The control presents the profile's user agent: a site must not tell them apart by it.
-    const controlLoad = await withControlBrowser(deadline, this.#options.launchOptions, profileLoad.userAgent, (page) => loadForEvidence(deadline, page, protectedUrl));
+    // The control visits once before the load that counts: the profile has been to the site before
+    // (that is how it met the wall), and whatever a first visit leaves (a tracking or consent
+    // cookie) must not pass for a session.
+    const controlLoad = await withControlBrowser(deadline, this.#options.launchOptions, profileLoad.userAgent, async (page) => {
+      await loadForEvidence(deadline, page, protectedUrl);
+      return loadForEvidence(deadline, page, protectedUrl);
+    });
     if (!sentToSignIn(controlLoad, protectedUrl)) {
       return { outcome: 'not_verified', method: 'differential', detail: 'inconclusive: a clean control load reached the page too' };
     }

@@ -157,7 +157,8 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
   // Joining an episode whose ceremony already ended without a sign-in (timed out, replaced, wrong
   // account): a newer generation opens the window again; the episode keeps its one notice.
   const ended = episode.ceremonyState !== null && (CEREMONY_ENDED_WITHOUT_SIGN_IN as readonly string[]).includes(episode.ceremonyState);
-  await beginCeremony(ports, ended ? ((await nextGeneration(ports, episode)) ?? episode) : episode);
+  const begin = ended && !(await windowTaken(ports, episode)) ? ((await nextGeneration(ports, episode)) ?? episode) : episode;
+  await beginCeremony(ports, begin);
 }
 
 /** Ceremony outcomes after which an open episode has no live ceremony. */
@@ -193,10 +194,13 @@ async function endRun(ports: Ports, run: RunRow, state: 'failed' | 'partial' | '
  * most once: a unique episode id). Host trouble is not an error: the notice still goes out and
  * the maintenance pass begins the ceremony again.
  */
-export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow): Promise<void> {
+export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, options: { takeWindow?: boolean } = {}): Promise<void> {
   let state: CeremonyState | undefined;
   let session: HostSession | undefined;
   try {
+    // A profile has one window: while another episode's ceremony is live in it, this one waits
+    // (the maintenance pass begins it once the window is free) instead of ending the other.
+    if (!options.takeWindow && (await windowTaken(ports, episode))) throw new WindowTaken();
     session = await ports.host.connect(10_000);
     const answer = await session.call(
       'ceremony.begin',
@@ -218,9 +222,9 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow): Pr
     }
     await noteCeremonyState(ports, episode, state);
   } catch (error) {
-    // Host trouble, or an event the edge refuses (e.g. a host clock far off): the owner is still
-    // told, and the maintenance pass asks the host again.
-    console.error(`sign-in episode ${episode.id}: the ceremony did not begin cleanly; the maintenance pass retries`, error);
+    // The window is taken, host trouble, or an event the edge refuses (e.g. a host clock far
+    // off): the owner is still told, and the maintenance pass asks the host again.
+    if (!(error instanceof WindowTaken)) console.error(`sign-in episode ${episode.id}: the ceremony did not begin cleanly; the maintenance pass retries`, error);
   } finally {
     session?.close();
   }
@@ -234,6 +238,29 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow): Pr
     WHERE e.id = ${episode.id} AND e.state = 'open'
       AND EXISTS (SELECT 1 FROM sign_in_waits w WHERE w.episode_id = e.id)
     ON CONFLICT DO NOTHING`);
+}
+
+/** The profile's sign-in window is in use by another episode's ceremony. */
+class WindowTaken extends Error {}
+
+/** Ceremony states in which a ceremony holds its profile's window on the host. */
+const LIVE_CEREMONY_STATES = ['awaiting_person', 'verifying', 'challenge'] as const;
+
+/** Whether another open episode of the same host profile has a live ceremony (as last reported). */
+async function windowTaken(ports: Ports, episode: SignInEpisodeRow): Promise<boolean> {
+  const other = await ports.db
+    .select({ id: signInEpisodes.id })
+    .from(signInEpisodes)
+    .where(
+      and(
+        eq(signInEpisodes.hostProfileId, episode.hostProfileId),
+        eq(signInEpisodes.state, 'open'),
+        sql`${signInEpisodes.id} <> ${episode.id}`,
+        inArray(signInEpisodes.ceremonyState, [...LIVE_CEREMONY_STATES]),
+      ),
+    )
+    .get();
+  return other !== undefined;
 }
 
 async function noteCeremonyState(ports: Ports, episode: SignInEpisodeRow, state: CeremonyState | undefined): Promise<void> {
@@ -381,8 +408,10 @@ export interface ReconciliationReport {
  * edge or the host): fences waits whose runs passed their deadline or ended; abandons an episode
  * nobody waits for any more (its notice resolved, the host's ceremony ended); asks the host for
  * the ceremony's state and applies an outcome event it missed; begins the ceremony again when the
- * host no longer knows it. At most 50 episodes a pass, the least recently checked first. Never
- * throws for host trouble.
+ * host no longer knows it, or a newer generation when the host ended it for another episode of
+ * the profile, each only while no other episode's ceremony holds the profile's one window (so
+ * episodes of one profile take turns instead of ending each other). At most 50 episodes a pass,
+ * the least recently checked first. Never throws for host trouble.
  */
 export async function reconcileSignIns(ports: Ports): Promise<ReconciliationReport> {
   // Least recently checked first, so every open episode gets its turn however many there are.
@@ -413,11 +442,25 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
       if (status.event) {
         const receipt = await applyCeremonyEvent(ports, status.event, 'reconciliation');
         if (receipt.applied) resolved += 1;
+        // Ended by the host for another episode of the profile: its turn comes when the window is free.
+        else if (status.state === 'ended' && !(await windowTaken(ports, episode))) {
+          const next = await nextGeneration(ports, episode);
+          if (next) {
+            session.close();
+            session = undefined;
+            await beginCeremony(ports, next);
+            restarted += 1;
+          }
+        }
       } else if (status.state === 'unknown') {
+        // The host forgot it (restarted): begin it again, once the profile's window is free.
+        await noteCeremonyState(ports, episode, 'unknown');
         session.close();
         session = undefined;
-        await beginCeremony(ports, episode);
-        restarted += 1;
+        if (!(await windowTaken(ports, episode))) {
+          await beginCeremony(ports, episode);
+          restarted += 1;
+        }
       } else {
         await noteCeremonyState(ports, episode, status.state);
       }
@@ -472,7 +515,8 @@ export async function restartSignIn(ports: Ports, principal: Principal, episodeI
   const episode = await ownEpisode(ports, principal, episodeId);
   const next = await nextGeneration(ports, episode);
   if (!next) throw new ApiError('already_decided', `sign-in ${episode.id} is ${episode.state}, not open, or was restarted meanwhile`);
-  await beginCeremony(ports, next);
+  // The owner asked for this one: it takes the profile's window even from another episode.
+  await beginCeremony(ports, next, { takeWindow: true });
   return signInView(ports, await ownEpisode(ports, principal, episodeId));
 }
 
