@@ -1,4 +1,9 @@
 import { SELF, env } from 'cloudflare:test';
+import { drizzle } from 'drizzle-orm/d1';
+import * as schema from '../../edge/db/schema.ts';
+import { fetchUpgradeConnector } from '../../edge/host/fetch-upgrade-connector.ts';
+import type { HostConnector } from '../../edge/host/host-session.ts';
+import { DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../edge/ports.ts';
 
 /**
  * Test-side helpers for the edge inside workerd: principals seeded straight into the real D1
@@ -102,4 +107,18 @@ export async function counts(): Promise<Record<string, number>> {
 /** Sets the page the edge believes the run is on: its latest revision and URL. */
 export async function setLatestPage(runId: string, revision: number, url: string): Promise<void> {
   await env.DB.prepare('UPDATE runs SET latest_revision = ?, latest_url = ? WHERE id = ?').bind(revision, url, runId).run();
+}
+
+/**
+ * The edge's ports over the test's real D1, for calling pipeline functions directly: the host is
+ * `host`, or the bindings' closed port (anything dispatched fails `host_unavailable`).
+ */
+export function workerdPorts(host?: HostConnector): Ports {
+  return {
+    db: drizzle(env.DB, { schema }),
+    host: host ?? fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
+    clock: systemClock,
+    config: DEFAULT_EDGE_CONFIG,
+    hostSecret: env.HOST_SHARED_SECRET,
+  };
 }

@@ -1,14 +1,12 @@
 import { env } from 'cloudflare:test';
-import { drizzle } from 'drizzle-orm/d1';
 import { eq } from 'drizzle-orm';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { type CeremonyEventClaims, signCeremonyEvent } from '../../shared/authentication.ts';
 import * as schema from '../../edge/db/schema.ts';
-import { fetchUpgradeConnector } from '../../edge/host/fetch-upgrade-connector.ts';
 import type { HostConnector, HostSession } from '../../edge/host/host-session.ts';
 import { parkForSignIn, reconcileSignIns } from '../../edge/pipeline/sign-in.ts';
-import { DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../edge/ports.ts';
-import { type Parties, call, seedParties } from './edge-client.ts';
+import type { Ports } from '../../edge/ports.ts';
+import { type Parties, call, seedParties, workerdPorts } from './edge-client.ts';
 
 // Second review pass (ADR-0164 part 3: "exactly one interruption per unresolved sign-in episode,
 // while requiring eventual completion or an explicit bounded stop"). The host ends the older
@@ -22,15 +20,7 @@ import { type Parties, call, seedParties } from './edge-client.ts';
 const A = 'http://127.0.0.1:8131';
 const B = 'http://127.0.0.1:8132';
 
-function ports(host?: HostConnector): Ports {
-  return {
-    db: drizzle(env.DB, { schema }),
-    host: host ?? fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
-    clock: systemClock,
-    config: DEFAULT_EDGE_CONFIG,
-    hostSecret: env.HOST_SHARED_SECRET,
-  };
-}
+const ports = (host?: HostConnector): Ports => workerdPorts(host);
 
 /**
  * A stand-in for browser-host/ceremony.ts's bookkeeping: a begin of an unknown ceremony ends

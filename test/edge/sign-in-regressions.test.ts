@@ -1,17 +1,15 @@
 import { env } from 'cloudflare:test';
-import { drizzle } from 'drizzle-orm/d1';
 import { eq } from 'drizzle-orm';
 import { SignJWT } from 'jose';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { type CeremonyEventClaims, signCeremonyEvent } from '../../shared/authentication.ts';
 import * as schema from '../../edge/db/schema.ts';
-import { fetchUpgradeConnector } from '../../edge/host/fetch-upgrade-connector.ts';
 import { HostCallError, type HostConnector, type HostSession } from '../../edge/host/host-session.ts';
 import { MAX_SIGN_IN_ATTEMPTS, parkForSignIn, reconcileSignIns } from '../../edge/pipeline/sign-in.ts';
 import { proposeToolCall } from '../../edge/pipeline/propose.ts';
 import { fireDueSchedules } from '../../edge/pipeline/schedules.ts';
-import { DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../edge/ports.ts';
-import { type Parties, call, seedParties } from './edge-client.ts';
+import type { Ports } from '../../edge/ports.ts';
+import { type Parties, call, seedParties, workerdPorts } from './edge-client.ts';
 
 // Review regressions for ADR-0164 part 3 on the edge (real D1 in workerd). Where a host answer
 // matters, a scripted stand-in host answers the ceremony methods the way browser-host/ceremony.ts
@@ -20,15 +18,7 @@ import { type Parties, call, seedParties } from './edge-client.ts';
 const ORIGIN = 'http://127.0.0.1:8123';
 const APP = 'http://127.0.0.1:8124';
 
-function ports(host?: HostConnector): Ports {
-  return {
-    db: drizzle(env.DB, { schema }),
-    host: host ?? fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
-    clock: systemClock,
-    config: DEFAULT_EDGE_CONFIG,
-    hostSecret: env.HOST_SHARED_SECRET,
-  };
-}
+const ports = (host?: HostConnector): Ports => workerdPorts(host);
 
 /** A stand-in host: `answer` serves every command; the commands it got are kept in `calls`. */
 function scriptedHost(answer: (method: string, params: Record<string, unknown>) => unknown | Promise<unknown>) {

@@ -1,14 +1,12 @@
 import { env } from 'cloudflare:test';
-import { drizzle } from 'drizzle-orm/d1';
 import { eq } from 'drizzle-orm';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { type CeremonyEventClaims, signCeremonyEvent } from '../../shared/authentication.ts';
 import * as schema from '../../edge/db/schema.ts';
-import { fetchUpgradeConnector } from '../../edge/host/fetch-upgrade-connector.ts';
 import { hostProfileId } from '../../edge/pipeline/lease.ts';
 import { MAX_SIGN_IN_ATTEMPTS, parkForSignIn, reconcileSignIns } from '../../edge/pipeline/sign-in.ts';
-import { DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../edge/ports.ts';
-import { type Parties, call, counts, seedParties } from './edge-client.ts';
+import type { Ports } from '../../edge/ports.ts';
+import { type Parties, call, counts, seedParties, workerdPorts } from './edge-client.ts';
 
 // Sign-in waits against the real D1 in workerd. The host is unreachable here (a closed port):
 // parking still records the wait and the owner's one notice; the ceremony outcome arrives as a
@@ -17,15 +15,7 @@ import { type Parties, call, counts, seedParties } from './edge-client.ts';
 
 const ORIGIN = 'http://127.0.0.1:8123';
 
-function ports(): Ports {
-  return {
-    db: drizzle(env.DB, { schema }),
-    host: fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
-    clock: systemClock,
-    config: DEFAULT_EDGE_CONFIG,
-    hostSecret: env.HOST_SHARED_SECRET,
-  };
-}
+const ports = (): Ports => workerdPorts();
 
 let parties: Parties;
 beforeEach(async () => {
