@@ -169,7 +169,7 @@ export class SessionVerifier {
       await loadForEvidence(deadline, page, protectedUrl);
       return loadForEvidence(deadline, page, protectedUrl);
     });
-    if (!sentToSignIn(controlLoad, protectedUrl)) {
+    if (!sentToSignIn(controlLoad)) {
       return { outcome: 'not_verified', method: 'differential', detail: 'inconclusive: a clean control load reached the page too' };
     }
     return { outcome: 'verified', method: 'differential', detail: 'the profile reached the protected page; a clean control load was sent to sign-in' };
@@ -262,7 +262,7 @@ export function reachedProtected(load: LoadEvidence, protectedUrl: string): { ok
  * first-visit welcome page or a user-agent redirect also move a clean browser elsewhere, and
  * would turn any cookie into "proof" of a session.
  */
-export function sentToSignIn(load: LoadEvidence, _protectedUrl: string): boolean {
+export function sentToSignIn(load: LoadEvidence): boolean {
   return load.passwordField === true;
 }
 

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, sql } from 'drizzle-orm';
-import type { NoticeList, ProfileBindingView, SignInList, SignInView } from '../../shared/api.ts';
+import type { CeremonyEventReceipt, NoticeList, ProfileBindingView, SignInList, SignInView } from '../../shared/api.ts';
 import { type CeremonyEventClaims, type SignInSignal, verifyCeremonyEvent } from '../../shared/authentication.ts';
 import type { CeremonyState } from '../../shared/authentication.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -271,15 +271,6 @@ async function noteCeremonyState(ports: Ports, episode: SignInEpisodeRow, state:
     .where(and(eq(signInEpisodes.id, episode.id), eq(signInEpisodes.state, 'open'), eq(signInEpisodes.generation, episode.generation)));
 }
 
-/** What recording one ceremony event did. */
-export interface CeremonyEventReceiptData {
-  readonly eventId: string;
-  readonly outcome: string;
-  /** True only for the delivery that resolved the episode. */
-  readonly applied: boolean;
-  readonly resumedRuns: string[];
-}
-
 /**
  * Records a host-signed ceremony outcome event durably and, when it is `verified` and matches
  * the open episode exactly (its ceremony id, current generation, host profile and origin, an
@@ -292,10 +283,12 @@ export interface CeremonyEventReceiptData {
  * their deadline are fenced instead of requeued.
  * @param via how the event arrived: the host's callback, the maintenance pass, or the answer to
  *   `ceremony.begin` (a saved session that was still valid).
+ * @returns the shared/api.ts `CeremonyEventReceipt`: `applied` only for the delivery that resolved
+ *   the episode, with the runs it requeued.
  * @throws ApiError('unauthenticated') for a token that is not a current event signed with the
  *   host's shared secret.
  */
-export async function applyCeremonyEvent(ports: Ports, token: string, via: 'callback' | 'reconciliation' | 'begin'): Promise<CeremonyEventReceiptData> {
+export async function applyCeremonyEvent(ports: Ports, token: string, via: 'callback' | 'reconciliation' | 'begin'): Promise<CeremonyEventReceipt> {
   const claims = await verifyCeremonyEvent(ports.hostSecret, token);
   if (!claims) throw new ApiError('unauthenticated', 'not a current ceremony event signed by a browser host holding the shared secret');
   const now = ports.clock.now();
@@ -324,7 +317,7 @@ export async function applyCeremonyEvent(ports: Ports, token: string, via: 'call
         .set({ ceremonyState: claims.outcome })
         .where(and(eq(signInEpisodes.ceremonyId, claims.ceremony_id), eq(signInEpisodes.state, 'open'), eq(signInEpisodes.generation, claims.generation))),
     ]);
-    return { eventId: claims.event_id, outcome: claims.outcome, applied: false, resumedRuns: [] };
+    return { event_id: claims.event_id, outcome: claims.outcome, applied: false, resumed_runs: [] };
   }
   const matches = episodeMatches(claims);
   const episodeId = sql`(SELECT e.id FROM sign_in_episodes e WHERE e.ceremony_id = ${claims.ceremony_id})`;
@@ -373,7 +366,7 @@ export async function applyCeremonyEvent(ports: Ports, token: string, via: 'call
   const resumed = applied
     ? (await ports.db.select({ runId: signInWaits.runId }).from(signInWaits).where(eq(signInWaits.resolvedBy, claims.event_id))).map((w) => w.runId)
     : [];
-  return { eventId: claims.event_id, outcome: claims.outcome, applied, resumedRuns: resumed };
+  return { event_id: claims.event_id, outcome: claims.outcome, applied, resumed_runs: resumed };
 }
 
 /**
@@ -534,11 +527,22 @@ export async function listSignIns(ports: Ports, principal: Principal, state?: Si
     .where(and(eq(signInEpisodes.ownerId, principal.ownerId), state ? eq(signInEpisodes.state, state) : undefined))
     .orderBy(desc(signInEpisodes.openedAt))
     .limit(100);
-  return { sign_ins: await Promise.all(rows.map((row) => signInView(ports, row))) };
+  const waiting = rows.length
+    ? await ports.db
+        .select({ episodeId: signInWaits.episodeId, runId: signInWaits.runId })
+        .from(signInWaits)
+        .where(and(inArray(signInWaits.episodeId, rows.map((row) => row.id)), eq(signInWaits.state, 'pending')))
+    : [];
+  return { sign_ins: rows.map((row) => signInViewOf(row, waiting.filter((w) => w.episodeId === row.id))) };
 }
 
 async function signInView(ports: Ports, row: SignInEpisodeRow): Promise<SignInView> {
   const waiting = await ports.db.select({ runId: signInWaits.runId }).from(signInWaits).where(and(eq(signInWaits.episodeId, row.id), eq(signInWaits.state, 'pending')));
+  return signInViewOf(row, waiting);
+}
+
+/** The API view of an episode with the runs waiting on it. */
+function signInViewOf(row: SignInEpisodeRow, waiting: readonly { runId: string }[]): SignInView {
   return {
     id: row.id,
     profile_id: row.profileId,

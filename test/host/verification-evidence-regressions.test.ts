@@ -15,11 +15,11 @@ describe('differential verification evidence (review)', () => {
     // consent interstitial, and the ceremony is `verified` with nobody signed in (reproduced in real
     // Chromium: test/host/differential-verification-review.test.ts).
     const welcome = load({ url: `${ORIGIN}/welcome`, snapshot: ['- heading "Welcome" [level=1] [ref=e1]', '- link "Continue" [ref=e2]'].join('\n') });
-    expect(sentToSignIn(welcome, `${ORIGIN}/home`)).toBe(false);
+    expect(sentToSignIn(welcome)).toBe(false);
     const locale = load({ url: `${ORIGIN}/en/home`, snapshot: '- heading "Home" [level=1] [ref=e1]' });
-    expect(sentToSignIn(locale, `${ORIGIN}/home`)).toBe(false);
+    expect(sentToSignIn(locale)).toBe(false);
     const elsewhere = load({ url: 'https://consent.example/ask?return=/home', snapshot: '- heading "Your privacy choices" [level=1] [ref=e1]' });
-    expect(sentToSignIn(elsewhere, `${ORIGIN}/home`)).toBe(false);
+    expect(sentToSignIn(elsewhere)).toBe(false);
   });
 
   test("today's common interstitial challenge wording counts as a challenge, never as reaching the page", () => {

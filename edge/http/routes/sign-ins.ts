@@ -66,7 +66,4 @@ export const signInRoutes = newRouter()
   .openapi(restart, async (c) => c.json(await restartSignIn(c.var.ports, c.var.principal, c.req.valid('param').id), 200))
   .openapi(notices, async (c) => c.json(await listNotices(c.var.ports, c.var.principal), 200))
   .openapi(revoke, async (c) => c.json(await revokeProfile(c.var.ports, c.var.principal, c.req.valid('param').profile_id), 200))
-  .openapi(ceremonyEvent, async (c) => {
-    const receipt = await applyCeremonyEvent(c.var.ports, c.req.valid('json').event, 'callback');
-    return c.json({ event_id: receipt.eventId, outcome: receipt.outcome, applied: receipt.applied, resumed_runs: receipt.resumedRuns }, 200);
-  });
+  .openapi(ceremonyEvent, async (c) => c.json(await applyCeremonyEvent(c.var.ports, c.req.valid('json').event, 'callback'), 200));
