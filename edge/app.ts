@@ -3,8 +3,8 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import type { ErrorBody, ErrorCode } from '../shared/errors.ts';
-import { ApiError } from './http/api-error.ts';
+import { type ErrorBody, type ErrorCode, httpStatusOf } from '../shared/errors.ts';
+import { DomainError } from './domain-error.ts';
 import type { AppEnv } from './http/app-env.ts';
 import { approvalRoutes } from './http/routes/approvals.ts';
 import { grantRoutes } from './http/routes/grants.ts';
@@ -38,7 +38,8 @@ export type PortsFactory = (c: Context<AppEnv>) => Ports;
 /**
  * The edge's Hono app, the same on Workers, Deno and Node: the entry point supplies a factory
  * that builds the ports (database, host connection, clock) per request. Every error leaves as
- * `{error: {code, message, request_id}}` with the status of its code.
+ * `{error: {code, message, request_id}}` with the status of its code: this `onError` is the one
+ * place that maps a domain error's code to HTTP (shared/errors.ts `httpStatusOf`).
  */
 export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
@@ -55,7 +56,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
       onError: () => {
-        throw new ApiError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+        throw new DomainError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
       },
     }),
   );
@@ -93,7 +94,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.notFound((c) => c.json(errorBody('not_found', `no route ${c.req.method} ${new URL(c.req.url).pathname}`, c.var.requestId), 404));
   app.onError((error, c) => {
     const requestId = c.var.requestId ?? crypto.randomUUID();
-    if (error instanceof ApiError) return c.json(errorBody(error.code, error.message, requestId, error.details), error.status);
+    if (error instanceof DomainError) return c.json(errorBody(error.code, error.message, requestId, error.details), httpStatusOf(error.code));
     if (error instanceof HTTPException) {
       const code = codeOfHttpException(error);
       return c.json(errorBody(code, error.message || code, requestId), error.status);

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
 import { principals, type PrincipalRow } from '../db/schema.ts';
-import { ApiError } from '../http/api-error.ts';
+import { DomainError } from '../domain-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { sha256Hex } from '../policy/canonical-hash.ts';
 
@@ -21,18 +21,18 @@ const BEARER = /^Bearer ([A-Za-z0-9_-]{16,256})$/;
 /**
  * Middleware: resolves `Authorization: Bearer <token>` to a principal by the SHA-256 of the token
  * (tokens are never stored in clear) and allows only the given kinds.
- * @throws ApiError('unauthenticated') for a missing, malformed or unknown token;
- *   ApiError('forbidden') for a principal of another kind.
+ * @throws DomainError('unauthenticated') for a missing, malformed or unknown token;
+ *   DomainError('forbidden') for a principal of another kind.
  */
 export function requirePrincipal(...kinds: PrincipalKind[]) {
   return createMiddleware<AppEnv>(async function requirePrincipal(c, next) {
     const match = BEARER.exec(c.req.header('Authorization') ?? '');
-    if (!match?.[1]) throw new ApiError('unauthenticated', 'send Authorization: Bearer <token>');
+    if (!match?.[1]) throw new DomainError('unauthenticated', 'send Authorization: Bearer <token>');
     const tokenHash = await sha256Hex(match[1]);
     const row = await c.var.ports.db.select().from(principals).where(eq(principals.tokenHash, tokenHash)).get();
-    if (!row) throw new ApiError('unauthenticated', 'the bearer token is not known');
+    if (!row) throw new DomainError('unauthenticated', 'the bearer token is not known');
     if (!kinds.includes(row.kind)) {
-      throw new ApiError('forbidden', `this endpoint is for ${kinds.join(' or ')} principals, not ${row.kind}`);
+      throw new DomainError('forbidden', `this endpoint is for ${kinds.join(' or ')} principals, not ${row.kind}`);
     }
     c.set('principal', { id: row.id, kind: row.kind, ownerId: row.ownerId });
     await next();

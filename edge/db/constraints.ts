@@ -1,4 +1,4 @@
-import { ApiError } from '../http/api-error.ts';
+import { DomainError } from '../domain-error.ts';
 
 /**
  * Turns a database refusal that protects an invariant into the API error a client can act on:
@@ -9,16 +9,16 @@ import { ApiError } from '../http/api-error.ts';
 export function translateConstraint(error: unknown): unknown {
   const text = messagesOf(error);
   if (text.includes('tool_calls.run_id') || text.includes('tool_calls_one_active_per_run')) {
-    return new ApiError('call_in_progress', 'another call of this run is waiting for approval or being dispatched');
+    return new DomainError('call_in_progress', 'another call of this run is waiting for approval or being dispatched');
   }
   if (text.includes('guard:run_not_active')) {
-    return new ApiError('run_not_active', 'the run is not running (it may be waiting for approval, cancelled or finished)');
+    return new DomainError('run_not_active', 'the run is not running (it may be waiting for approval, cancelled or finished)');
   }
   if (text.includes('guard:grant_exhausted')) {
-    return new ApiError('already_decided', 'the grant can no longer be charged');
+    return new DomainError('already_decided', 'the grant can no longer be charged');
   }
   if (text.includes('guard:call_not_dispatching') || text.includes('effects.tool_call_id')) {
-    return new ApiError('already_decided', 'the call was already decided');
+    return new DomainError('already_decided', 'the call was already decided');
   }
   return error;
 }

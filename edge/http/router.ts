@@ -1,7 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { ErrorBody, type ErrorCode, httpStatusOf } from '../../shared/errors.ts';
-import { ApiError } from './api-error.ts';
+import { DomainError } from '../domain-error.ts';
 import type { AppEnv } from './app-env.ts';
 
 /**
@@ -12,7 +12,7 @@ import type { AppEnv } from './app-env.ts';
 export function newRouter(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
-      if (!result.success) throw new ApiError('invalid_request', z.prettifyError(result.error));
+      if (!result.success) throw new DomainError('invalid_request', z.prettifyError(result.error));
     },
   });
 }

@@ -6,7 +6,7 @@ import { translateConstraint } from '../db/constraints.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { type ApprovalRow, approvals, effects, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
-import { ApiError } from '../http/api-error.ts';
+import { DomainError } from '../domain-error.ts';
 import type { Ports, RunResult } from '../ports.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decide, originOf } from '../policy/decide.ts';
@@ -39,8 +39,8 @@ export async function listApprovals(ports: Ports, principal: Principal, state?: 
  * exact arguments hash and the current policy hash, then one batch moves approval, call and run
  * and commits the effect watermark; only the request whose batch wins dispatches, so an approved
  * call dispatches exactly once. Deny: the call ends `denied` with a result the agent can read.
- * @throws ApiError('not_found') for an unknown approval or another owner's;
- *   ApiError('already_decided') when it is no longer pending; ApiError('run_not_active') when the
+ * @throws DomainError('not_found') for an unknown approval or another owner's;
+ *   DomainError('already_decided') when it is no longer pending; DomainError('run_not_active') when the
  *   run passed its deadline or was cancelled.
  */
 export async function decideApproval(
@@ -50,13 +50,13 @@ export async function decideApproval(
   decision: 'approve' | 'deny',
 ): Promise<{ approval: ApprovalRow; call: ToolCallRow }> {
   const approval = await ports.db.select().from(approvals).where(eq(approvals.id, approvalId)).get();
-  if (!approval || approval.ownerId !== principal.ownerId) throw new ApiError('not_found', `no approval ${approvalId}`);
-  if (approval.state !== 'pending') throw new ApiError('already_decided', `the approval is already ${approval.state}`);
+  if (!approval || approval.ownerId !== principal.ownerId) throw new DomainError('not_found', `no approval ${approvalId}`);
+  if (approval.state !== 'pending') throw new DomainError('already_decided', `the approval is already ${approval.state}`);
   const call = await ports.db.select().from(toolCalls).where(eq(toolCalls.id, approval.toolCallId)).get();
   const loadedRun = await ports.db.select().from(runs).where(eq(runs.id, approval.runId)).get();
-  if (!call || !loadedRun) throw new ApiError('not_found', `the call of approval ${approvalId} is gone`);
+  if (!call || !loadedRun) throw new DomainError('not_found', `the call of approval ${approvalId} is gone`);
   const run = await expireIfPastDeadline(ports, loadedRun);
-  if (run.state !== 'waiting_for_approval') throw new ApiError('run_not_active', `the run is ${run.state}`);
+  if (run.state !== 'waiting_for_approval') throw new DomainError('run_not_active', `the run is ${run.state}`);
 
   const now = ports.clock.now();
   const phases = (call.phases ?? {}) as CallPhases;
@@ -120,7 +120,7 @@ export async function decideApproval(
   } catch (error) {
     throw translateConstraint(error);
   }
-  if (rowsChanged(approved) !== 1) throw new ApiError('already_decided', 'the approval was decided concurrently');
+  if (rowsChanged(approved) !== 1) throw new DomainError('already_decided', 'the approval was decided concurrently');
 
   const startedCall = { ...call, ...dispatching } as ToolCallRow;
   const finished = await dispatchCall(ports, { ...run, state: 'running' }, startedCall, invocation);
@@ -133,10 +133,10 @@ function revalidatedInvocation(call: ToolCallRow, approval: ApprovalRow, argumen
   const tool = ToolName.safeParse(call.tool);
   const version = ToolVersion.safeParse(call.version);
   if (!tool.success || !version.success || argumentsHash !== approval.argumentsHash) {
-    throw new ApiError('already_decided', 'the call no longer matches what was approved');
+    throw new DomainError('already_decided', 'the call no longer matches what was approved');
   }
   const parsed = toolContract(tool.data, version.data).arguments.safeParse(call.arguments);
-  if (!parsed.success) throw new ApiError('already_decided', 'the stored arguments no longer validate');
+  if (!parsed.success) throw new DomainError('already_decided', 'the stored arguments no longer validate');
   return { tool: tool.data, version: version.data, arguments: parsed.data } as ToolInvocation;
 }
 
@@ -172,6 +172,6 @@ async function settleDenied(
       .set({ state: 'running', updatedAt: now })
       .where(and(eq(runs.id, run.id), eq(runs.state, 'waiting_for_approval'))),
   ]);
-  if (rowsChanged(changed) !== 1) throw new ApiError('already_decided', 'the approval was decided concurrently');
+  if (rowsChanged(changed) !== 1) throw new DomainError('already_decided', 'the approval was decided concurrently');
   return { approval: { ...approval, state: 'denied', decidedBy: principal.id, decidedAt: now }, call: { ...call, ...denied } as ToolCallRow };
 }

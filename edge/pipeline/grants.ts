@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { type GrantRow, grants } from '../db/schema.ts';
-import { ApiError } from '../http/api-error.ts';
+import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 import { iso } from './views.ts';
 
@@ -39,15 +39,15 @@ export function listGrants(ports: Ports, principal: Principal): Promise<GrantRow
 
 /**
  * Revokes a grant; later calls are no longer covered. Uses already charged stay charged.
- * @throws ApiError('not_found') for an unknown grant or another owner's;
- *   ApiError('already_decided') when it was already revoked.
+ * @throws DomainError('not_found') for an unknown grant or another owner's;
+ *   DomainError('already_decided') when it was already revoked.
  */
 export async function revokeGrant(ports: Ports, principal: Principal, grantId: string): Promise<GrantRow> {
   const row = await ports.db.select().from(grants).where(eq(grants.id, grantId)).get();
-  if (!row || row.ownerId !== principal.ownerId) throw new ApiError('not_found', `no grant ${grantId}`);
+  if (!row || row.ownerId !== principal.ownerId) throw new DomainError('not_found', `no grant ${grantId}`);
   const now = ports.clock.now();
   const revoked = await ports.db.update(grants).set({ revokedAt: now }).where(and(eq(grants.id, grantId), isNull(grants.revokedAt))).run();
-  if (rowsChanged(revoked) !== 1) throw new ApiError('already_decided', 'the grant was already revoked');
+  if (rowsChanged(revoked) !== 1) throw new DomainError('already_decided', 'the grant was already revoked');
   return { ...row, revokedAt: now };
 }
 

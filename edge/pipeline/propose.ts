@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal.ts';
 import { translateConstraint } from '../db/constraints.ts';
 import { newId } from '../db/ids.ts';
 import { approvals, effects, type GrantRow, grantUses, grants, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
-import { ApiError } from '../http/api-error.ts';
+import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decide, originOf } from '../policy/decide.ts';
@@ -32,11 +32,11 @@ type NewCall = Omit<ToolCallRow, 'state' | 'deadlineAt' | 'result' | 'errorCode'
  * version; hold the run; refuse a repeat of a call whose outcome is unknown; check the revision;
  * decide by policy (authority, taint, profile, overlays); then deny, park for the owner, let a
  * grant cover it, or dispatch exactly one command and record its outcome.
- * @throws ApiError('invalid_arguments') for arguments the pinned schema rejects (the rejection is
- *   stored); ApiError('outcome_unknown') for a repeat of an uncertain call (never resent);
- *   ApiError('stale_revision') for an act on anything but the latest revision;
- *   ApiError('policy_denied') with the deciding rule; ApiError('run_not_active' |
- *   'call_in_progress' | 'forbidden') when the run cannot take a call now; ApiError('profile_revoked')
+ * @throws DomainError('invalid_arguments') for arguments the pinned schema rejects (the rejection is
+ *   stored); DomainError('outcome_unknown') for a repeat of an uncertain call (never resent);
+ *   DomainError('stale_revision') for an act on anything but the latest revision;
+ *   DomainError('policy_denied') with the deciding rule; DomainError('run_not_active' |
+ *   'call_in_progress' | 'forbidden') when the run cannot take a call now; DomainError('profile_revoked')
  *   when the owner revoked the run's profile.
  */
 export async function proposeToolCall(ports: Ports, principal: Principal, loadedRun: RunRow, body: ProposeBody): Promise<ProposalOutcome> {
@@ -62,13 +62,13 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   if (!parsed.success) {
     const message = z.prettifyError(parsed.error);
     await reject('invalid_arguments', message);
-    throw new ApiError('invalid_arguments', `${body.tool} ${body.version}: ${message}`);
+    throw new DomainError('invalid_arguments', `${body.tool} ${body.version}: ${message}`);
   }
   const pinned = loadedRun.pinnedVersions?.[body.tool];
   if (pinned !== undefined && pinned !== body.version) {
     const message = `this run pins ${body.tool} to version ${pinned}`;
     await reject('invalid_arguments', message);
-    throw new ApiError('invalid_arguments', message);
+    throw new DomainError('invalid_arguments', message);
   }
   const invocation = { tool: body.tool, version: body.version, arguments: parsed.data } as ToolInvocation;
   await assertProfileActive(ports, loadedRun.ownerId, loadedRun.profileId);
@@ -85,7 +85,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   if (unknown) {
     const message = `the same call (${unknown.id}) was already sent and its outcome is unknown; it is never sent again`;
     await reject('outcome_unknown', message);
-    throw new ApiError('outcome_unknown', message, { tool_call_id: unknown.id });
+    throw new DomainError('outcome_unknown', message, { tool_call_id: unknown.id });
   }
 
   if (invocation.tool === 'browser.act' && invocation.arguments.revision !== run.latestRevision) {
@@ -94,7 +94,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
         ? 'the run has no observation yet; observe the page first'
         : `revision ${invocation.arguments.revision} is not the latest (${run.latestRevision}); observe again`;
     await reject('stale_revision', message);
-    throw new ApiError('stale_revision', message);
+    throw new DomainError('stale_revision', message);
   }
 
   const profile = await profileInForce(ports.db, run.policyProfile);
@@ -116,7 +116,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
 
   if (decision.effect === 'deny') {
     await ports.db.insert(toolCalls).values({ ...decided, state: 'denied', errorCode: 'policy_denied', errorMessage: decision.reason });
-    throw new ApiError('policy_denied', `denied by rule ${decision.rule}: ${decision.reason}`, { tool_call_id: decided.id, rule: decision.rule });
+    throw new DomainError('policy_denied', `denied by rule ${decision.rule}: ${decision.reason}`, { tool_call_id: decided.id, rule: decision.rule });
   }
 
   if (decision.effect === 'approval') {
@@ -125,7 +125,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
       const covered = await startDispatch(ports, run, { ...decided, phases: { decision: { ...decision, grant_id: grant.id } } }, invocation, grant).catch(
         (error: unknown) => {
           // The grant ran out between the look-up and the batch: ask the owner instead.
-          if (error instanceof ApiError && error.code === 'already_decided') return undefined;
+          if (error instanceof DomainError && error.code === 'already_decided') return undefined;
           throw error;
         },
       );
@@ -180,8 +180,8 @@ async function park(ports: Ports, run: RunRow, decided: NewCall, decision: Decis
  * Moves a new call straight to `dispatching` in one batch, before anything is sent (DESIGN.md
  * section 4, steps 4-5): for an external write its effect watermark is committed in the same
  * batch, and a covering grant is charged exactly one use there too, whatever the outcome later.
- * @throws ApiError('call_in_progress' | 'run_not_active') when the database guards refuse;
- *   ApiError('already_decided') when the grant can no longer be charged.
+ * @throws DomainError('call_in_progress' | 'run_not_active') when the database guards refuse;
+ *   DomainError('already_decided') when the grant can no longer be charged.
  */
 async function startDispatch(ports: Ports, run: RunRow, call: NewCall, invocation: ToolInvocation, grant?: GrantRow): Promise<ToolCallRow> {
   const now = ports.clock.now();

@@ -11,7 +11,7 @@ import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { approvals, effects, messages, type RunRow, runs, signInWaits, toolCalls } from '../db/schema.ts';
-import { ApiError } from '../http/api-error.ts';
+import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 import { releaseLease } from './lease.ts';
 import { assertProfileActive, signInActivity } from './sign-in.ts';
@@ -68,11 +68,11 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
 
 /**
  * Loads a run the caller may see (same owner).
- * @throws ApiError('not_found') for an unknown run or another owner's run (no existence leak).
+ * @throws DomainError('not_found') for an unknown run or another owner's run (no existence leak).
  */
 export async function loadRun(ports: Ports, principal: Principal, runId: string): Promise<RunRow> {
   const row = await ports.db.select().from(runs).where(eq(runs.id, runId)).get();
-  if (!row || row.ownerId !== principal.ownerId) throw new ApiError('not_found', `no run ${runId}`);
+  if (!row || row.ownerId !== principal.ownerId) throw new DomainError('not_found', `no run ${runId}`);
   return expireIfPastDeadline(ports, row);
 }
 
@@ -106,8 +106,8 @@ export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<R
  * Makes sure the calling agent holds the run and that it is running, and extends its claim. A
  * `queued` run is claimed, and a running run whose claim expired may be taken over, each with one
  * conditional update, so two agents can never both win (DESIGN.md section 10).
- * @throws ApiError('run_not_active') when the run is not running or queued;
- *   ApiError('forbidden') when another agent holds an unexpired claim.
+ * @throws DomainError('run_not_active') when the run is not running or queued;
+ *   DomainError('forbidden') when another agent holds an unexpired claim.
  */
 export async function holdRun(ports: Ports, principal: Principal, run: RunRow): Promise<RunRow> {
   const now = ports.clock.now();
@@ -121,9 +121,9 @@ export async function holdRun(ports: Ports, principal: Principal, run: RunRow): 
     if (rowsChanged(claimed) !== 1) return holdRun(ports, principal, await loadRun(ports, principal, run.id));
     return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
   }
-  if (run.state !== 'running') throw new ApiError('run_not_active', `the run is ${run.state}, not running`);
+  if (run.state !== 'running') throw new DomainError('run_not_active', `the run is ${run.state}, not running`);
   if (run.claimedBy !== null && run.claimedBy !== principal.id && (run.claimExpiresAt ?? 0) > now) {
-    throw new ApiError('forbidden', 'another agent holds this run');
+    throw new DomainError('forbidden', 'another agent holds this run');
   }
   const held = await ports.db
     .update(runs)
@@ -136,10 +136,10 @@ export async function holdRun(ports: Ports, principal: Principal, run: RunRow): 
 
 /**
  * Records a message on a run: trusted when the owner wrote it, untrusted when an agent relays it.
- * @throws ApiError('run_not_active') on a finished run.
+ * @throws DomainError('run_not_active') on a finished run.
  */
 export async function addMessage(ports: Ports, principal: Principal, run: RunRow, text: string): Promise<MessageView> {
-  if (TERMINAL_RUN_STATES.includes(run.state)) throw new ApiError('run_not_active', `the run is ${run.state}`);
+  if (TERMINAL_RUN_STATES.includes(run.state)) throw new DomainError('run_not_active', `the run is ${run.state}`);
   const now = ports.clock.now();
   const row = {
     id: newId('msg'),
@@ -156,8 +156,8 @@ export async function addMessage(ports: Ports, principal: Principal, run: RunRow
 /**
  * Ends a running run with the agent's tool-free final report: one conditional update that only
  * wins while the run is running and no call is waiting or dispatching. Releases the lease.
- * @throws ApiError('call_in_progress') while a call is being dispatched;
- *   ApiError('run_not_active') when the run is not running.
+ * @throws DomainError('call_in_progress') while a call is being dispatched;
+ *   DomainError('run_not_active') when the run is not running.
  */
 export async function reportRun(ports: Ports, principal: Principal, run: RunRow, body: ReportBody): Promise<RunRow> {
   const held = await holdRun(ports, principal, run);
@@ -173,8 +173,8 @@ export async function reportRun(ports: Ports, principal: Principal, run: RunRow,
     .run();
   if (rowsChanged(ended) !== 1) {
     const current = await loadRun(ports, principal, held.id);
-    if (current.state === 'running') throw new ApiError('call_in_progress', 'a call of this run is still being dispatched; wait for it to finish');
-    throw new ApiError('run_not_active', `the run is ${current.state}`);
+    if (current.state === 'running') throw new DomainError('call_in_progress', 'a call of this run is still being dispatched; wait for it to finish');
+    throw new DomainError('run_not_active', `the run is ${current.state}`);
   }
   await releaseLease(ports, held);
   return { ...held, state: body.status, reportSummary: body.summary, updatedAt: now };
@@ -183,7 +183,7 @@ export async function reportRun(ports: Ports, principal: Principal, run: RunRow,
 /**
  * Cancels a run that has not ended: the run, its pending approvals, its parked calls and its
  * sign-in wait (fenced: a later sign-in never resumes it), in one batch. A call already being dispatched finishes and is recorded, but nothing new starts.
- * @throws ApiError('run_not_active') when the run already ended.
+ * @throws DomainError('run_not_active') when the run already ended.
  */
 export async function cancelRun(ports: Ports, run: RunRow): Promise<RunRow> {
   const now = ports.clock.now();
@@ -202,7 +202,7 @@ export async function cancelRun(ports: Ports, run: RunRow): Promise<RunRow> {
       .set({ state: 'fenced', fenceReason: 'cancelled', endedAt: now })
       .where(and(eq(signInWaits.runId, run.id), eq(signInWaits.state, 'pending'))),
   ]);
-  if (rowsChanged(cancelled) !== 1) throw new ApiError('run_not_active', `the run already ended (${run.state})`);
+  if (rowsChanged(cancelled) !== 1) throw new DomainError('run_not_active', `the run already ended (${run.state})`);
   await releaseLease(ports, run);
   return { ...run, state: 'cancelled', updatedAt: now };
 }

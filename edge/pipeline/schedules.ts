@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { messages, type RunRow, runs, type ScheduleRow, schedules, toolCalls } from '../db/schema.ts';
-import { ApiError } from '../http/api-error.ts';
+import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 import { profileInForce } from '../policy/profile.ts';
 import { profileRevoked } from './sign-in.ts';
@@ -18,16 +18,16 @@ const MINUTE_MS = 60_000;
  * Creates an owner schedule (DESIGN.md section 10, ADR-0168): a cron expression (five fields,
  * UTC), the intent, the sealed profile, allowed origins, pinned tool versions, the policy profile
  * and the run deadline (default five minutes).
- * @throws ApiError('invalid_request') for a cron expression that does not parse or a policy
+ * @throws DomainError('invalid_request') for a cron expression that does not parse or a policy
  *   profile that does not exist.
  */
 export async function createSchedule(ports: Ports, principal: Principal, body: CreateScheduleBody): Promise<ScheduleRow> {
   try {
     new Cron(body.cron, { timezone: 'UTC', paused: true });
   } catch (error) {
-    throw new ApiError('invalid_request', `cron: ${error instanceof Error ? error.message : String(error)}`);
+    throw new DomainError('invalid_request', `cron: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (body.cron.trim().split(/\s+/).length !== 5) throw new ApiError('invalid_request', 'cron: five fields (minute hour day month weekday)');
+  if (body.cron.trim().split(/\s+/).length !== 5) throw new DomainError('invalid_request', 'cron: five fields (minute hour day month weekday)');
   const policyProfile = body.policy_profile ?? 'default';
   await profileInForce(ports.db, policyProfile);
   const now = ports.clock.now();
@@ -128,7 +128,7 @@ export function dueAt(cron: string, minute: number): boolean {
 /**
  * An agent claims the oldest queued run of its owner, or a running run whose claim expired while
  * nothing was in flight: one conditional update, so two agents never both win.
- * @throws ApiError('not_found') when no run is waiting to be claimed.
+ * @throws DomainError('not_found') when no run is waiting to be claimed.
  */
 export async function claimRun(ports: Ports, principal: Principal): Promise<RunRow> {
   const now = ports.clock.now();
@@ -159,7 +159,7 @@ export async function claimRun(ports: Ports, principal: Principal): Promise<RunR
       .run();
     if (rowsChanged(claimed) === 1) return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
   }
-  throw new ApiError('not_found', 'no run is waiting to be claimed');
+  throw new DomainError('not_found', 'no run is waiting to be claimed');
 }
 
 /** The API view of a schedule. */

@@ -20,7 +20,7 @@ import {
   toolCalls,
 } from '../db/schema.ts';
 import type { HostSession } from '../host/host-session.ts';
-import { ApiError } from '../http/api-error.ts';
+import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 import { hostProfileId, releaseLease } from './lease.ts';
 import { expireIfPastDeadline } from './runs.ts';
@@ -285,12 +285,12 @@ async function noteCeremonyState(ports: Ports, episode: SignInEpisodeRow, state:
  *   `ceremony.begin` (a saved session that was still valid).
  * @returns the shared/api.ts `CeremonyEventReceipt`: `applied` only for the delivery that resolved
  *   the episode, with the runs it requeued.
- * @throws ApiError('unauthenticated') for a token that is not a current event signed with the
+ * @throws DomainError('unauthenticated') for a token that is not a current event signed with the
  *   host's shared secret.
  */
 export async function applyCeremonyEvent(ports: Ports, token: string, via: 'callback' | 'reconciliation' | 'begin'): Promise<CeremonyEventReceipt> {
   const claims = await verifyCeremonyEvent(ports.hostSecret, token);
-  if (!claims) throw new ApiError('unauthenticated', 'not a current ceremony event signed by a browser host holding the shared secret');
+  if (!claims) throw new DomainError('unauthenticated', 'not a current ceremony event signed by a browser host holding the shared secret');
   const now = ports.clock.now();
   const record = ports.db
     .insert(ceremonyEvents)
@@ -458,7 +458,7 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
         await noteCeremonyState(ports, episode, status.state);
       }
     } catch (error) {
-      if (error instanceof ApiError) console.error(`sign-in episode ${episode.id}: the host's event was refused: ${error.message}`);
+      if (error instanceof DomainError) console.error(`sign-in episode ${episode.id}: the host's event was refused: ${error.message}`);
       // host trouble: the next pass tries again
     } finally {
       session?.close();
@@ -501,13 +501,13 @@ async function abandonEpisode(ports: Ports, episode: SignInEpisodeRow): Promise<
  * Starts a newer ceremony generation for an open episode (the owner closed the window, or the
  * ceremony timed out): a new ceremony id and generation by one conditional update, then the host
  * is asked to begin it; events of the older generation no longer match anything.
- * @throws ApiError('not_found') for another owner's or an unknown episode;
- *   ApiError('already_decided') when the episode is no longer open.
+ * @throws DomainError('not_found') for another owner's or an unknown episode;
+ *   DomainError('already_decided') when the episode is no longer open.
  */
 export async function restartSignIn(ports: Ports, principal: Principal, episodeId: string): Promise<SignInView> {
   const episode = await ownEpisode(ports, principal, episodeId);
   const next = await nextGeneration(ports, episode);
-  if (!next) throw new ApiError('already_decided', `sign-in ${episode.id} is ${episode.state}, not open, or was restarted meanwhile`);
+  if (!next) throw new DomainError('already_decided', `sign-in ${episode.id} is ${episode.state}, not open, or was restarted meanwhile`);
   // The owner asked for this one: it takes the profile's window even from another episode.
   await beginCeremony(ports, next, { takeWindow: true });
   return signInView(ports, await ownEpisode(ports, principal, episodeId));
@@ -515,7 +515,7 @@ export async function restartSignIn(ports: Ports, principal: Principal, episodeI
 
 async function ownEpisode(ports: Ports, principal: Principal, episodeId: string): Promise<SignInEpisodeRow> {
   const episode = await ports.db.select().from(signInEpisodes).where(eq(signInEpisodes.id, episodeId)).get();
-  if (!episode || episode.ownerId !== principal.ownerId) throw new ApiError('not_found', `no sign-in ${episodeId}`);
+  if (!episode || episode.ownerId !== principal.ownerId) throw new DomainError('not_found', `no sign-in ${episodeId}`);
   return episode;
 }
 
@@ -632,10 +632,10 @@ const FENCED_BY_REVOCATION = ['queued', 'running', 'waiting_for_approval', 'wait
 
 /**
  * Refuses work on a revoked profile.
- * @throws ApiError('profile_revoked') when the owner revoked `profileId`.
+ * @throws DomainError('profile_revoked') when the owner revoked `profileId`.
  */
 export async function assertProfileActive(ports: Ports, ownerId: string, profileId: string): Promise<void> {
-  if (await profileRevoked(ports, ownerId, profileId)) throw new ApiError('profile_revoked', `profile ${profileId} was revoked`);
+  if (await profileRevoked(ports, ownerId, profileId)) throw new DomainError('profile_revoked', `profile ${profileId} was revoked`);
 }
 
 /** Whether the owner revoked `profileId`. */

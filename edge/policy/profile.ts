@@ -1,7 +1,7 @@
 import { desc, eq } from 'drizzle-orm';
 import { PolicyProfileBody } from '../../shared/policy.ts';
 import { policyProfiles } from '../db/schema.ts';
-import { ApiError } from '../http/api-error.ts';
+import { DomainError } from '../domain-error.ts';
 import type { Database } from '../ports.ts';
 import { canonicalHash } from './canonical-hash.ts';
 
@@ -35,7 +35,7 @@ export const DEFAULT_PROFILE_VERSION = 2;
 /**
  * The newest version of profile `name`: the stored one, or for `default` the built-in one when
  * none is stored.
- * @throws ApiError('invalid_request') for a profile name that has no version at all.
+ * @throws DomainError('invalid_request') for a profile name that has no version at all.
  */
 export async function profileInForce(db: Database, name: string): Promise<PolicyProfile> {
   const row = await db.select().from(policyProfiles).where(eq(policyProfiles.name, name)).orderBy(desc(policyProfiles.version)).limit(1).get();
@@ -43,6 +43,6 @@ export async function profileInForce(db: Database, name: string): Promise<Policy
     const body = PolicyProfileBody.parse({ rules: row.rules, denies: row.denies });
     return { name, version: row.version, body, hash: row.hash };
   }
-  if (name !== 'default') throw new ApiError('invalid_request', `no policy profile named ${name}`);
+  if (name !== 'default') throw new DomainError('invalid_request', `no policy profile named ${name}`);
   return { name, version: DEFAULT_PROFILE_VERSION, body: DEFAULT_PROFILE_BODY, hash: await canonicalHash(DEFAULT_PROFILE_BODY) };
 }

@@ -4,7 +4,7 @@ import { translateConstraint } from '../../edge/db/constraints.ts';
 import { rowsChanged } from '../../edge/db/rows-changed.ts';
 import { effects, grantUses, grants, messages, type RunRow, runs, toolCalls } from '../../edge/db/schema.ts';
 import { openSqliteDatabase } from '../../edge/db/sqlite.ts';
-import { ApiError } from '../../edge/http/api-error.ts';
+import { DomainError } from '../../edge/domain-error.ts';
 
 /**
  * What the edge relies on from its database, exercised on a fresh SQLite file through the same
@@ -79,7 +79,7 @@ export async function exerciseBatchSemantics(path: string, migrationsFolder: str
     });
     const errorCodeOf = (error: unknown) => {
       const translated = translateConstraint(error);
-      return translated instanceof ApiError ? translated.code : `untranslated: ${String(error)}`;
+      return translated instanceof DomainError ? translated.code : `untranslated: ${String(error)}`;
     };
     await db.insert(runs).values([run('run_a', 'running'), run('run_b', 'queued')]);
 

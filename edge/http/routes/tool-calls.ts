@@ -6,7 +6,7 @@ import { proposeToolCall } from '../../pipeline/propose.ts';
 import { loadRun } from '../../pipeline/runs.ts';
 import { readToolCall } from '../../pipeline/tool-calls.ts';
 import { toolCallView } from '../../pipeline/views.ts';
-import { ApiError } from '../api-error.ts';
+import { DomainError } from '../../domain-error.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];
@@ -51,7 +51,7 @@ export const toolCallRoutes = newRouter()
     (result) => {
       if (!result.success) {
         const code = result.target === 'json' ? 'invalid_arguments' : 'invalid_request';
-        throw new ApiError(code, z.prettifyError(result.error));
+        throw new DomainError(code, z.prettifyError(result.error));
       }
       return undefined;
     },

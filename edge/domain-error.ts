@@ -1,0 +1,20 @@
+import type { ErrorCode } from '../shared/errors.ts';
+
+/**
+ * The edge's one error type: a stable {@link ErrorCode} from the closed set in shared/errors.ts,
+ * a message a caller can act on, and optional identifiers (`details`, e.g. the denied call's id
+ * and rule). Domain code throws it and knows nothing of HTTP: only the app's `onError` maps the
+ * code to a status (shared/errors.ts `httpStatusOf`) and renders `{error: {code, message,
+ * request_id, details?}}`.
+ */
+export class DomainError extends Error {
+  override readonly name = 'DomainError';
+  readonly code: ErrorCode;
+  readonly details: Record<string, string> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, string>) {
+    super(message);
+    this.code = code;
+    this.details = details;
+  }
+}
