@@ -17,6 +17,15 @@ export interface Ports {
   readonly config: EdgeConfig;
   /** The secret shared with the browser host (`HOST_SHARED_SECRET`); verifies its ceremony events. */
   readonly hostSecret: string;
+  /**
+   * Runs `task` after the request has answered, without holding the answer: `ctx.waitUntil` on
+   * Workers, a detached promise on Deno and Node. A task that fails is logged with `what` and
+   * never surfaces to the caller; whatever it does must be safe to lose (a maintenance pass
+   * repeats it).
+   */
+  readonly background: BackgroundRunner;
+  /** The request's id (`X-Request-Id`), or the cron pass's: every log line of the request carries it. */
+  readonly requestId: string;
   /** When set, the number of database statements this request sent so far (see `X-D1-Statements`). */
   readonly statementsSent?: () => number;
 }
@@ -36,6 +45,23 @@ export type RunResult = D1Result | ResultSet;
 export type Database = BaseSQLiteDatabase<'async', RunResult, typeof schema> & {
   batch<U extends BatchItem<'sqlite'>, T extends Readonly<[U, ...U[]]>>(batch: T): Promise<BatchResponse<T>>;
 };
+
+/** Hands `task` to the runtime to run after the answer; see {@link Ports.background}. */
+export type BackgroundRunner = (what: string, task: () => Promise<unknown>) => void;
+
+/**
+ * A {@link BackgroundRunner} for runtimes without `waitUntil` (Deno, Node): the task runs as a
+ * detached promise; a failure is logged with `requestId` and `what`, never thrown.
+ * @param keepAlive receives each task's promise (Workers' `ctx.waitUntil`), when given.
+ */
+export function backgroundRunner(requestId: string, keepAlive?: (promise: Promise<unknown>) => void): BackgroundRunner {
+  return (what, task) => {
+    const promise = Promise.resolve()
+      .then(task)
+      .catch((error: unknown) => console.error(`[${requestId}] background task failed: ${what}`, error));
+    keepAlive?.(promise);
+  };
+}
 
 /** Wall-clock time and waiting; injected so tests and runtimes can substitute their own. */
 export interface Clock {

@@ -1,11 +1,10 @@
 import { drizzle } from 'drizzle-orm/d1';
 import { createApp } from './app.ts';
-import * as schema from './db/schema.ts';
 import { countStatements } from './db/statement-counter.ts';
 import { fetchUpgradeConnector } from './host/fetch-upgrade-connector.ts';
-import { fireDueSchedules } from './pipeline/schedules.ts';
-import { reconcileSignIns } from './pipeline/sign-in.ts';
-import { type Ports, edgeConfigFrom, systemClock } from './ports.ts';
+import { backgroundRunner, edgeConfigFrom, type Ports, systemClock } from './ports.ts';
+import { cronPass } from './cron-pass.ts';
+import * as schema from './db/schema.ts';
 
 /** Bindings and vars of the Worker (wrangler.toml, `.dev.vars`, `wrangler secret`). */
 export interface WorkerEnv {
@@ -25,32 +24,27 @@ export interface WorkerEnv {
  * The Workers entry: the only file that knows about Workers bindings. It wires D1 (through
  * drizzle), the fetch-upgrade WebSocket connector and the system clock into the shared app.
  */
-function portsOf(env: WorkerEnv): Ports {
+function portsOf(env: WorkerEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, requestId: string): Ports {
   const counter = env.D1_STATEMENT_COUNTER === '1' ? countStatements(env.DB) : undefined;
   return {
     db: drizzle(counter?.db ?? env.DB, { schema }),
     ...(counter ? { statementsSent: counter.count } : {}),
     host: fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
     clock: systemClock,
+    background: backgroundRunner(requestId, (promise) => ctx.waitUntil(promise)),
+    requestId,
     hostSecret: env.HOST_SHARED_SECRET,
     config: edgeConfigFrom(env as unknown as Record<string, unknown>),
   };
 }
 
-const app = createApp((c) => portsOf(c.env as unknown as WorkerEnv));
+const app = createApp((c) => portsOf(c.env as unknown as WorkerEnv, c.executionCtx, c.var.requestId));
 
 export default {
   fetch: app.fetch,
-  /**
-   * The cron trigger: queue the runs of schedules due this minute (edge/pipeline/schedules.ts),
-   * then the sign-in maintenance pass (edge/pipeline/sign-in.ts `reconcileSignIns`).
-   */
+  /** The cron trigger: edge/cron-pass.ts (schedules due this minute, then sign-in maintenance). */
   async scheduled(controller, env, ctx) {
-    ctx.waitUntil(
-      (async () => {
-        await fireDueSchedules(portsOf(env), controller.scheduledTime);
-        await reconcileSignIns(portsOf(env));
-      })(),
-    );
+    const passId = `cron_${crypto.randomUUID()}`;
+    ctx.waitUntil(cronPass(portsOf(env, ctx, passId), controller.scheduledTime));
   },
 } satisfies ExportedHandler<WorkerEnv>;

@@ -1,4 +1,4 @@
-import { hostProfileId } from '../edge/pipeline/lease.ts';
+import { hostProfileId } from '../edge/profiles/bindings.ts';
 import { ActivityList, GrantView, NoticeList, type RunView } from '../shared/api.ts';
 import type { AccountSite } from './account-site.ts';
 import { ApiClient, observationOf } from './api-client.ts';

@@ -49,6 +49,9 @@ export type RunState = z.infer<typeof RunState>;
 /** Run states after which nothing more happens on the run. */
 export const TERMINAL_RUN_STATES: readonly RunState[] = ['completed', 'partial', 'uncertain', 'cancelled', 'failed', 'deadline_exceeded'];
 
+/** Run states in which a run may still change: every state but the terminal ones. */
+export const ACTIVE_RUN_STATES = ['queued', 'running', 'waiting_for_approval', 'waiting_for_authentication'] as const satisfies readonly RunState[];
+
 export const RunView = z.strictObject({
   id: z.string(),
   state: RunState,

@@ -16,3 +16,29 @@ function isCanonicalOrigin(text: string): boolean {
   }
 }
 export type Origin = z.infer<typeof Origin>;
+
+/**
+ * The origin of a URL (`scheme://host[:port]`), or undefined when `url` is not an absolute URL.
+ * The one origin parser of the project: policy, dispatch, sign-in and the views all use it.
+ */
+export function originOf(url: string): string | undefined {
+  try {
+    return new URL(url.trim()).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `url` is a page of one of `origins` (exact origins, as {@link originOf} gives them). */
+export function withinOrigins(url: string, origins: readonly string[]): boolean {
+  const origin = originOf(url);
+  return origin !== undefined && origins.includes(origin);
+}
+
+/**
+ * The distinct origins of already validated {@link Origin} strings, in their canonical form
+ * (lower-case scheme and host, default port dropped), first occurrence first.
+ */
+export function canonicalOrigins(origins: readonly string[]): string[] {
+  return [...new Set(origins.flatMap((origin) => originOf(origin) ?? []))];
+}

@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
-import { principals, type PrincipalRow } from '../db/schema.ts';
+import { type PrincipalRow, principals } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { sha256Hex } from '../policy/canonical-hash.ts';

@@ -5,15 +5,15 @@ import type { Principal } from '../auth/principal.ts';
 import { translateConstraint } from '../db/constraints.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
-import { type ApprovalRow, approvals, effects, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
+import { type ApprovalRow, approvals, effects, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
-import type { Ports, RunResult } from '../ports.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decide, originOf } from '../policy/decide.ts';
 import { profileInForce } from '../policy/profile.ts';
+import type { Ports, RunResult } from '../ports.ts';
+import { expireIfPastDeadline } from '../runs/lifecycle.ts';
 import { dispatchCall } from './dispatch.ts';
-import { expireIfPastDeadline } from './runs.ts';
-import { iso } from './views.ts';
 
 /** Most approvals one listing returns. */
 const APPROVAL_PAGE = 100;

@@ -6,14 +6,14 @@ import type { ConditionResult, Observation, OmittedObservation, SettleReport } f
 import type { Condition } from '../../shared/predicate.ts';
 import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
 import { type ToolInvocation, ToolName, ToolVersion, toolContract, wireAction } from '../../shared/tools.ts';
-import { effects, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
+import { effects, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
 import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
-import { ConditionDeadlineExceeded, awaitCondition } from '../postcondition/await-condition.ts';
+import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
+import { parkForSignIn } from '../sign-in/park.ts';
 import { ensureLease } from './lease.ts';
-import { parkForSignIn } from './sign-in.ts';
 import { projectObservation } from './projection.ts';
-import { iso } from './views.ts';
 
 /** Host error codes that guarantee the command was not carried out. */
 const NOT_SENT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -280,7 +280,7 @@ async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outco
     await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
   } catch (error) {
     // The outcome must be recorded whatever the result looked like: keep the state, drop the rest.
-    console.error(`recording the outcome of ${call.id} failed; recording it without its result`, error);
+    console.error(`[${ports.requestId}] recording the outcome of ${call.id} failed; recording it without its result`, error);
     await ports.db.batch([
       ports.db
         .update(toolCalls)

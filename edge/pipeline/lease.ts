@@ -3,7 +3,7 @@ import type { LeaseGrant } from '../../shared/protocol.ts';
 import { type RunRow, runs } from '../db/schema.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
-import { sha256Hex } from '../policy/canonical-hash.ts';
+import { hostProfileId } from '../profiles/bindings.ts';
 
 /**
  * Makes sure the run holds a live lease on its profile's browser before a command is sent
@@ -40,15 +40,6 @@ export async function ensureLease(ports: Ports, session: HostSession, run: RunRo
     .set({ leaseId: grant.lease_id, leaseGeneration: grant.generation, updatedAt: ports.clock.now() })
     .where(and(eq(runs.id, run.id), or(isNull(runs.leaseId), eq(runs.leaseId, run.leaseId ?? ''))));
   return grant;
-}
-
-/**
- * The profile id the host sees for an owner's profile: `o<12 hex of SHA-256(owner id)>_<profile>`,
- * at most 62 characters. Profile names are the owner's own; without the owner in the id, another
- * owner naming the same profile would get this owner's cookies and storage.
- */
-export async function hostProfileId(ownerId: string, profileId: string): Promise<string> {
-  return `o${(await sha256Hex(ownerId)).slice(0, 12)}_${profileId}`;
 }
 
 /** Lease commands and the release on a run's end get at most this long, in ms. */

@@ -5,18 +5,18 @@ import { type ToolInvocation, toolContract } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { translateConstraint } from '../db/constraints.ts';
 import { newId } from '../db/ids.ts';
-import { approvals, effects, type GrantRow, grantUses, grants, type RunRow, type ToolCallRow, runs, toolCalls } from '../db/schema.ts';
+import { approvals, effects, type GrantRow, grants, grantUses, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
-import type { Ports } from '../ports.ts';
+import { coveringGrant } from '../grants/grants.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decide, originOf } from '../policy/decide.ts';
 import { profileInForce } from '../policy/profile.ts';
+import type { Ports } from '../ports.ts';
+import { assertProfileActive } from '../profiles/bindings.ts';
+import { holdRun } from '../runs/lifecycle.ts';
 import { dispatchCall, settleIfLost } from './dispatch.ts';
-import { coveringGrant } from './grants.ts';
-import { holdRun } from './runs.ts';
-import { assertProfileActive } from './sign-in.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
-import { iso } from './views.ts';
 
 /** What proposing a call produced: a finished call (200) or one parked for the owner (202). */
 export interface ProposalOutcome {

@@ -1,34 +1,9 @@
-import type { ApprovalView, CallPhases, RunView, ToolCallView } from '../../shared/api.ts';
+import type { ApprovalView, CallPhases, ToolCallView } from '../../shared/api.ts';
 import { ErrorCode } from '../../shared/errors.ts';
 import { Observation, OmittedObservation } from '../../shared/observation.ts';
-import type { ApprovalRow, RunRow, SignInWaitRow, ToolCallRow } from '../db/schema.ts';
+import type { ApprovalRow, ToolCallRow } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
 import { resultForVersion } from './result-version.ts';
-
-/** ISO-8601 form of an epoch-ms timestamp. */
-export const iso = (ms: number): string => new Date(ms).toISOString();
-
-/**
- * The API view of a run row; `wait` is its pending sign-in wait, shown while the run is
- * `waiting_for_authentication`.
- */
-export function runView(row: RunRow, wait?: SignInWaitRow): RunView {
-  return {
-    id: row.id,
-    state: row.state,
-    profile_id: row.profileId,
-    intent: row.intent,
-    origins: row.origins,
-    deadline_at: iso(row.deadlineAt),
-    created_at: iso(row.createdAt),
-    updated_at: iso(row.updatedAt),
-    latest_revision: row.latestRevision,
-    summary: row.reportSummary,
-    authentication:
-      wait && row.state === 'waiting_for_authentication'
-        ? { wait_id: wait.id, episode_id: wait.episodeId, origin: wait.origin, question: wait.question, generation: wait.generation }
-        : null,
-  };
-}
 
 /**
  * The API view of a tool call row; `approvalId` when the call waited for the owner. The stored

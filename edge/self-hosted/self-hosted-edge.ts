@@ -1,10 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
-import { DOCS_ASSETS_PATH, createApp } from '../app.ts';
+import { createApp, DOCS_ASSETS_PATH } from '../app.ts';
 import { openSqliteDatabase } from '../db/sqlite.ts';
-import { type WebSocketConstructor, standardWebSocketConnector } from '../host/standard-websocket-connector.ts';
-import { fireDueSchedules } from '../pipeline/schedules.ts';
-import { reconcileSignIns } from '../pipeline/sign-in.ts';
-import { type Ports, systemClock } from '../ports.ts';
+import { standardWebSocketConnector, type WebSocketConstructor } from '../host/standard-websocket-connector.ts';
+import { backgroundRunner, type Ports, systemClock } from '../ports.ts';
+import { cronPass } from '../cron-pass.ts';
 import type { SelfHostedSettings } from './settings.ts';
 
 /** What a runtime (Deno, Node) supplies that Workers would otherwise provide. */
@@ -42,25 +41,23 @@ export interface SelfHostedEdge {
  */
 export async function startSelfHostedEdge(settings: SelfHostedSettings, parts: RuntimeParts): Promise<SelfHostedEdge> {
   const database = await openSqliteDatabase({ path: parts.sqlitePath, migrationsFolder: parts.migrationsFolder });
-  const portsOf = (): Ports => ({
+  const portsOf = (requestId: string): Ports => ({
     db: database.drizzle(),
     host: standardWebSocketConnector(settings.hostUrl, settings.hostSharedSecret, parts.WebSocket),
     clock: systemClock,
+    background: backgroundRunner(requestId),
+    requestId,
     hostSecret: settings.hostSharedSecret,
     config: settings.edge,
   });
-  const cronPass = async (scheduledTime: number) => {
-    const queued = (await fireDueSchedules(portsOf(), scheduledTime)).length;
-    await reconcileSignIns(portsOf());
-    return queued;
-  };
+  const cronPassAt = async (scheduledTime: number) => (await cronPass(portsOf(`cron_${crypto.randomUUID()}`), scheduledTime)).queued;
 
-  const app = createApp(portsOf);
+  const app = createApp((c) => portsOf(c.var.requestId));
   // Where Workers answers from its static assets before the Worker runs; a miss falls through
   // to the app's typed 404.
   app.use(`${DOCS_ASSETS_PATH}/*`, parts.staticAssets);
   if (settings.testScheduled) {
-    app.get('/__scheduled', async (c) => c.text(`Ran scheduled event: ${await cronPass(Date.now())} run(s) queued`));
+    app.get('/__scheduled', async (c) => c.text(`Ran scheduled event: ${await cronPassAt(Date.now())} run(s) queued`));
   }
-  return { fetch: app.fetch, cronPass, close: () => database.close() };
+  return { fetch: app.fetch, cronPass: cronPassAt, close: () => database.close() };
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { hostProfileId } from '../../edge/pipeline/lease.ts';
+import { hostProfileId } from '../../edge/profiles/bindings.ts';
 import { type AccountSite, accountSiteDefinition, startAccountSite } from '../../scripts/account-site.ts';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';

@@ -2,7 +2,7 @@ import { and, count, eq, sql } from 'drizzle-orm';
 import process from 'node:process';
 import { translateConstraint } from '../../edge/db/constraints.ts';
 import { rowsChanged } from '../../edge/db/rows-changed.ts';
-import { effects, grantUses, grants, messages, type RunRow, runs, toolCalls } from '../../edge/db/schema.ts';
+import { effects, grants, grantUses, messages, type RunRow, runs, toolCalls } from '../../edge/db/schema.ts';
 import { openSqliteDatabase } from '../../edge/db/sqlite.ts';
 import { DomainError } from '../../edge/domain-error.ts';
 

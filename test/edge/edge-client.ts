@@ -3,7 +3,7 @@ import { drizzle } from 'drizzle-orm/d1';
 import * as schema from '../../edge/db/schema.ts';
 import { fetchUpgradeConnector } from '../../edge/host/fetch-upgrade-connector.ts';
 import type { HostConnector } from '../../edge/host/host-session.ts';
-import { DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../edge/ports.ts';
+import { backgroundRunner, DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../edge/ports.ts';
 
 /**
  * Test-side helpers for the edge inside workerd: principals seeded straight into the real D1
@@ -109,9 +109,22 @@ export async function setLatestPage(runId: string, revision: number, url: string
   await env.DB.prepare('UPDATE runs SET latest_revision = ?, latest_url = ? WHERE id = ?').bind(revision, url, runId).run();
 }
 
+/** Background tasks the pipeline handed off (a sign-in ceremony's start), not yet finished. */
+const backgroundTasks = new Set<Promise<unknown>>();
+
+/**
+ * Waits until every background task handed off through {@link workerdPorts} has finished,
+ * including tasks those tasks started. A test that asserts what a ceremony's start records (the
+ * episode's notice, its ceremony state) waits for this first.
+ */
+export async function backgroundSettled(): Promise<void> {
+  while (backgroundTasks.size > 0) await Promise.allSettled([...backgroundTasks]);
+}
+
 /**
  * The edge's ports over the test's real D1, for calling pipeline functions directly: the host is
- * `host`, or the bindings' closed port (anything dispatched fails `host_unavailable`).
+ * `host`, or the bindings' closed port (anything dispatched fails `host_unavailable`). Background
+ * tasks run detached, as on Deno and Node, and {@link backgroundSettled} waits for them.
  */
 export function workerdPorts(host?: HostConnector): Ports {
   return {
@@ -120,5 +133,10 @@ export function workerdPorts(host?: HostConnector): Ports {
     clock: systemClock,
     config: DEFAULT_EDGE_CONFIG,
     hostSecret: env.HOST_SHARED_SECRET,
+    requestId: 'test',
+    background: backgroundRunner('test', (promise) => {
+      backgroundTasks.add(promise);
+      void promise.finally(() => backgroundTasks.delete(promise));
+    }),
   };
 }

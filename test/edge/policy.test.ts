@@ -372,7 +372,7 @@ describe('fixes from the adversarial review', () => {
   });
 
   it("two owners naming the same profile get different browsers on the host", async () => {
-    const { hostProfileId } = await import('../../edge/pipeline/lease.ts');
+    const { hostProfileId } = await import('../../edge/profiles/bindings.ts');
     const mine = await hostProfileId(parties.owner.id, 'shopping');
     const theirs = await hostProfileId(parties.strangerOwner.id, 'shopping');
     expect(mine).not.toBe(theirs);

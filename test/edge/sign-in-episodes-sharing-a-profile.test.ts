@@ -4,8 +4,9 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { type CeremonyEventClaims, signCeremonyEvent } from '../../shared/authentication.ts';
 import * as schema from '../../edge/db/schema.ts';
 import type { HostConnector, HostSession } from '../../edge/host/host-session.ts';
-import { parkForSignIn, reconcileSignIns } from '../../edge/pipeline/sign-in.ts';
 import type { Ports } from '../../edge/ports.ts';
+import { reconcileSignIns } from '../../edge/sign-in/maintenance.ts';
+import { parkForSignIn } from '../../edge/sign-in/park.ts';
 import { type Parties, call, seedParties, workerdPorts } from './edge-client.ts';
 
 // Second review pass (ADR-0164 part 3: "exactly one interruption per unresolved sign-in episode,

@@ -5,11 +5,12 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { type CeremonyEventClaims, signCeremonyEvent } from '../../shared/authentication.ts';
 import * as schema from '../../edge/db/schema.ts';
 import { HostCallError, type HostConnector, type HostSession } from '../../edge/host/host-session.ts';
-import { MAX_SIGN_IN_ATTEMPTS, parkForSignIn, reconcileSignIns } from '../../edge/pipeline/sign-in.ts';
 import { proposeToolCall } from '../../edge/pipeline/propose.ts';
-import { fireDueSchedules } from '../../edge/pipeline/schedules.ts';
 import type { Ports } from '../../edge/ports.ts';
-import { type Parties, call, seedParties, workerdPorts } from './edge-client.ts';
+import { fireDueSchedules } from '../../edge/schedules/schedules.ts';
+import { reconcileSignIns } from '../../edge/sign-in/maintenance.ts';
+import { MAX_SIGN_IN_ATTEMPTS, parkForSignIn } from '../../edge/sign-in/park.ts';
+import { backgroundSettled, type Parties, call, seedParties, workerdPorts } from './edge-client.ts';
 
 // Review regressions for ADR-0164 part 3 on the edge (real D1 in workerd). Where a host answer
 // matters, a scripted stand-in host answers the ceremony methods the way browser-host/ceremony.ts
@@ -301,6 +302,7 @@ describe('repeated sign-in walls are bounded by semantic progress, not by revisi
       await proposeToolCall(p, agent, await load(), { tool: 'browser.observe', version: '1.2.0', arguments: {} });
       if (!['queued', 'running'].includes((await load()).state)) break;
       await proposeToolCall(p, agent, await load(), { tool: 'browser.navigate', version: '1.2.0', arguments: { url: `${ORIGIN}/reports/new?attempt=${cycle}` } });
+      await backgroundSettled(); // the ceremony begins after the proposal answered
       walls += 1;
     }
     const run = await load();

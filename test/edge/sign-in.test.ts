@@ -3,9 +3,10 @@ import { eq } from 'drizzle-orm';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { type CeremonyEventClaims, signCeremonyEvent } from '../../shared/authentication.ts';
 import * as schema from '../../edge/db/schema.ts';
-import { hostProfileId } from '../../edge/pipeline/lease.ts';
-import { MAX_SIGN_IN_ATTEMPTS, parkForSignIn, reconcileSignIns } from '../../edge/pipeline/sign-in.ts';
 import type { Ports } from '../../edge/ports.ts';
+import { hostProfileId } from '../../edge/profiles/bindings.ts';
+import { reconcileSignIns } from '../../edge/sign-in/maintenance.ts';
+import { MAX_SIGN_IN_ATTEMPTS, parkForSignIn } from '../../edge/sign-in/park.ts';
 import { type Parties, call, counts, seedParties, workerdPorts } from './edge-client.ts';
 
 // Sign-in waits against the real D1 in workerd. The host is unreachable here (a closed port):

@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { CreateGrantBody, GrantList, GrantView, IdParam } from '../../../shared/api.ts';
 import { requirePrincipal } from '../../auth/principal.ts';
-import { createGrant, grantView, listGrants, revokeGrant } from '../../pipeline/grants.ts';
+import { createGrant, grantView, listGrants, revokeGrant } from '../../grants/grants.ts';
 import { profileInForce } from '../../policy/profile.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 

@@ -2,8 +2,9 @@ import { createRoute } from '@hono/zod-openapi';
 import { CreateScheduleBody, RunView, ScheduleView } from '../../../shared/api.ts';
 import { z } from 'zod';
 import { requirePrincipal } from '../../auth/principal.ts';
-import { claimRun, createSchedule, listSchedules, scheduleView } from '../../pipeline/schedules.ts';
-import { runView } from '../../pipeline/views.ts';
+import { claimRun } from '../../runs/claim.ts';
+import { runView } from '../../runs/view.ts';
+import { createSchedule, listSchedules, scheduleView } from '../../schedules/schedules.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];

@@ -2,7 +2,9 @@ import { createRoute } from '@hono/zod-openapi';
 import { CeremonyEventReceipt, IdParam, NoticeList, ProfileBindingView, ProfileParam, SignInList, SignInListQuery, SignInView } from '../../../shared/api.ts';
 import { CeremonyEventDelivery } from '../../../shared/authentication.ts';
 import { requirePrincipal } from '../../auth/principal.ts';
-import { applyCeremonyEvent, listNotices, listSignIns, restartSignIn, revokeProfile } from '../../pipeline/sign-in.ts';
+import { revokeProfile } from '../../profiles/revocation.ts';
+import { applyCeremonyEvent } from '../../sign-in/events.ts';
+import { listNotices, listSignIns, restartSignIn } from '../../sign-in/owner-views.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];

@@ -2,11 +2,11 @@ import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { IdParam, ProposeBody, ToolCallView, WaitQuery } from '../../../shared/api.ts';
 import { requirePrincipal } from '../../auth/principal.ts';
-import { proposeToolCall } from '../../pipeline/propose.ts';
-import { loadRun } from '../../pipeline/runs.ts';
-import { readToolCall } from '../../pipeline/tool-calls.ts';
-import { toolCallView } from '../../pipeline/views.ts';
 import { DomainError } from '../../domain-error.ts';
+import { proposeToolCall } from '../../pipeline/propose.ts';
+import { readToolCall } from '../../pipeline/read-call.ts';
+import { toolCallView } from '../../pipeline/views.ts';
+import { loadRun } from '../../runs/lifecycle.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];

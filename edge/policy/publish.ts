@@ -3,11 +3,11 @@ import type { PolicyProfileBody, PolicyProfileView } from '../../shared/policy.t
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { policyProfiles } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
-import { canonicalHash } from '../policy/canonical-hash.ts';
-import { DEFAULT_PROFILE_VERSION, type PolicyProfile, profileInForce } from '../policy/profile.ts';
-import { iso } from './views.ts';
+import { canonicalHash } from './canonical-hash.ts';
+import { DEFAULT_PROFILE_VERSION, type PolicyProfile, profileInForce } from './profile.ts';
 
 /**
  * Publishes the next version of policy profile `name` (DESIGN.md section 5). The new version is in

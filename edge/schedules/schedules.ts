@@ -1,3 +1,4 @@
+import { canonicalOrigins } from '../../shared/origin.ts';
 import { Cron } from 'croner';
 import { and, asc, desc, eq, gt, isNotNull, isNull, lt, or } from 'drizzle-orm';
 import { type CreateScheduleBody, DEFAULT_RUN_DEADLINE_MS, type ScheduleView } from '../../shared/api.ts';
@@ -5,11 +6,11 @@ import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { messages, type RunRow, runs, type ScheduleRow, schedules, toolCalls } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
-import type { Ports } from '../ports.ts';
 import { profileInForce } from '../policy/profile.ts';
-import { profileRevoked } from './sign-in.ts';
-import { iso } from './views.ts';
+import type { Ports } from '../ports.ts';
+import { profileRevoked } from '../profiles/bindings.ts';
 
 /** One minute, in ms: the resolution of cron schedules. */
 const MINUTE_MS = 60_000;
@@ -38,7 +39,7 @@ export async function createSchedule(ports: Ports, principal: Principal, body: C
     cron: body.cron.trim(),
     intent: body.intent,
     profileId: body.profile_id,
-    origins: [...new Set(body.origins.map((origin) => new URL(origin).origin))],
+    origins: canonicalOrigins(body.origins),
     toolVersions: body.tool_versions,
     policyProfile,
     deadlineMs: body.deadline_ms ?? DEFAULT_RUN_DEADLINE_MS,
@@ -61,7 +62,9 @@ export function listSchedules(ports: Ports, principal: Principal): Promise<Sched
  * `scheduled` run with trusted-configuration authority (its intent is a trusted message from the
  * schedule itself), the schedule's pinned versions and policy profile. Idempotent: the run's id is
  * derived from the schedule and the minute, so a repeated pass for the same minute changes nothing.
- * A schedule whose profile the owner revoked queues nothing.
+ * A schedule whose profile the owner revoked queues nothing. A schedule that cannot be fired (a
+ * database failure) is logged with the pass's request id and left for the next pass; the others
+ * still fire.
  * @returns the runs queued by this pass.
  */
 export async function fireDueSchedules(ports: Ports, scheduledTime: number): Promise<RunRow[]> {
@@ -102,14 +105,18 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
       updatedAt: now,
     };
     try {
-      await ports.db.batch([
-        ports.db.insert(runs).values(run),
-        ports.db.insert(messages).values({ id: `msg_${run.id.slice('run_'.length)}`, runId: run.id, principalId: schedule.id, trust: 'trusted', text: schedule.intent, createdAt: now }),
+      const [inserted] = await ports.db.batch([
+        ports.db.insert(runs).values(run).onConflictDoNothing(),
+        ports.db
+          .insert(messages)
+          .values({ id: `msg_${run.id.slice('run_'.length)}`, runId: run.id, principalId: schedule.id, trust: 'trusted', text: schedule.intent, createdAt: now })
+          .onConflictDoNothing(),
         ports.db.update(schedules).set({ lastFiredFor: minute }).where(eq(schedules.id, schedule.id)),
       ]);
-      fired.push(run);
-    } catch {
-      // Already fired for this minute (the run id exists): nothing changes.
+      // No row inserted: the run of this schedule and minute exists already (a repeated pass).
+      if (rowsChanged(inserted) === 1) fired.push(run);
+    } catch (error) {
+      console.error(`[${ports.requestId}] schedule ${schedule.id}: queueing its run for ${iso(minute)} failed; the next pass tries again`, error);
     }
   }
   return fired;
@@ -123,43 +130,6 @@ export function dueAt(cron: string, minute: number): boolean {
   } catch {
     return false;
   }
-}
-
-/**
- * An agent claims the oldest queued run of its owner, or a running run whose claim expired while
- * nothing was in flight: one conditional update, so two agents never both win.
- * @throws DomainError('not_found') when no run is waiting to be claimed.
- */
-export async function claimRun(ports: Ports, principal: Principal): Promise<RunRow> {
-  const now = ports.clock.now();
-  const candidates = await ports.db
-    .select()
-    .from(runs)
-    .where(
-      and(
-        eq(runs.ownerId, principal.ownerId),
-        gt(runs.deadlineAt, now),
-        or(eq(runs.state, 'queued'), and(eq(runs.state, 'running'), isNotNull(runs.claimExpiresAt), lt(runs.claimExpiresAt, now))),
-      ),
-    )
-    .orderBy(asc(runs.createdAt))
-    .limit(10);
-  for (const run of candidates) {
-    const active = await ports.db
-      .select({ id: toolCalls.id })
-      .from(toolCalls)
-      .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')))
-      .get();
-    if (active) continue;
-    const claimExpiresAt = now + ports.config.claimTtlMs;
-    const claimed = await ports.db
-      .update(runs)
-      .set({ state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now })
-      .where(and(eq(runs.id, run.id), eq(runs.state, run.state), run.claimedBy === null ? isNull(runs.claimedBy) : eq(runs.claimedBy, run.claimedBy)))
-      .run();
-    if (rowsChanged(claimed) === 1) return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
-  }
-  throw new DomainError('not_found', 'no run is waiting to be claimed');
 }
 
 /** The API view of a schedule. */

@@ -1,3 +1,4 @@
+import { originOf } from '../../shared/origin.ts';
 import { and, desc, eq, gt, isNull, lt } from 'drizzle-orm';
 import type { CreateGrantBody, GrantView } from '../../shared/api.ts';
 import type { ToolInvocation } from '../../shared/tools.ts';
@@ -5,9 +6,9 @@ import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { type GrantRow, grants } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
-import { iso } from './views.ts';
 
 /**
  * Creates an owner grant bound to the policy hash in force (DESIGN.md section 4, step 4). A grant
@@ -20,7 +21,7 @@ export async function createGrant(ports: Ports, principal: Principal, body: Crea
     ownerId: principal.ownerId,
     tool: body.tool,
     actions: body.actions ?? null,
-    origin: new URL(body.origin).origin,
+    origin: originOf(body.origin) ?? body.origin,
     maxUses: body.max_uses,
     uses: 0,
     expiresAt: now + body.ttl_ms,

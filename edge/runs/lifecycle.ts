@@ -1,24 +1,21 @@
-import { and, asc, eq, inArray, isNull, notExists, notInArray } from 'drizzle-orm';
-import {
-  type ActivityList,
-  type CreateRunBody,
-  DEFAULT_RUN_DEADLINE_MS,
-  type MessageView,
-  type ReportBody,
-  TERMINAL_RUN_STATES,
-} from '../../shared/api.ts';
+import { and, eq, inArray, isNull, notExists } from 'drizzle-orm';
+import { ACTIVE_RUN_STATES, type CreateRunBody, DEFAULT_RUN_DEADLINE_MS, type MessageView, type ReportBody, TERMINAL_RUN_STATES } from '../../shared/api.ts';
+import { canonicalOrigins } from '../../shared/origin.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
-import { approvals, effects, messages, type RunRow, runs, signInWaits, toolCalls } from '../db/schema.ts';
+import { messages, type RunRow, runs, toolCalls } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
+import { releaseLease } from '../pipeline/lease.ts';
 import type { Ports } from '../ports.ts';
-import { releaseLease } from './lease.ts';
-import { assertProfileActive, signInActivity } from './sign-in.ts';
-import { iso } from './views.ts';
+import { assertProfileActive } from '../profiles/bindings.ts';
+import { fenceRunStatements } from './fence.ts';
 
-/** States in which a run may still change. */
-const ACTIVE_RUN_STATES = ['queued', 'running', 'waiting_for_approval', 'waiting_for_authentication'] as const;
+/**
+ * A run's life (DESIGN.md section 10): creation, loading, the deadline, the agent's hold, turns,
+ * the final report and cancellation. Every state change is one conditional update or one batch.
+ */
 
 /**
  * Creates a run for the caller's owner (`profile_revoked` when the owner revoked the profile). An agent that creates a run holds it (`running`, claimed
@@ -35,7 +32,7 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
     claimedBy: principal.kind === 'agent' ? principal.id : null,
     profileId: body.profile_id,
     intent: body.intent,
-    origins: [...new Set(body.origins.map((origin) => new URL(origin).origin))],
+    origins: canonicalOrigins(body.origins),
     state: principal.kind === 'agent' ? 'running' : 'queued',
     kind: 'interactive',
     scheduleId: null,
@@ -84,21 +81,7 @@ export async function loadRun(ports: Ports, principal: Principal, runId: string)
 export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<RunRow> {
   const now = ports.clock.now();
   if (now < row.deadlineAt || !(ACTIVE_RUN_STATES as readonly string[]).includes(row.state)) return row;
-  await ports.db.batch([
-    ports.db
-      .update(runs)
-      .set({ state: 'deadline_exceeded', updatedAt: now })
-      .where(and(eq(runs.id, row.id), inArray(runs.state, [...ACTIVE_RUN_STATES]))),
-    ports.db.update(approvals).set({ state: 'cancelled', decidedAt: now }).where(and(eq(approvals.runId, row.id), eq(approvals.state, 'pending'))),
-    ports.db
-      .update(toolCalls)
-      .set({ state: 'cancelled', errorCode: 'deadline_exceeded', errorMessage: 'the run deadline passed before approval', updatedAt: now })
-      .where(and(eq(toolCalls.runId, row.id), eq(toolCalls.state, 'waiting_for_approval'))),
-    ports.db
-      .update(signInWaits)
-      .set({ state: 'fenced', fenceReason: 'deadline_exceeded', endedAt: now })
-      .where(and(eq(signInWaits.runId, row.id), eq(signInWaits.state, 'pending'))),
-  ]);
+  await ports.db.batch(fenceRunStatements(ports.db, { runId: row.id }, { reason: 'deadline_exceeded', endState: 'deadline_exceeded', now }));
   return (await ports.db.select().from(runs).where(eq(runs.id, row.id)).get()) ?? row;
 }
 
@@ -187,78 +170,8 @@ export async function reportRun(ports: Ports, principal: Principal, run: RunRow,
  */
 export async function cancelRun(ports: Ports, run: RunRow): Promise<RunRow> {
   const now = ports.clock.now();
-  const [cancelled] = await ports.db.batch([
-    ports.db
-      .update(runs)
-      .set({ state: 'cancelled', updatedAt: now })
-      .where(and(eq(runs.id, run.id), notInArray(runs.state, [...TERMINAL_RUN_STATES]))),
-    ports.db.update(approvals).set({ state: 'cancelled', decidedAt: now }).where(and(eq(approvals.runId, run.id), eq(approvals.state, 'pending'))),
-    ports.db
-      .update(toolCalls)
-      .set({ state: 'cancelled', errorCode: 'run_not_active', errorMessage: 'the run was cancelled', updatedAt: now })
-      .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'waiting_for_approval'))),
-    ports.db
-      .update(signInWaits)
-      .set({ state: 'fenced', fenceReason: 'cancelled', endedAt: now })
-      .where(and(eq(signInWaits.runId, run.id), eq(signInWaits.state, 'pending'))),
-  ]);
+  const [cancelled] = await ports.db.batch(fenceRunStatements(ports.db, { runId: run.id }, { reason: 'cancelled', endState: 'cancelled', now }));
   if (rowsChanged(cancelled) !== 1) throw new DomainError('run_not_active', `the run already ended (${run.state})`);
   await releaseLease(ports, run);
   return { ...run, state: 'cancelled', updatedAt: now };
-}
-
-/**
- * The run's passive activity record, oldest first: messages, calls, approvals, effects, sign-in
- * waits and ceremony events. Routine recovery is recorded here, never as an owner notice.
- */
-export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityList> {
-  const signIn = await signInActivity(ports, run.id);
-  const [messageRows, callRows, approvalRows, effectRows] = await ports.db.batch([
-    ports.db.select().from(messages).where(eq(messages.runId, run.id)).orderBy(asc(messages.createdAt)),
-    ports.db.select().from(toolCalls).where(eq(toolCalls.runId, run.id)).orderBy(asc(toolCalls.createdAt)),
-    ports.db.select().from(approvals).where(eq(approvals.runId, run.id)).orderBy(asc(approvals.createdAt)),
-    ports.db.select().from(effects).where(eq(effects.runId, run.id)).orderBy(asc(effects.committedAt)),
-  ]);
-  const entries: ActivityList['activity'] = [
-    { at: iso(run.createdAt), kind: 'run_created', id: run.id, summary: `run for profile ${run.profileId}: ${run.intent}` },
-    ...messageRows.map((m) => ({ at: iso(m.createdAt), kind: 'message' as const, id: m.id, summary: `${m.trust} message: ${m.text.slice(0, 200)}` })),
-    ...callRows.map((c) => ({
-      at: iso(c.createdAt),
-      kind: 'tool_call' as const,
-      id: c.id,
-      summary: `${c.tool} ${c.version}: ${c.state}${c.decisionRule ? ` (rule ${c.decisionRule}${grantOf(c) ? `, covered by grant ${grantOf(c)}` : ''})` : ''}${c.errorCode ? `, ${c.errorCode}` : ''}`,
-    })),
-    ...approvalRows.map((a) => ({ at: iso(a.decidedAt ?? a.createdAt), kind: 'approval' as const, id: a.id, summary: `approval for ${a.toolCallId}: ${a.state}` })),
-    ...effectRows.map((e) => ({ at: iso(e.finishedAt ?? e.committedAt), kind: 'effect' as const, id: e.id, summary: `effect of ${e.toolCallId}: ${e.state}` })),
-    ...signIn.waits.flatMap((w) => [
-      { at: iso(w.createdAt), kind: 'sign_in_wait' as const, id: w.id, summary: `sign-in required at ${w.origin} (call ${w.toolCallId}); waiting on episode ${w.episodeId}, generation ${w.generation}` },
-      ...(w.endedAt === null
-        ? []
-        : [
-            {
-              at: iso(w.endedAt),
-              kind: 'sign_in_wait' as const,
-              id: w.id,
-              summary: w.state === 'resolved' ? `sign-in verified (event ${w.resolvedBy}); run requeued for a fresh lease and read` : `sign-in wait fenced: ${w.fenceReason}`,
-            },
-          ]),
-    ]),
-    ...signIn.events.map((e) => ({
-      at: iso(e.receivedAt),
-      kind: 'ceremony_event' as const,
-      id: e.eventId,
-      summary: `ceremony ${e.ceremonyId} generation ${e.generation}: ${e.outcome} by ${e.method} verification, via ${e.via}${e.applied ? ', resolved the episode' : ''}`,
-    })),
-  ];
-  if ((TERMINAL_RUN_STATES as readonly string[]).includes(run.state)) {
-    entries.push({ at: iso(run.updatedAt), kind: 'run_ended', id: run.id, summary: `run ${run.state}${run.reportSummary ? `: ${run.reportSummary.slice(0, 200)}` : ''}` });
-  }
-  entries.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
-  return { run_id: run.id, activity: entries };
-}
-
-/** The grant that covered a call instead of an approval, if one did (its decision phase says so). */
-function grantOf(call: { phases: Record<string, unknown> }): string | undefined {
-  const decision = call.phases.decision as { grant_id?: unknown } | undefined;
-  return typeof decision?.grant_id === 'string' ? decision.grant_id : undefined;
 }

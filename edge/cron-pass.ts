@@ -1,0 +1,32 @@
+import type { Ports } from './ports.ts';
+import { fireDueSchedules } from './schedules/schedules.ts';
+import { type ReconciliationReport, reconcileSignIns } from './sign-in/maintenance.ts';
+
+/** What one cron pass did: runs queued by schedules, and the sign-in maintenance report. */
+export interface CronPassReport {
+  readonly queued: number;
+  /** Undefined when the maintenance pass failed (it was logged). */
+  readonly signIns: ReconciliationReport | undefined;
+}
+
+/**
+ * The cron pass, the same on Workers (`scheduled`), Deno (`Deno.cron`) and Node (croner): queue
+ * the runs of schedules due in the minute of `scheduledTime` (epoch ms), then the sign-in
+ * maintenance pass. A failure of either half is logged with `ports.requestId` and does not stop
+ * the other; the next pass tries again. Never throws.
+ */
+export async function cronPass(ports: Ports, scheduledTime: number): Promise<CronPassReport> {
+  let queued = 0;
+  let signIns: ReconciliationReport | undefined;
+  try {
+    queued = (await fireDueSchedules(ports, scheduledTime)).length;
+  } catch (error) {
+    console.error(`[${ports.requestId}] cron pass: firing due schedules failed`, error);
+  }
+  try {
+    signIns = await reconcileSignIns(ports);
+  } catch (error) {
+    console.error(`[${ports.requestId}] cron pass: the sign-in maintenance pass failed`, error);
+  }
+  return { queued, signIns };
+}

@@ -1,0 +1,62 @@
+import { asc, eq } from 'drizzle-orm';
+import { type ActivityList, TERMINAL_RUN_STATES } from '../../shared/api.ts';
+import { approvals, effects, messages, type RunRow, toolCalls } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
+import type { Ports } from '../ports.ts';
+import { signInActivity } from '../sign-in/activity.ts';
+
+/**
+ * The run's passive activity record, oldest first: messages, calls, approvals, effects, sign-in
+ * waits and ceremony events. Routine recovery is recorded here, never as an owner notice.
+ */
+export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityList> {
+  const signIn = await signInActivity(ports, run.id);
+  const [messageRows, callRows, approvalRows, effectRows] = await ports.db.batch([
+    ports.db.select().from(messages).where(eq(messages.runId, run.id)).orderBy(asc(messages.createdAt)),
+    ports.db.select().from(toolCalls).where(eq(toolCalls.runId, run.id)).orderBy(asc(toolCalls.createdAt)),
+    ports.db.select().from(approvals).where(eq(approvals.runId, run.id)).orderBy(asc(approvals.createdAt)),
+    ports.db.select().from(effects).where(eq(effects.runId, run.id)).orderBy(asc(effects.committedAt)),
+  ]);
+  const entries: ActivityList['activity'] = [
+    { at: iso(run.createdAt), kind: 'run_created', id: run.id, summary: `run for profile ${run.profileId}: ${run.intent}` },
+    ...messageRows.map((m) => ({ at: iso(m.createdAt), kind: 'message' as const, id: m.id, summary: `${m.trust} message: ${m.text.slice(0, 200)}` })),
+    ...callRows.map((c) => ({
+      at: iso(c.createdAt),
+      kind: 'tool_call' as const,
+      id: c.id,
+      summary: `${c.tool} ${c.version}: ${c.state}${c.decisionRule ? ` (rule ${c.decisionRule}${grantOf(c) ? `, covered by grant ${grantOf(c)}` : ''})` : ''}${c.errorCode ? `, ${c.errorCode}` : ''}`,
+    })),
+    ...approvalRows.map((a) => ({ at: iso(a.decidedAt ?? a.createdAt), kind: 'approval' as const, id: a.id, summary: `approval for ${a.toolCallId}: ${a.state}` })),
+    ...effectRows.map((e) => ({ at: iso(e.finishedAt ?? e.committedAt), kind: 'effect' as const, id: e.id, summary: `effect of ${e.toolCallId}: ${e.state}` })),
+    ...signIn.waits.flatMap((w) => [
+      { at: iso(w.createdAt), kind: 'sign_in_wait' as const, id: w.id, summary: `sign-in required at ${w.origin} (call ${w.toolCallId}); waiting on episode ${w.episodeId}, generation ${w.generation}` },
+      ...(w.endedAt === null
+        ? []
+        : [
+            {
+              at: iso(w.endedAt),
+              kind: 'sign_in_wait' as const,
+              id: w.id,
+              summary: w.state === 'resolved' ? `sign-in verified (event ${w.resolvedBy}); run requeued for a fresh lease and read` : `sign-in wait fenced: ${w.fenceReason}`,
+            },
+          ]),
+    ]),
+    ...signIn.events.map((e) => ({
+      at: iso(e.receivedAt),
+      kind: 'ceremony_event' as const,
+      id: e.eventId,
+      summary: `ceremony ${e.ceremonyId} generation ${e.generation}: ${e.outcome} by ${e.method} verification, via ${e.via}${e.applied ? ', resolved the episode' : ''}`,
+    })),
+  ];
+  if ((TERMINAL_RUN_STATES as readonly string[]).includes(run.state)) {
+    entries.push({ at: iso(run.updatedAt), kind: 'run_ended', id: run.id, summary: `run ${run.state}${run.reportSummary ? `: ${run.reportSummary.slice(0, 200)}` : ''}` });
+  }
+  entries.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  return { run_id: run.id, activity: entries };
+}
+
+/** The grant that covered a call instead of an approval, if one did (its decision phase says so). */
+function grantOf(call: { phases: Record<string, unknown> }): string | undefined {
+  const decision = call.phases.decision as { grant_id?: unknown } | undefined;
+  return typeof decision?.grant_id === 'string' ? decision.grant_id : undefined;
+}

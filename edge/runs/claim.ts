@@ -1,0 +1,43 @@
+import { and, asc, eq, gt, isNotNull, isNull, lt, or } from 'drizzle-orm';
+import type { Principal } from '../auth/principal.ts';
+import { rowsChanged } from '../db/rows-changed.ts';
+import { type RunRow, runs, toolCalls } from '../db/schema.ts';
+import { DomainError } from '../domain-error.ts';
+import type { Ports } from '../ports.ts';
+
+/**
+ * An agent claims the oldest queued run of its owner, or a running run whose claim expired while
+ * nothing was in flight: one conditional update, so two agents never both win.
+ * @throws DomainError('not_found') when no run is waiting to be claimed.
+ */
+export async function claimRun(ports: Ports, principal: Principal): Promise<RunRow> {
+  const now = ports.clock.now();
+  const candidates = await ports.db
+    .select()
+    .from(runs)
+    .where(
+      and(
+        eq(runs.ownerId, principal.ownerId),
+        gt(runs.deadlineAt, now),
+        or(eq(runs.state, 'queued'), and(eq(runs.state, 'running'), isNotNull(runs.claimExpiresAt), lt(runs.claimExpiresAt, now))),
+      ),
+    )
+    .orderBy(asc(runs.createdAt))
+    .limit(10);
+  for (const run of candidates) {
+    const active = await ports.db
+      .select({ id: toolCalls.id })
+      .from(toolCalls)
+      .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')))
+      .get();
+    if (active) continue;
+    const claimExpiresAt = now + ports.config.claimTtlMs;
+    const claimed = await ports.db
+      .update(runs)
+      .set({ state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now })
+      .where(and(eq(runs.id, run.id), eq(runs.state, run.state), run.claimedBy === null ? isNull(runs.claimedBy) : eq(runs.claimedBy, run.claimedBy)))
+      .run();
+    if (rowsChanged(claimed) === 1) return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
+  }
+  throw new DomainError('not_found', 'no run is waiting to be claimed');
+}

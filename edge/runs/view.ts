@@ -1,0 +1,26 @@
+import type { RunView } from '../../shared/api.ts';
+import type { RunRow, SignInWaitRow } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
+
+/**
+ * The API view of a run row; `wait` is its pending sign-in wait, shown while the run is
+ * `waiting_for_authentication`.
+ */
+export function runView(row: RunRow, wait?: SignInWaitRow): RunView {
+  return {
+    id: row.id,
+    state: row.state,
+    profile_id: row.profileId,
+    intent: row.intent,
+    origins: row.origins,
+    deadline_at: iso(row.deadlineAt),
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+    latest_revision: row.latestRevision,
+    summary: row.reportSummary,
+    authentication:
+      wait && row.state === 'waiting_for_authentication'
+        ? { wait_id: wait.id, episode_id: wait.episodeId, origin: wait.origin, question: wait.question, generation: wait.generation }
+        : null,
+  };
+}

@@ -1,0 +1,121 @@
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import type { CeremonyState } from '../../shared/authentication.ts';
+import { newId } from '../db/ids.ts';
+import { rowsChanged } from '../db/rows-changed.ts';
+import { type SignInEpisodeRow, signInEpisodes } from '../db/schema.ts';
+import type { HostSession } from '../host/host-session.ts';
+import type { Ports } from '../ports.ts';
+import { applyCeremonyEvent } from './events.ts';
+
+/**
+ * The host's ceremony for a sign-in episode (ADR-0164 part 2): beginning it in the profile's one
+ * headed window, newer generations, the window's turn-taking between episodes of one profile,
+ * and the episode's one owner notice.
+ */
+
+/** How long the owner is given to sign in during one ceremony, in ms (15 minutes). */
+export const CEREMONY_TIMEOUT_MS = 15 * 60_000;
+
+/** How long the ceremony commands may take, in ms (`ceremony.begin` may first verify a saved session). */
+const CEREMONY_CALL_MS = 45_000;
+
+/** Ceremony outcomes after which an open episode has no live ceremony. */
+export const CEREMONY_ENDED_WITHOUT_SIGN_IN = ['not_verified', 'ended', 'account_mismatch'] as const;
+
+/**
+ * Moves an open episode to its next ceremony generation (a new ceremony id) by one conditional
+ * update; undefined when it is no longer open at that generation.
+ */
+export async function nextGeneration(ports: Ports, episode: SignInEpisodeRow): Promise<SignInEpisodeRow | undefined> {
+  const ceremonyId = newId('cer');
+  const changed = await ports.db
+    .update(signInEpisodes)
+    .set({ generation: episode.generation + 1, ceremonyId, ceremonyState: null })
+    .where(and(eq(signInEpisodes.id, episode.id), eq(signInEpisodes.state, 'open'), eq(signInEpisodes.generation, episode.generation)))
+    .run();
+  return rowsChanged(changed) === 1 ? { ...episode, generation: episode.generation + 1, ceremonyId, ceremonyState: null } : undefined;
+}
+
+/**
+ * Asks the host to open (or report) the episode's ceremony. When the profile's saved session is
+ * still valid the host verifies at once and the episode resolves without bothering the owner;
+ * otherwise the owner gets the episode's one notice (inserted only while the episode is open, at
+ * most once: a unique episode id). Host trouble is not an error: the notice still goes out and
+ * the maintenance pass begins the ceremony again.
+ */
+export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, options: { takeWindow?: boolean } = {}): Promise<void> {
+  let state: CeremonyState | undefined;
+  let session: HostSession | undefined;
+  try {
+    // A profile has one window: while another episode's ceremony is live in it, this one waits
+    // (the maintenance pass begins it once the window is free) instead of ending the other.
+    if (!options.takeWindow && (await windowTaken(ports, episode))) throw new WindowTaken();
+    session = await ports.host.connect(10_000);
+    const answer = await session.call(
+      'ceremony.begin',
+      {
+        ceremony_id: episode.ceremonyId,
+        profile_id: episode.hostProfileId,
+        origin: episode.origin,
+        generation: episode.generation,
+        sign_in_url: episode.signInUrl,
+        protected_url: episode.protectedUrl,
+        timeout_ms: CEREMONY_TIMEOUT_MS,
+      },
+      CEREMONY_CALL_MS,
+    );
+    state = answer.state;
+    if (answer.event) {
+      const receipt = await applyCeremonyEvent(ports, answer.event, 'begin');
+      if (receipt.applied) return;
+    }
+    await noteCeremonyState(ports, episode, state);
+  } catch (error) {
+    // The window is taken, host trouble, or an event the edge refuses (e.g. a host clock far
+    // off): the owner is still told, and the maintenance pass asks the host again.
+    if (!(error instanceof WindowTaken)) console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the ceremony did not begin cleanly; the maintenance pass retries`, error);
+  } finally {
+    session?.close();
+  }
+  const now = ports.clock.now();
+  await ports.db.run(sql`
+    INSERT INTO notices (id, owner_id, kind, episode_id, run_id, text, created_at)
+    SELECT ${newId('ntc')}, e.owner_id, 'sign_in_required', e.id,
+           (SELECT w.run_id FROM sign_in_waits w WHERE w.episode_id = e.id ORDER BY w.created_at LIMIT 1),
+           e.question, ${now}
+    FROM sign_in_episodes e
+    WHERE e.id = ${episode.id} AND e.state = 'open'
+      AND EXISTS (SELECT 1 FROM sign_in_waits w WHERE w.episode_id = e.id)
+    ON CONFLICT DO NOTHING`);
+}
+
+/** The profile's sign-in window is in use by another episode's ceremony. */
+class WindowTaken extends Error {}
+
+/** Ceremony states in which a ceremony holds its profile's window on the host. */
+const LIVE_CEREMONY_STATES = ['awaiting_person', 'verifying', 'challenge'] as const;
+
+/** Whether another open episode of the same host profile has a live ceremony (as last reported). */
+export async function windowTaken(ports: Ports, episode: SignInEpisodeRow): Promise<boolean> {
+  const other = await ports.db
+    .select({ id: signInEpisodes.id })
+    .from(signInEpisodes)
+    .where(
+      and(
+        eq(signInEpisodes.hostProfileId, episode.hostProfileId),
+        eq(signInEpisodes.state, 'open'),
+        sql`${signInEpisodes.id} <> ${episode.id}`,
+        inArray(signInEpisodes.ceremonyState, [...LIVE_CEREMONY_STATES]),
+      ),
+    )
+    .get();
+  return other !== undefined;
+}
+
+export async function noteCeremonyState(ports: Ports, episode: SignInEpisodeRow, state: CeremonyState | undefined): Promise<void> {
+  if (state === undefined) return;
+  await ports.db
+    .update(signInEpisodes)
+    .set({ ceremonyState: state })
+    .where(and(eq(signInEpisodes.id, episode.id), eq(signInEpisodes.state, 'open'), eq(signInEpisodes.generation, episode.generation)));
+}

@@ -1,0 +1,124 @@
+import { and, asc, eq, sql } from 'drizzle-orm';
+import { rowsChanged } from '../db/rows-changed.ts';
+import { notices, runs, type SignInEpisodeRow, signInEpisodes, type SignInWaitRow, signInWaits } from '../db/schema.ts';
+import { DomainError } from '../domain-error.ts';
+import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
+import type { Ports } from '../ports.ts';
+import { expireIfPastDeadline } from '../runs/lifecycle.ts';
+import { beginCeremony, nextGeneration, noteCeremonyState, windowTaken } from './ceremony.ts';
+import { applyCeremonyEvent } from './events.ts';
+
+/** Most open episodes one maintenance pass looks at. */
+const RECONCILE_BATCH = 50;
+
+/** What one maintenance pass did. */
+export interface ReconciliationReport {
+  readonly checked: number;
+  readonly resolved: number;
+  readonly abandoned: number;
+  readonly restarted: number;
+}
+
+/**
+ * The maintenance pass over open sign-in episodes (cron; covers lost callbacks and restarts of the
+ * edge or the host): fences waits whose runs passed their deadline or ended; abandons an episode
+ * nobody waits for any more (its notice resolved, the host's ceremony ended); asks the host for
+ * the ceremony's state and applies an outcome event it missed; begins the ceremony again when the
+ * host no longer knows it, or a newer generation when the host ended it for another episode of
+ * the profile, each only while no other episode's ceremony holds the profile's one window (so
+ * episodes of one profile take turns instead of ending each other). At most 50 episodes a pass,
+ * the least recently checked first. Never throws for host trouble.
+ */
+export async function reconcileSignIns(ports: Ports): Promise<ReconciliationReport> {
+  // Least recently checked first, so every open episode gets its turn however many there are.
+  const open = await ports.db
+    .select()
+    .from(signInEpisodes)
+    .where(eq(signInEpisodes.state, 'open'))
+    .orderBy(sql`${signInEpisodes.checkedAt} IS NOT NULL`, asc(signInEpisodes.checkedAt), asc(signInEpisodes.openedAt))
+    .limit(RECONCILE_BATCH);
+  let resolved = 0;
+  let abandoned = 0;
+  let restarted = 0;
+  for (const episode of open) {
+    await ports.db.update(signInEpisodes).set({ checkedAt: ports.clock.now() }).where(eq(signInEpisodes.id, episode.id));
+    const waits = await ports.db.select().from(signInWaits).where(and(eq(signInWaits.episodeId, episode.id), eq(signInWaits.state, 'pending')));
+    let live = 0;
+    for (const wait of waits) if (await fenceIfRunEnded(ports, wait)) live += 1;
+    let session: HostSession | undefined;
+    try {
+      if (live === 0) {
+        abandoned += await abandonEpisode(ports, episode);
+        session = await ports.host.connect(10_000);
+        await session.call('ceremony.end', { ceremony_id: episode.ceremonyId }, 10_000);
+        continue;
+      }
+      session = await ports.host.connect(10_000);
+      const status = await session.call('ceremony.status', { ceremony_id: episode.ceremonyId }, 10_000);
+      if (status.event) {
+        const receipt = await applyCeremonyEvent(ports, status.event, 'reconciliation');
+        if (receipt.applied) resolved += 1;
+        // Ended by the host for another episode of the profile: its turn comes when the window is free.
+        else if (status.state === 'ended' && !(await windowTaken(ports, episode))) {
+          const next = await nextGeneration(ports, episode);
+          if (next) {
+            session.close();
+            session = undefined;
+            await beginCeremony(ports, next);
+            restarted += 1;
+          }
+        }
+      } else if (status.state === 'unknown') {
+        // The host forgot it (restarted): begin it again, once the profile's window is free.
+        await noteCeremonyState(ports, episode, 'unknown');
+        session.close();
+        session = undefined;
+        if (!(await windowTaken(ports, episode))) {
+          await beginCeremony(ports, episode);
+          restarted += 1;
+        }
+      } else {
+        await noteCeremonyState(ports, episode, status.state);
+      }
+    } catch (error) {
+      if (error instanceof DomainError) console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the host's event was refused: ${error.message}`);
+      // Host trouble (unreachable, no answer, a typed refusal) is routine: the next pass asks again.
+      else if (!(error instanceof HostUnreachable || error instanceof HostNoAnswer || error instanceof HostCallError)) {
+        console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the maintenance pass failed unexpectedly; the next pass tries again`, error);
+      }
+    } finally {
+      session?.close();
+    }
+  }
+  return { checked: open.length, resolved, abandoned, restarted };
+}
+
+/** Fences a pending wait whose run expired or ended; true when the wait is still live. */
+async function fenceIfRunEnded(ports: Ports, wait: SignInWaitRow): Promise<boolean> {
+  const run = await ports.db.select().from(runs).where(eq(runs.id, wait.runId)).get();
+  if (!run) return false;
+  const current = await expireIfPastDeadline(ports, run);
+  if (current.state === 'waiting_for_authentication') return true;
+  await ports.db
+    .update(signInWaits)
+    .set({ state: 'fenced', fenceReason: current.state === 'cancelled' ? 'cancelled' : current.state === 'deadline_exceeded' ? 'deadline_exceeded' : 'run_ended', endedAt: ports.clock.now() })
+    .where(and(eq(signInWaits.id, wait.id), eq(signInWaits.state, 'pending')));
+  return false;
+}
+
+/** Abandons an open episode with no pending waits, and resolves its notice; 1 when it did. */
+async function abandonEpisode(ports: Ports, episode: SignInEpisodeRow): Promise<number> {
+  const now = ports.clock.now();
+  const noPending = sql`NOT EXISTS (SELECT 1 FROM sign_in_waits w WHERE w.episode_id = ${episode.id} AND w.state = 'pending')`;
+  const [, ended] = await ports.db.batch([
+    ports.db
+      .update(notices)
+      .set({ resolvedAt: now })
+      .where(and(eq(notices.episodeId, episode.id), sql`${notices.resolvedAt} IS NULL`, noPending)),
+    ports.db
+      .update(signInEpisodes)
+      .set({ state: 'abandoned', resolvedAt: now })
+      .where(and(eq(signInEpisodes.id, episode.id), eq(signInEpisodes.state, 'open'), noPending)),
+  ]);
+  return rowsChanged(ended);
+}

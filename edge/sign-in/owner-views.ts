@@ -1,0 +1,91 @@
+import { and, desc, eq, inArray } from 'drizzle-orm';
+import type { NoticeList, SignInList, SignInView } from '../../shared/api.ts';
+import type { Principal } from '../auth/principal.ts';
+import { notices, type SignInEpisodeRow, signInEpisodes, type SignInWaitRow, signInWaits } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
+import { DomainError } from '../domain-error.ts';
+import type { Ports } from '../ports.ts';
+import { beginCeremony, nextGeneration } from './ceremony.ts';
+
+/** What the owner sees and does about sign-ins: episodes, restarts, notices, a run's wait. */
+
+/**
+ * Starts a newer ceremony generation for an open episode (the owner closed the window, or the
+ * ceremony timed out): a new ceremony id and generation by one conditional update, then the host
+ * is asked to begin it; events of the older generation no longer match anything.
+ * @throws DomainError('not_found') for another owner's or an unknown episode;
+ *   DomainError('already_decided') when the episode is no longer open.
+ */
+export async function restartSignIn(ports: Ports, principal: Principal, episodeId: string): Promise<SignInView> {
+  const episode = await ownEpisode(ports, principal, episodeId);
+  const next = await nextGeneration(ports, episode);
+  if (!next) throw new DomainError('already_decided', `sign-in ${episode.id} is ${episode.state}, not open, or was restarted meanwhile`);
+  // The owner asked for this one: it takes the profile's window even from another episode.
+  await beginCeremony(ports, next, { takeWindow: true });
+  return signInView(ports, await ownEpisode(ports, principal, episodeId));
+}
+
+async function ownEpisode(ports: Ports, principal: Principal, episodeId: string): Promise<SignInEpisodeRow> {
+  const episode = await ports.db.select().from(signInEpisodes).where(eq(signInEpisodes.id, episodeId)).get();
+  if (!episode || episode.ownerId !== principal.ownerId) throw new DomainError('not_found', `no sign-in ${episodeId}`);
+  return episode;
+}
+
+/** The owner's sign-in episodes, newest first (at most 100), optionally of one state. */
+export async function listSignIns(ports: Ports, principal: Principal, state?: SignInEpisodeRow['state']): Promise<SignInList> {
+  const rows = await ports.db
+    .select()
+    .from(signInEpisodes)
+    .where(and(eq(signInEpisodes.ownerId, principal.ownerId), state ? eq(signInEpisodes.state, state) : undefined))
+    .orderBy(desc(signInEpisodes.openedAt))
+    .limit(100);
+  const waiting = rows.length
+    ? await ports.db
+        .select({ episodeId: signInWaits.episodeId, runId: signInWaits.runId })
+        .from(signInWaits)
+        .where(and(inArray(signInWaits.episodeId, rows.map((row) => row.id)), eq(signInWaits.state, 'pending')))
+    : [];
+  return { sign_ins: rows.map((row) => signInViewOf(row, waiting.filter((w) => w.episodeId === row.id))) };
+}
+
+async function signInView(ports: Ports, row: SignInEpisodeRow): Promise<SignInView> {
+  const waiting = await ports.db.select({ runId: signInWaits.runId }).from(signInWaits).where(and(eq(signInWaits.episodeId, row.id), eq(signInWaits.state, 'pending')));
+  return signInViewOf(row, waiting);
+}
+
+/** The API view of an episode with the runs waiting on it. */
+function signInViewOf(row: SignInEpisodeRow, waiting: readonly { runId: string }[]): SignInView {
+  return {
+    id: row.id,
+    profile_id: row.profileId,
+    origin: row.origin,
+    state: row.state,
+    generation: row.generation,
+    question: row.question,
+    ceremony_state: row.ceremonyState,
+    waiting_runs: waiting.map((w) => w.runId),
+    opened_at: iso(row.openedAt),
+    resolved_at: row.resolvedAt === null ? null : iso(row.resolvedAt),
+  };
+}
+
+/** The owner's notices, newest first (at most 100). */
+export async function listNotices(ports: Ports, principal: Principal): Promise<NoticeList> {
+  const rows = await ports.db.select().from(notices).where(eq(notices.ownerId, principal.ownerId)).orderBy(desc(notices.createdAt)).limit(100);
+  return {
+    notices: rows.map((n) => ({
+      id: n.id,
+      kind: n.kind,
+      episode_id: n.episodeId,
+      run_id: n.runId,
+      text: n.text,
+      created_at: iso(n.createdAt),
+      resolved_at: n.resolvedAt === null ? null : iso(n.resolvedAt),
+    })),
+  };
+}
+
+/** The run's pending sign-in wait, if it has one. */
+export async function pendingWaitOf(ports: Ports, runId: string): Promise<SignInWaitRow | undefined> {
+  return ports.db.select().from(signInWaits).where(and(eq(signInWaits.runId, runId), eq(signInWaits.state, 'pending'))).get();
+}
