@@ -1,5 +1,5 @@
 import type { Locator, Page } from 'playwright-core';
-import type { BrowserAction } from '../shared/tools.ts';
+import type { BrowserAction } from '../shared/tool-arguments.ts';
 import { captureReserveMs, captureRevision } from './capture.ts';
 import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';

@@ -4,6 +4,7 @@ import { SettleReport, ToolResult } from './observation.ts';
 import { Origin } from './origin.ts';
 import { PolicyEffect } from './policy.ts';
 import { ConditionStatus } from './predicate.ts';
+import { ActionKind } from './tool-arguments.ts';
 import { ToolName, ToolVersion } from './tools.ts';
 
 /**
@@ -73,6 +74,11 @@ export type RunView = z.infer<typeof RunView>;
 
 /** States of a sign-in episode (DESIGN.md section 8). */
 export const SignInEpisodeState = z.enum(['open', 'resolved', 'abandoned', 'revoked']);
+export type SignInEpisodeState = z.infer<typeof SignInEpisodeState>;
+
+/** States of an owner's profile binding (ADR-0164 part 3). */
+export const ProfileBindingState = z.enum(['active', 'revoked']);
+export type ProfileBindingState = z.infer<typeof ProfileBindingState>;
 
 /** A sign-in episode as the owner sees it: one per owner, profile and origin while open. */
 export const SignInView = z.strictObject({
@@ -123,7 +129,7 @@ export type CeremonyEventReceipt = z.infer<typeof CeremonyEventReceipt>;
 /** A profile binding after revocation. */
 export const ProfileBindingView = z.strictObject({
   profile_id: z.string(),
-  state: z.enum(['active', 'revoked']),
+  state: ProfileBindingState,
   revoked_at: z.string().nullable(),
   /** Runs whose sign-in waits the revocation fenced (they end `failed`). */
   fenced_runs: z.array(z.string()),
@@ -200,11 +206,15 @@ export const DecisionRecord = z.strictObject({
 });
 export type DecisionRecord = z.infer<typeof DecisionRecord>;
 
+/** States of an approval: pending until the owner decides; cancelled when its run is fenced. */
+export const ApprovalState = z.enum(['pending', 'approved', 'denied', 'cancelled']);
+export type ApprovalState = z.infer<typeof ApprovalState>;
+
 /** Phase metadata of a call, as recorded in D1. Times are ISO-8601; durations in ms. */
 export const CallPhases = z.strictObject({
   decision: DecisionRecord.optional(),
   approval: z
-    .strictObject({ approval_id: z.string(), decision: z.enum(['pending', 'approved', 'denied', 'cancelled']), at: z.string() })
+    .strictObject({ approval_id: z.string(), decision: ApprovalState, at: z.string() })
     .optional(),
   watermark: z.strictObject({ effect_id: z.string(), committed_at: z.string() }).optional(),
   dispatch: z
@@ -244,8 +254,6 @@ export const ToolCallView = z.strictObject({
   updated_at: z.string(),
 });
 export type ToolCallView = z.infer<typeof ToolCallView>;
-
-export const ApprovalState = z.enum(['pending', 'approved', 'denied', 'cancelled']);
 
 export const ApprovalView = z.strictObject({
   id: z.string(),
@@ -318,7 +326,7 @@ export const IdParam = z.strictObject({
 export const CreateGrantBody = z.strictObject({
   tool: z.literal('browser.act'),
   /** Action kinds covered; omitted covers every kind except what policy denies. */
-  actions: z.array(z.enum(['click', 'type', 'press', 'select', 'check', 'uncheck', 'scroll'])).min(1).max(7).optional(),
+  actions: z.array(ActionKind).min(1).max(ActionKind.options.length).optional(),
   /** The origin of the page the act touches. */
   origin: Origin,
   max_uses: z.int().min(1).max(1000),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { Observation } from './observation.ts';
 import { Origin } from './origin.ts';
 import { Predicate } from './predicate.ts';
-import { MAX_URL_LENGTH } from './tools.ts';
+import { MAX_URL_LENGTH } from './tool-arguments.ts';
 
 /**
  * Authentication waits and verified resumption (ADR-0164 parts 2-4, DESIGN.md section 8): the

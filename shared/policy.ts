@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Origin } from './origin.ts';
+import { ActionKind } from './tool-arguments.ts';
 import { ToolName } from './tools.ts';
 
 /**
@@ -20,7 +21,6 @@ export const RuleCondition = z.enum(['run_origin', 'bounded_browser_scroll']);
 export type RuleCondition = z.infer<typeof RuleCondition>;
 
 const RuleId = z.string().regex(/^[a-z0-9_.-]{1,64}$/, 'lower-case letters, digits, _ . -');
-const ActionKind = z.enum(['click', 'type', 'press', 'select', 'check', 'uncheck', 'scroll']);
 
 /** A profile rule: an exact tool, an effect and an optional condition. */
 export const PolicyRule = z.strictObject({

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CEREMONY_METHODS, HostObservation } from './authentication.ts';
 import { ErrorDetail } from './errors.ts';
-import { BrowserAction, ContinuationCursor, MAX_URL_LENGTH } from './tools.ts';
+import { BrowserAction, ContinuationCursor, MAX_URL_LENGTH } from './tool-arguments.ts';
 
 /**
  * The edge-host wire protocol: CDP-style JSON frames over one WebSocket.

@@ -1,10 +1,23 @@
 import { z } from 'zod';
-import { Condition } from './predicate.ts';
+import type { Condition } from './predicate.ts';
+import type { HostParams } from './protocol.ts';
+import {
+  ActArguments,
+  ActArgumentsV1_1,
+  type ActionKind,
+  NavigateArguments,
+  ObserveArguments,
+  ObserveArgumentsV1_1,
+  wireAction,
+} from './tool-arguments.ts';
 
 /**
- * The three browser tools as versioned contracts (DESIGN.md section 3). Every schema is strict:
- * unknown fields, coercible strings ("100") and non-integers are rejected before anything runs.
- * Version 1.2.0 is additive over 1.1.0, and a call pinned to 1.1.0 keeps working unchanged.
+ * The three browser tools as versioned contracts (DESIGN.md section 3), declared once each as
+ * data in the spirit of Playwright MCP's `defineTool`: argument schemas per version, the
+ * classification, the host command, the condition the edge evaluates, the page a sign-in wall
+ * protects, and what of the arguments policy looks at. Adding a tool or a version touches this
+ * file (and the edge's policy defaults, which the type system then asks for). Version 1.2.0 is
+ * additive over 1.1.0, and a call pinned to 1.1.0 keeps working unchanged.
  */
 export const ToolName = z.enum(['browser.navigate', 'browser.observe', 'browser.act']);
 export type ToolName = z.infer<typeof ToolName>;
@@ -22,96 +35,108 @@ export const CURRENT_TOOL_VERSION: ToolVersion = '1.2.0';
 export const ToolClassification = z.enum(['read', 'external_read', 'external_write']);
 export type ToolClassification = z.infer<typeof ToolClassification>;
 
-/** Longest URL a navigation accepts, in characters. */
-export const MAX_URL_LENGTH = 2048;
-/** Longest text a `type` action accepts, in characters. */
-export const MAX_TYPE_TEXT_LENGTH = 10_000;
+/** Params of a host page command without the lease and timeout the edge adds per dispatch. */
+type CommandParams<M extends 'page.navigate' | 'page.observe' | 'page.act'> = Omit<HostParams<M>, 'lease_id' | 'timeout_ms'>;
+
+/** The one host command that carries out a call (the wire method and its own params). */
+export type ToolCommand =
+  | { readonly method: 'page.navigate'; readonly params: CommandParams<'page.navigate'> }
+  | { readonly method: 'page.observe'; readonly params: CommandParams<'page.observe'> }
+  | { readonly method: 'page.act'; readonly params: CommandParams<'page.act'> };
 
 /**
- * An element reference from an aria snapshot, e.g. `e12` or `f1e3` (frame 1, element 3).
- * It is meaningful only with the revision of the observation that produced it.
+ * Whether a call's arguments carry references read off the page (DESIGN.md section 2: such
+ * calls get the external-untrusted overlay): `always` (an element reference), `when_seen` (a URL
+ * that appeared in a page result of the turn) or `never`.
  */
-export const ElementRef = z.string().regex(/^[a-z0-9]{1,32}$/, 'an aria snapshot ref such as e12 or f1e3');
+export type PageReferences = 'always' | 'when_seen' | 'never';
 
-/** The page revision an action targets; acting on any other than the latest fails `stale_revision`. */
-export const Revision = z.int().min(0).max(Number.MAX_SAFE_INTEGER);
-
-export const NavigateArguments = z.strictObject({
-  url: z.string().min(1).max(MAX_URL_LENGTH),
-});
-export type NavigateArguments = z.infer<typeof NavigateArguments>;
-
-/** An opaque cursor from `window.continuation` of an earlier observation of the same revision. */
-export const ContinuationCursor = z.string().min(1).max(512);
-
-/** `browser.observe` 1.1.0 arguments. */
-export const ObserveArgumentsV1_1 = z.strictObject({
-  continuation: ContinuationCursor.optional(),
-});
-
-/** `browser.observe` 1.2.0 arguments: `continuation` or `wait_for`, never both. */
-export const ObserveArguments = z
-  .strictObject({
-    continuation: ContinuationCursor.optional(),
-    wait_for: Condition.optional(),
-  })
-  .refine((args) => args.continuation === undefined || args.wait_for === undefined, {
-    message: 'continuation and wait_for are mutually exclusive',
-  });
-export type ObserveArguments = z.infer<typeof ObserveArguments>;
-
-const target = { revision: Revision, reference: ElementRef };
-
-/** The fields of each action kind, shared by the wire action and the tool arguments. */
-const ACTION_SHAPES = {
-  click: { action: z.literal('click'), ...target },
-  type: { action: z.literal('type'), ...target, text: z.string().max(MAX_TYPE_TEXT_LENGTH), submit: z.boolean().optional() },
-  press: { action: z.literal('press'), ...target, key: z.string().regex(/^[A-Za-z0-9+]{1,64}$/, 'a key name such as Enter or Control+A') },
-  select: { action: z.literal('select'), ...target, value: z.string().max(1000) },
-  check: { action: z.literal('check'), ...target },
-  uncheck: { action: z.literal('uncheck'), ...target },
-  /** `delta` in CSS pixels, negative is up; the schema bound only rejects absurd input. */
-  scroll: { action: z.literal('scroll'), ...target, delta: z.int().min(-100_000).max(100_000) },
-} as const;
-
-/**
- * One browser action on a referenced element, exactly as the host receives it: the edge never
- * forwards a postcondition (ADR-0159: only the original single action goes to the provider).
- */
-export const BrowserAction = z.discriminatedUnion('action', [
-  z.strictObject(ACTION_SHAPES.click),
-  z.strictObject(ACTION_SHAPES.type),
-  z.strictObject(ACTION_SHAPES.press),
-  z.strictObject(ACTION_SHAPES.select),
-  z.strictObject(ACTION_SHAPES.check),
-  z.strictObject(ACTION_SHAPES.uncheck),
-  z.strictObject(ACTION_SHAPES.scroll),
-]);
-export type BrowserAction = z.infer<typeof BrowserAction>;
-export type BrowserActionKind = BrowserAction['action'];
-
-/** `browser.act` 1.1.0 arguments: the action alone. */
-export const ActArgumentsV1_1 = BrowserAction;
-
-const postcondition = { postcondition: Condition.optional() };
-
-/** `browser.act` 1.2.0 arguments: the action plus an optional postcondition the edge evaluates. */
-export const ActArguments = z.discriminatedUnion('action', [
-  z.strictObject({ ...ACTION_SHAPES.click, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.type, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.press, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.select, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.check, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.uncheck, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.scroll, ...postcondition }),
-]);
-export type ActArguments = z.infer<typeof ActArguments>;
-
-/** The action of `browser.act` arguments without the postcondition: what the host is sent. */
-export function wireAction(args: ActArguments): BrowserAction {
-  const { postcondition: _omitted, ...action } = args;
-  return action as BrowserAction;
+/** One tool, declared once. `A` is its newest arguments type; older versions parse to a subset. */
+export interface ToolDefinition<N extends ToolName, A> {
+  readonly name: N;
+  readonly classification: ToolClassification;
+  /** The strict argument schema of every accepted version. */
+  readonly arguments: Readonly<Record<ToolVersion, z.ZodType<A>>>;
+  /** The host command for validated arguments; the edge adds lease and timeout. */
+  command(args: A): ToolCommand;
+  /** The condition the edge evaluates after the answer (an act's postcondition, an observe's `wait_for`). */
+  condition(args: A): Condition | undefined;
+  /**
+   * The page a sign-in wall met on this call's answer protects (ADR-0164 part 3): a navigation's
+   * target; otherwise `pageBefore`, the page the run was on before the call.
+   */
+  protectedUrl(args: A, pageBefore: string): string;
+  /** The revision an act targets (acting on any but the latest fails `stale_revision`). */
+  targetRevision(args: A): number | undefined;
+  /** The URL a navigation loads (hardline rules, navigation origins, taint). */
+  targetUrl(args: A): string | undefined;
+  /** The action kind of an act (grants and operator denies match on it). */
+  actionKind(args: A): ActionKind | undefined;
+  readonly pageReferences: PageReferences;
+  /**
+   * Whether the host's `invalid_params` for these arguments means the agent's own argument was
+   * refused (a continuation cursor the host did not issue), so the agent is told `invalid_arguments`.
+   */
+  hostRefusesOwnArgument(args: A): boolean;
 }
+
+/** Declares a tool; the identity function, there for the type inference. */
+function defineTool<N extends ToolName, A>(definition: ToolDefinition<N, A>): ToolDefinition<N, A> {
+  return definition;
+}
+
+const none = () => undefined;
+
+const navigate = defineTool({
+  name: 'browser.navigate',
+  classification: 'external_read',
+  arguments: { '1.2.0': NavigateArguments, '1.1.0': NavigateArguments },
+  command: (args) => ({ method: 'page.navigate', params: { url: args.url } }),
+  condition: none,
+  protectedUrl: (args) => args.url,
+  targetRevision: none,
+  targetUrl: (args) => args.url,
+  actionKind: none,
+  pageReferences: 'when_seen',
+  hostRefusesOwnArgument: () => false,
+});
+
+const observe = defineTool({
+  name: 'browser.observe',
+  classification: 'read',
+  arguments: { '1.2.0': ObserveArguments, '1.1.0': ObserveArgumentsV1_1 as z.ZodType<ObserveArguments> },
+  command: (args) => ({ method: 'page.observe', params: args.continuation ? { continuation: args.continuation } : {} }),
+  condition: (args) => args.wait_for,
+  protectedUrl: (_args, pageBefore) => pageBefore,
+  targetRevision: none,
+  targetUrl: none,
+  actionKind: none,
+  pageReferences: 'never',
+  hostRefusesOwnArgument: (args) => args.continuation !== undefined,
+});
+
+const act = defineTool({
+  name: 'browser.act',
+  classification: 'external_write',
+  arguments: { '1.2.0': ActArguments, '1.1.0': ActArgumentsV1_1 as z.ZodType<ActArguments> },
+  // Only the original single action goes to the host, never the postcondition (ADR-0159).
+  command: (args) => ({ method: 'page.act', params: { action: wireAction(args) } }),
+  condition: (args) => args.postcondition,
+  protectedUrl: (_args, pageBefore) => pageBefore,
+  targetRevision: (args) => args.revision,
+  targetUrl: none,
+  actionKind: (args) => args.action,
+  pageReferences: 'always',
+  hostRefusesOwnArgument: () => false,
+});
+
+/** The registry: every tool, declared once. */
+export const TOOLS = { 'browser.navigate': navigate, 'browser.observe': observe, 'browser.act': act } as const;
+
+/** A validated proposal: the tool, its pinned version and its parsed arguments. */
+export type ToolInvocation = {
+  [N in ToolName]: { tool: N; version: ToolVersion; arguments: (typeof TOOLS)[N] extends ToolDefinition<N, infer A> ? A : never };
+}[ToolName];
 
 /** A tool's contract at one version: its argument schema and its classification. */
 export interface ToolContract {
@@ -119,31 +144,72 @@ export interface ToolContract {
   readonly classification: ToolClassification;
 }
 
-/**
- * The registry: every tool at every accepted version. Look-ups go through {@link toolContract}.
- */
-export const TOOL_CONTRACTS: Record<ToolName, Record<ToolVersion, ToolContract>> = {
-  'browser.navigate': {
-    '1.2.0': { arguments: NavigateArguments, classification: 'external_read' },
-    '1.1.0': { arguments: NavigateArguments, classification: 'external_read' },
-  },
-  'browser.observe': {
-    '1.2.0': { arguments: ObserveArguments, classification: 'read' },
-    '1.1.0': { arguments: ObserveArgumentsV1_1, classification: 'read' },
-  },
-  'browser.act': {
-    '1.2.0': { arguments: ActArguments, classification: 'external_write' },
-    '1.1.0': { arguments: ActArgumentsV1_1, classification: 'external_write' },
-  },
-};
-
 /** The contract of `tool` at `version`. Both are already validated enums, so this never misses. */
 export function toolContract(tool: ToolName, version: ToolVersion): ToolContract {
-  return TOOL_CONTRACTS[tool][version];
+  return { arguments: TOOLS[tool].arguments[version], classification: TOOLS[tool].classification };
 }
 
-/** A validated proposal: the tool, its pinned version and its parsed arguments. */
-export type ToolInvocation =
-  | { tool: 'browser.navigate'; version: ToolVersion; arguments: NavigateArguments }
-  | { tool: 'browser.observe'; version: ToolVersion; arguments: ObserveArguments }
-  | { tool: 'browser.act'; version: ToolVersion; arguments: ActArguments };
+/** The versions every tool accepts, newest first (what `GET /v1/health` reports). */
+export function toolVersions(): Record<ToolName, ToolVersion[]> {
+  return Object.fromEntries(ToolName.options.map((name) => [name, Object.keys(TOOLS[name].arguments) as ToolVersion[]])) as Record<ToolName, ToolVersion[]>;
+}
+
+/**
+ * Parses a proposal's arguments with the schema of `tool` at `version`.
+ * @returns the typed invocation, or the zod error of the rejected arguments.
+ */
+export function parseInvocation(
+  tool: ToolName,
+  version: ToolVersion,
+  args: unknown,
+): { readonly success: true; readonly invocation: ToolInvocation } | { readonly success: false; readonly error: z.ZodError } {
+  const parsed = TOOLS[tool].arguments[version].safeParse(args);
+  if (!parsed.success) return { success: false, error: parsed.error };
+  // The schema is the one registered for `tool`, so its output is that tool's arguments.
+  return { success: true, invocation: { tool, version, arguments: parsed.data } as ToolInvocation };
+}
+
+/** The definition of an invocation's tool, typed for its arguments. */
+function definitionOf<I extends ToolInvocation>(invocation: I): ToolDefinition<I['tool'], I['arguments']> {
+  return TOOLS[invocation.tool] as unknown as ToolDefinition<I['tool'], I['arguments']>;
+}
+
+/** What the edge needs to know about one validated call, read off its tool's definition. */
+export interface CallTraits {
+  readonly classification: ToolClassification;
+  /** `external_write`: serial, effect watermark before dispatch, never retried. */
+  readonly isWrite: boolean;
+  readonly command: ToolCommand;
+  readonly condition: Condition | undefined;
+  readonly targetRevision: number | undefined;
+  readonly targetUrl: string | undefined;
+  readonly actionKind: ActionKind | undefined;
+  readonly pageReferences: PageReferences;
+  readonly hostRefusesOwnArgument: boolean;
+  /** See {@link ToolDefinition.protectedUrl}. */
+  protectedUrl(pageBefore: string): string;
+}
+
+/** The traits of a validated call (see {@link CallTraits}). */
+export function callTraits(invocation: ToolInvocation): CallTraits {
+  const definition = definitionOf(invocation);
+  const args = invocation.arguments;
+  return {
+    classification: definition.classification,
+    isWrite: definition.classification === 'external_write',
+    command: definition.command(args),
+    condition: definition.condition(args),
+    targetRevision: definition.targetRevision(args),
+    targetUrl: definition.targetUrl(args),
+    actionKind: definition.actionKind(args),
+    pageReferences: definition.pageReferences,
+    hostRefusesOwnArgument: definition.hostRefusesOwnArgument(args),
+    protectedUrl: (pageBefore) => definition.protectedUrl(args, pageBefore),
+  };
+}
+
+/** Whether a stored call (tool and version as recorded, possibly not a real tool) is an external write. */
+export function isExternalWrite(tool: string, version: string): boolean {
+  const name = ToolName.safeParse(tool);
+  return name.success && ToolVersion.safeParse(version).success && TOOLS[name.data].classification === 'external_write';
+}

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { RunState as RunStateSchema, ToolCallState as ToolCallStateSchema } from '../../shared/api.ts';
+import { ApprovalState, ProfileBindingState, RunState as RunStateSchema, SignInEpisodeState, ToolCallState as ToolCallStateSchema } from '../../shared/api.ts';
+import { PolicyEffect } from '../../shared/policy.ts';
 
 /**
  * The edge's persistent state (D1 on Workers, a SQLite file elsewhere). Timestamps are epoch ms.
@@ -12,6 +13,11 @@ import { RunState as RunStateSchema, ToolCallState as ToolCallStateSchema } from
  * - an effect watermark can only be written for a call that is `dispatching`, once: a trigger and
  *   a unique index.
  */
+
+/** The values of a shared zod enum, as the non-empty tuple drizzle's text enums take. */
+function valuesOf<T extends string>(schema: { readonly options: readonly T[] }): [T, ...T[]] {
+  return schema.options as [T, ...T[]];
+}
 
 /** Who can call the API. Tokens are stored only as SHA-256 hex digests. */
 export const principals = sqliteTable('principals', {
@@ -25,7 +31,7 @@ export const principals = sqliteTable('principals', {
 });
 
 /** Run states: the one definition is shared/api.ts `RunState`. */
-export const RUN_STATES = RunStateSchema.options as [RunStateSchema, ...RunStateSchema[]];
+export const RUN_STATES = valuesOf(RunStateSchema);
 
 export const runs = sqliteTable(
   'runs',
@@ -81,7 +87,7 @@ export const messages = sqliteTable(
 );
 
 /** Tool call states: the one definition is shared/api.ts `ToolCallState`. */
-export const TOOL_CALL_STATES = ToolCallStateSchema.options as [ToolCallStateSchema, ...ToolCallStateSchema[]];
+export const TOOL_CALL_STATES = valuesOf(ToolCallStateSchema);
 
 export const toolCalls = sqliteTable(
   'tool_calls',
@@ -95,7 +101,7 @@ export const toolCalls = sqliteTable(
     arguments: text('arguments', { mode: 'json' }).$type<unknown>().notNull(),
     argumentsHash: text('arguments_hash').notNull(),
     state: text('state', { enum: TOOL_CALL_STATES }).notNull(),
-    decisionEffect: text('decision_effect', { enum: ['allow', 'approval', 'deny'] }),
+    decisionEffect: text('decision_effect', { enum: valuesOf(PolicyEffect) }),
     decisionRule: text('decision_rule'),
     policyHash: text('policy_hash'),
     result: text('result', { mode: 'json' }).$type<unknown>(),
@@ -123,7 +129,7 @@ export const approvals = sqliteTable(
     toolCallId: text('tool_call_id').notNull().unique().references(() => toolCalls.id),
     runId: text('run_id').notNull().references(() => runs.id),
     ownerId: text('owner_id').notNull(),
-    state: text('state', { enum: ['pending', 'approved', 'denied', 'cancelled'] }).notNull(),
+    state: text('state', { enum: valuesOf(ApprovalState) }).notNull(),
     argumentsHash: text('arguments_hash').notNull(),
     policyHash: text('policy_hash').notNull(),
     decidedBy: text('decided_by'),
@@ -221,7 +227,7 @@ export const profileBindings = sqliteTable(
     profileId: text('profile_id').notNull(),
     /** The id the host knows the sealed profile by (edge/pipeline/lease.ts `hostProfileId`). */
     hostProfileId: text('host_profile_id').notNull(),
-    state: text('state', { enum: ['active', 'revoked'] }).notNull(),
+    state: text('state', { enum: valuesOf(ProfileBindingState) }).notNull(),
     revokedAt: integer('revoked_at'),
     createdAt: integer('created_at').notNull(),
   },
@@ -244,7 +250,7 @@ export const signInEpisodes = sqliteTable(
     origin: text('origin').notNull(),
     generation: integer('generation').notNull(),
     ceremonyId: text('ceremony_id').notNull().unique(),
-    state: text('state', { enum: ['open', 'resolved', 'abandoned', 'revoked'] }).notNull(),
+    state: text('state', { enum: valuesOf(SignInEpisodeState) }).notNull(),
     /** What the owner is asked, e.g. "Sign in to http://… in the browser of profile me". */
     question: text('question').notNull(),
     /** Where the person signs in and which page proves it (given to the host's ceremony). */

@@ -1,7 +1,7 @@
 import { originOf } from '../../shared/origin.ts';
 import { and, desc, eq, gt, isNull, lt } from 'drizzle-orm';
 import type { CreateGrantBody, GrantView } from '../../shared/api.ts';
-import type { ToolInvocation } from '../../shared/tools.ts';
+import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
@@ -58,7 +58,8 @@ export async function revokeGrant(ports: Ports, principal: Principal, grantId: s
  * Whether a use can really be charged is decided by the database in the dispatch batch.
  */
 export async function coveringGrant(ports: Ports, ownerId: string, invocation: ToolInvocation, pageOrigin: string | undefined): Promise<GrantRow | undefined> {
-  if (invocation.tool !== 'browser.act' || pageOrigin === undefined) return undefined;
+  const kind = callTraits(invocation).actionKind;
+  if (kind === undefined || pageOrigin === undefined) return undefined;
   const now = ports.clock.now();
   const candidates = await ports.db
     .select()
@@ -66,7 +67,7 @@ export async function coveringGrant(ports: Ports, ownerId: string, invocation: T
     .where(and(eq(grants.ownerId, ownerId), eq(grants.tool, invocation.tool), eq(grants.origin, pageOrigin), isNull(grants.revokedAt), gt(grants.expiresAt, now), lt(grants.uses, grants.maxUses)))
     .orderBy(grants.expiresAt)
     .limit(20);
-  return candidates.find((grant) => grant.actions === null || grant.actions.includes(invocation.arguments.action));
+  return candidates.find((grant) => grant.actions === null || grant.actions.includes(kind));
 }
 
 /** The API view of a grant. */

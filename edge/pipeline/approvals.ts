@@ -1,18 +1,16 @@
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
-import { type ToolInvocation, ToolName, ToolVersion, toolContract } from '../../shared/tools.ts';
+import { parseInvocation, type ToolInvocation, ToolName, ToolVersion } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
-import { translateConstraint } from '../db/constraints.ts';
-import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
-import { type ApprovalRow, approvals, effects, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { type ApprovalRow, approvals, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
-import { decide, originOf } from '../policy/decide.ts';
-import { profileInForce } from '../policy/profile.ts';
-import type { Ports, RunResult } from '../ports.ts';
+import { approvalStance, decideForRun } from '../policy/decision-input.ts';
+import type { Ports } from '../ports.ts';
 import { expireIfPastDeadline } from '../runs/lifecycle.ts';
+import { beginDispatch } from './begin-dispatch.ts';
 import { dispatchCall } from './dispatch.ts';
 
 /** Most approvals one listing returns. */
@@ -66,64 +64,23 @@ export async function decideApproval(
 
   const invocation = revalidatedInvocation(call, approval, await canonicalHash({ tool: call.tool, version: call.version, arguments: call.arguments }));
   // Revalidate under the policy in force now (DESIGN.md section 5): an approval made under an
-  // older profile hash is never silently carried over. The owner approving is user authority.
-  const previous = phases.decision;
-  const profile = await profileInForce(ports.db, run.policyProfile);
-  const current = decide(
-    {
-      invocation,
-      proposed: call.arguments,
-      runOrigins: run.origins,
-      pageOrigin: run.latestUrl === null ? undefined : originOf(run.latestUrl),
-      authority: 'user',
-      tainted: previous?.tainted ?? true,
-      pageDerived: invocation.tool === 'browser.act' || previous?.overlay === 'external_untrusted',
-    },
-    profile,
-  );
+  // older profile hash is never silently carried over.
+  const current = await decideForRun(ports.db, run, invocation, call.arguments, approvalStance(invocation, phases.decision));
   if (current.effect === 'deny') {
     return settleDenied(ports, principal, approval, call, run, { ...phases, decision: current }, now, `the policy changed and now denies this call: ${current.reason}`);
   }
 
-  const isWrite = toolContract(invocation.tool, invocation.version).classification === 'external_write';
-  const effectId = newId('eff');
-  const dispatching: Partial<ToolCallRow> = {
-    state: 'dispatching',
-    deadlineAt: now + ports.config.toolDeadlineMs,
+  const approved = {
+    ...call,
     policyHash: current.policy_hash,
     phases: {
       ...phases,
       decision: current.policy_hash === approval.policyHash ? phases.decision : current,
-      approval: { approval_id: approval.id, decision: 'approved', at: iso(now) },
-      ...(isWrite ? { watermark: { effect_id: effectId, committed_at: iso(now) } } : {}),
+      approval: { approval_id: approval.id, decision: 'approved' as const, at: iso(now) },
     },
-    updatedAt: now,
   };
-  let approved: RunResult;
-  try {
-    [approved] = await ports.db.batch([
-      ports.db
-        .update(approvals)
-        .set({ state: 'approved', decidedBy: principal.id, decidedAt: now, policyHash: current.policy_hash })
-        .where(and(eq(approvals.id, approval.id), eq(approvals.state, 'pending'))),
-      ports.db
-        .update(toolCalls)
-        .set(dispatching)
-        .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'waiting_for_approval'))),
-      ports.db
-        .update(runs)
-        .set({ state: 'running', updatedAt: now })
-        .where(and(eq(runs.id, run.id), eq(runs.state, 'waiting_for_approval'))),
-      // The watermark insert is refused by a trigger unless the update above moved this call.
-      ...(isWrite ? [ports.db.insert(effects).values({ id: effectId, toolCallId: call.id, runId: run.id, state: 'committed', committedAt: now })] : []),
-    ] as unknown as Parameters<typeof ports.db.batch>[0]) as unknown as [RunResult];
-  } catch (error) {
-    throw translateConstraint(error);
-  }
-  if (rowsChanged(approved) !== 1) throw new DomainError('already_decided', 'the approval was decided concurrently');
-
-  const startedCall = { ...call, ...dispatching } as ToolCallRow;
-  const finished = await dispatchCall(ports, { ...run, state: 'running' }, startedCall, invocation);
+  const started = await beginDispatch(ports, run, approved, invocation, { by: 'approval', approval, owner: principal, policyHash: current.policy_hash });
+  const finished = await dispatchCall(ports, { ...run, state: 'running' }, started, invocation);
   const approvalAfter = (await ports.db.select().from(approvals).where(eq(approvals.id, approval.id)).get()) ?? approval;
   return { approval: approvalAfter, call: finished };
 }
@@ -135,9 +92,9 @@ function revalidatedInvocation(call: ToolCallRow, approval: ApprovalRow, argumen
   if (!tool.success || !version.success || argumentsHash !== approval.argumentsHash) {
     throw new DomainError('already_decided', 'the call no longer matches what was approved');
   }
-  const parsed = toolContract(tool.data, version.data).arguments.safeParse(call.arguments);
+  const parsed = parseInvocation(tool.data, version.data, call.arguments);
   if (!parsed.success) throw new DomainError('already_decided', 'the stored arguments no longer validate');
-  return { tool: tool.data, version: version.data, arguments: parsed.data } as ToolInvocation;
+  return parsed.invocation;
 }
 
 async function settleDenied(

@@ -1,21 +1,23 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
-import type { CallPhases, DecisionRecord, ProposeBody } from '../../shared/api.ts';
-import { type ToolInvocation, toolContract } from '../../shared/tools.ts';
+import type { DecisionRecord, ProposeBody } from '../../shared/api.ts';
+import { originOf } from '../../shared/origin.ts';
+import { callTraits, parseInvocation } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { translateConstraint } from '../db/constraints.ts';
 import { newId } from '../db/ids.ts';
-import { approvals, effects, type GrantRow, grants, grantUses, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { approvals, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import { coveringGrant } from '../grants/grants.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
-import { decide, originOf } from '../policy/decide.ts';
-import { profileInForce } from '../policy/profile.ts';
+import { decideForRun } from '../policy/decision-input.ts';
 import type { Ports } from '../ports.ts';
 import { assertProfileActive } from '../profiles/bindings.ts';
 import { holdRun } from '../runs/lifecycle.ts';
-import { dispatchCall, settleIfLost } from './dispatch.ts';
+import { beginDispatch, type NewCall } from './begin-dispatch.ts';
+import { dispatchCall } from './dispatch.ts';
+import { settleIfLost } from './lost-dispatch.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
 
 /** What proposing a call produced: a finished call (200) or one parked for the owner (202). */
@@ -24,8 +26,6 @@ export interface ProposalOutcome {
   readonly call: ToolCallRow;
   readonly approvalId: string | null;
 }
-
-type NewCall = Omit<ToolCallRow, 'state' | 'deadlineAt' | 'result' | 'errorCode' | 'errorMessage' | 'retryable'>;
 
 /**
  * The tool pipeline for one proposed call (DESIGN.md section 4): validate against the pinned
@@ -58,7 +58,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     return id;
   };
 
-  const parsed = toolContract(body.tool, body.version).arguments.safeParse(body.arguments);
+  const parsed = parseInvocation(body.tool, body.version, body.arguments);
   if (!parsed.success) {
     const message = z.prettifyError(parsed.error);
     await reject('invalid_arguments', message);
@@ -70,7 +70,8 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     await reject('invalid_arguments', message);
     throw new DomainError('invalid_arguments', message);
   }
-  const invocation = { tool: body.tool, version: body.version, arguments: parsed.data } as ToolInvocation;
+  const { invocation } = parsed;
+  const traits = callTraits(invocation);
   await assertProfileActive(ports, loadedRun.ownerId, loadedRun.profileId);
   const run = await holdRun(ports, principal, loadedRun);
   // A dispatch abandoned by a crashed edge must not block the run until someone reads that call.
@@ -88,30 +89,21 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     throw new DomainError('outcome_unknown', message, { tool_call_id: unknown.id });
   }
 
-  if (invocation.tool === 'browser.act' && invocation.arguments.revision !== run.latestRevision) {
+  if (traits.targetRevision !== undefined && traits.targetRevision !== run.latestRevision) {
     const message =
       run.latestRevision === null
         ? 'the run has no observation yet; observe the page first'
-        : `revision ${invocation.arguments.revision} is not the latest (${run.latestRevision}); observe again`;
+        : `revision ${traits.targetRevision} is not the latest (${run.latestRevision}); observe again`;
     await reject('stale_revision', message);
     throw new DomainError('stale_revision', message);
   }
 
-  const profile = await profileInForce(ports.db, run.policyProfile);
   const turn = await turnContext(ports, run);
-  const pageOrigin = run.latestUrl === null ? undefined : originOf(run.latestUrl);
-  const decision = decide(
-    {
-      invocation,
-      proposed: body.arguments,
-      runOrigins: run.origins,
-      pageOrigin,
-      authority: turn.authority,
-      tainted: turn.tainted,
-      pageDerived: await carriesPageDerivedReferences(ports, run, invocation, turn),
-    },
-    profile,
-  );
+  const decision = await decideForRun(ports.db, run, invocation, body.arguments, {
+    authority: turn.authority,
+    tainted: turn.tainted,
+    pageDerived: await carriesPageDerivedReferences(ports, run, invocation, turn),
+  });
   const decided: NewCall = { ...base, id: newId('call'), decisionEffect: decision.effect, decisionRule: decision.rule, policyHash: decision.policy_hash, phases: { decision } };
 
   if (decision.effect === 'deny') {
@@ -120,21 +112,21 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   }
 
   if (decision.effect === 'approval') {
+    const pageOrigin = run.latestUrl === null ? undefined : originOf(run.latestUrl);
     const grant = await coveringGrant(ports, run.ownerId, invocation, pageOrigin);
     if (grant) {
-      const covered = await startDispatch(ports, run, { ...decided, phases: { decision: { ...decision, grant_id: grant.id } } }, invocation, grant).catch(
-        (error: unknown) => {
-          // The grant ran out between the look-up and the batch: ask the owner instead.
-          if (error instanceof DomainError && error.code === 'already_decided') return undefined;
-          throw error;
-        },
-      );
-      if (covered) return { status: 200, call: await dispatchCall(ports, run, covered, invocation), approvalId: null };
+      const covered = { ...decided, phases: { decision: { ...decision, grant_id: grant.id } } };
+      const started = await beginDispatch(ports, run, covered, invocation, { by: 'grant', grant }).catch((error: unknown) => {
+        // The grant ran out between the look-up and the batch: ask the owner instead.
+        if (error instanceof DomainError && error.code === 'already_decided') return undefined;
+        throw error;
+      });
+      if (started) return { status: 200, call: await dispatchCall(ports, run, started, invocation), approvalId: null };
     }
     return park(ports, run, decided, decision, argumentsHash);
   }
 
-  const call = await startDispatch(ports, run, decided, invocation);
+  const call = await beginDispatch(ports, run, decided, invocation, { by: 'policy' });
   return { status: 200, call: await dispatchCall(ports, run, call, invocation), approvalId: null };
 }
 
@@ -174,43 +166,4 @@ async function park(ports: Ports, run: RunRow, decided: NewCall, decision: Decis
     throw translateConstraint(error);
   }
   return { status: 202, call, approvalId };
-}
-
-/**
- * Moves a new call straight to `dispatching` in one batch, before anything is sent (DESIGN.md
- * section 4, steps 4-5): for an external write its effect watermark is committed in the same
- * batch, and a covering grant is charged exactly one use there too, whatever the outcome later.
- * @throws DomainError('call_in_progress' | 'run_not_active') when the database guards refuse;
- *   DomainError('already_decided') when the grant can no longer be charged.
- */
-async function startDispatch(ports: Ports, run: RunRow, call: NewCall, invocation: ToolInvocation, grant?: GrantRow): Promise<ToolCallRow> {
-  const now = ports.clock.now();
-  const isWrite = toolContract(invocation.tool, invocation.version).classification === 'external_write';
-  const effectId = newId('eff');
-  const row: ToolCallRow = {
-    ...call,
-    state: 'dispatching',
-    result: null,
-    errorCode: null,
-    errorMessage: null,
-    retryable: null,
-    deadlineAt: now + ports.config.toolDeadlineMs,
-    phases: { ...(call.phases as CallPhases), ...(isWrite ? { watermark: { effect_id: effectId, committed_at: iso(now) } } : {}) },
-    updatedAt: now,
-  };
-  try {
-    await ports.db.batch([
-      ports.db.insert(toolCalls).values(row),
-      ...(grant
-        ? [
-            ports.db.insert(grantUses).values({ toolCallId: row.id, grantId: grant.id, chargedAt: now }),
-            ports.db.update(grants).set({ uses: sql`${grants.uses} + 1` }).where(eq(grants.id, grant.id)),
-          ]
-        : []),
-      ...(isWrite ? [ports.db.insert(effects).values({ id: effectId, toolCallId: row.id, runId: run.id, state: 'committed', committedAt: now })] : []),
-    ] as unknown as Parameters<typeof ports.db.batch>[0]);
-  } catch (error) {
-    throw translateConstraint(error);
-  }
-  return row;
 }

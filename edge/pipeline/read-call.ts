@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal.ts';
 import { approvals, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
-import { settleIfLost } from './dispatch.ts';
+import { settleIfLost } from './lost-dispatch.ts';
 
 /** Spacing of the database reads of a long-poll, in ms. */
 const POLL_SPACING_MS = 250;

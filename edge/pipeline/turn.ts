@@ -1,5 +1,5 @@
 import { and, desc, eq, gte, isNotNull, sql } from 'drizzle-orm';
-import type { ToolInvocation } from '../../shared/tools.ts';
+import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import { messages, type RunRow, toolCalls } from '../db/schema.ts';
 import type { Authority } from '../policy/decide.ts';
 import type { Ports } from '../ports.ts';
@@ -48,9 +48,10 @@ export async function turnContext(ports: Ports, run: RunRow): Promise<TurnContex
  * in a page result this turn received. Observe arguments never do.
  */
 export async function carriesPageDerivedReferences(ports: Ports, run: RunRow, invocation: ToolInvocation, turn: TurnContext): Promise<boolean> {
-  if (invocation.tool === 'browser.act') return true;
-  if (invocation.tool !== 'browser.navigate' || !turn.tainted) return false;
-  const url = invocation.arguments.url.trim();
+  const traits = callTraits(invocation);
+  if (traits.pageReferences === 'always') return true;
+  if (traits.pageReferences === 'never' || traits.targetUrl === undefined || !turn.tainted) return false;
+  const url = traits.targetUrl.trim();
   const seen = await ports.db
     .select({ id: toolCalls.id })
     .from(toolCalls)

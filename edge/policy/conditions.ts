@@ -39,7 +39,7 @@ export interface ConditionInput {
 export function conditionHolds(condition: RuleCondition, input: ConditionInput): boolean {
   switch (condition) {
     case 'run_origin':
-      return input.tool === 'browser.navigate' && input.targetOrigin !== undefined && input.runOrigins.includes(input.targetOrigin);
+      return input.targetOrigin !== undefined && input.runOrigins.includes(input.targetOrigin);
     case 'bounded_browser_scroll':
       return boundedBrowserScroll(input.tool, input.classification, input.proposed);
   }

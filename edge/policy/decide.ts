@@ -1,6 +1,7 @@
 import type { DecisionRecord } from '../../shared/api.ts';
 import type { PolicyEffect, RuleCondition } from '../../shared/policy.ts';
-import { type ToolInvocation, toolContract } from '../../shared/tools.ts';
+import { originOf } from '../../shared/origin.ts';
+import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import { conditionHolds } from './conditions.ts';
 import { hardlineDenial } from './hardline.ts';
 import type { PolicyProfile } from './profile.ts';
@@ -44,6 +45,7 @@ const DEFAULTS: Record<ToolInvocation['tool'], { effect: PolicyEffect; reason: s
  */
 export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRecord {
   const { invocation } = input;
+  const traits = callTraits(invocation);
   const base = { policy_hash: profile.hash, profile_version: profile.version, authority: input.authority ?? ('none' as const), tainted: input.tainted };
   const record = (effect: PolicyEffect, rule: string, reason: string, overlay?: 'external_untrusted'): DecisionRecord => ({
     effect,
@@ -62,22 +64,22 @@ export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRe
 
   // An act touches the page the browser is on, wherever a redirect or script took it: only pages
   // of the run's origins may be acted on.
-  if (invocation.tool === 'browser.act' && input.pageOrigin !== undefined && !input.runOrigins.includes(input.pageOrigin)) {
+  if (traits.actionKind !== undefined && input.pageOrigin !== undefined && !input.runOrigins.includes(input.pageOrigin)) {
     return record('deny', 'hardline.page_origin', `the page is at ${input.pageOrigin}, outside the run's origins`);
   }
 
-  const targetOrigin = invocation.tool === 'browser.navigate' ? originOf(invocation.arguments.url) : undefined;
-  const touchedOrigin = invocation.tool === 'browser.navigate' ? targetOrigin : input.pageOrigin;
+  const targetOrigin = traits.targetUrl === undefined ? undefined : originOf(traits.targetUrl);
+  const touchedOrigin = traits.targetUrl === undefined ? input.pageOrigin : targetOrigin;
   for (const deny of profile.body.denies) {
     if (deny.tool !== invocation.tool) continue;
-    if (deny.actions && !(invocation.tool === 'browser.act' && deny.actions.includes(invocation.arguments.action))) continue;
+    if (deny.actions && !(traits.actionKind !== undefined && deny.actions.includes(traits.actionKind))) continue;
     if (deny.origins && !(touchedOrigin !== undefined && deny.origins.includes(touchedOrigin))) continue;
     return record('deny', deny.id, `operator deny: ${deny.reason}`);
   }
 
   const conditionInput = {
     tool: invocation.tool,
-    classification: toolContract(invocation.tool, invocation.version).classification,
+    classification: traits.classification,
     proposed: input.proposed,
     targetOrigin,
     runOrigins: input.runOrigins,
@@ -100,13 +102,4 @@ export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRe
     return record('approval', matched.rule, `${matched.reason}; the arguments carry page-derived references, so the owner decides`, 'external_untrusted');
   }
   return record(matched.effect, matched.rule, matched.reason);
-}
-
-/** The origin of a URL, or undefined when it does not parse. */
-export function originOf(url: string): string | undefined {
-  try {
-    return new URL(url.trim()).origin;
-  } catch {
-    return undefined;
-  }
 }

@@ -1,4 +1,4 @@
-import type { ToolInvocation } from '../../shared/tools.ts';
+import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 
 /** A hardline denial: the rule id and why. */
 export interface HardlineDenial {
@@ -14,10 +14,11 @@ export interface HardlineDenial {
  * @returns the denial, or undefined when no hardline rule applies.
  */
 export function hardlineDenial(invocation: ToolInvocation): HardlineDenial | undefined {
-  if (invocation.tool !== 'browser.navigate') return undefined;
+  const target = callTraits(invocation).targetUrl;
+  if (target === undefined) return undefined;
   let url: URL;
   try {
-    url = new URL(invocation.arguments.url.trim());
+    url = new URL(target.trim());
   } catch {
     return { rule: 'hardline.url', reason: 'the URL does not parse' };
   }

@@ -1,9 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
 import { createApp, DOCS_ASSETS_PATH } from '../app.ts';
+import { cronPass } from '../cron-pass.ts';
 import { openSqliteDatabase } from '../db/sqlite.ts';
 import { standardWebSocketConnector, type WebSocketConstructor } from '../host/standard-websocket-connector.ts';
 import { backgroundRunner, type Ports, systemClock } from '../ports.ts';
-import { cronPass } from '../cron-pass.ts';
 import type { SelfHostedSettings } from './settings.ts';
 
 /** What a runtime (Deno, Node) supplies that Workers would otherwise provide. */

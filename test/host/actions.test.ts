@@ -1,6 +1,6 @@
 import { describe, expect } from 'vitest';
 import type { Observation } from '../../shared/observation.ts';
-import type { BrowserAction } from '../../shared/tools.ts';
+import type { BrowserAction } from '../../shared/tool-arguments.ts';
 import type { HostClient } from '../support/host-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { hostTest } from '../support/host-fixture.ts';

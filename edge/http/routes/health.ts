@@ -1,6 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
 import { HealthView } from '../../../shared/api.ts';
-import { TOOL_CONTRACTS } from '../../../shared/tools.ts';
+import { toolVersions } from '../../../shared/tools.ts';
 import { jsonResponse, newRouter } from '../router.ts';
 
 const health = createRoute({
@@ -12,5 +12,5 @@ const health = createRoute({
 
 /** `GET /v1/health`: public; answers without touching the database or the host. */
 export const healthRoutes = newRouter().openapi(health, (c) =>
-  c.json({ status: 'ok' as const, tools: Object.fromEntries(Object.entries(TOOL_CONTRACTS).map(([tool, versions]) => [tool, Object.keys(versions)])) }, 200),
+  c.json({ status: 'ok' as const, tools: toolVersions() }, 200),
 );

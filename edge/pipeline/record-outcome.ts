@@ -1,0 +1,90 @@
+import { and, eq } from 'drizzle-orm';
+import type { CallPhases } from '../../shared/api.ts';
+import type { Observation, OmittedObservation } from '../../shared/observation.ts';
+import { effects, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { iso } from '../db/timestamps.ts';
+import type { Ports } from '../ports.ts';
+import type { DispatchOutcome } from './dispatch-outcome.ts';
+import { projectObservation } from './projection.ts';
+
+/**
+ * Records how a dispatch ended in one batch, only while the call is still `dispatching`: the
+ * call's state, result (whole, or the omission marker past {@link MAX_STORED_RESULT_BYTES}),
+ * error and phases (dispatch, settle, postcondition); the effect's outcome for a write; the
+ * run's latest page. A result that cannot be stored still leaves the outcome recorded.
+ * @param startedAt epoch ms at which the dispatch began.
+ * @returns the call row as stored afterwards.
+ */
+export async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outcome: DispatchOutcome, startedAt: number, isWrite: boolean): Promise<ToolCallRow> {
+  const now = ports.clock.now();
+  const phases: CallPhases = {
+    ...(call.phases as CallPhases),
+    dispatch: {
+      started_at: iso(startedAt),
+      finished_at: iso(now),
+      elapsed_ms: now - startedAt,
+      outcome: outcome.dispatch,
+      ...(outcome.leaseGeneration !== undefined ? { lease_generation: outcome.leaseGeneration } : {}),
+    },
+    ...(outcome.settle ? { settle: outcome.settle } : {}),
+    ...(outcome.condition
+      ? { postcondition: { status: outcome.condition.status, observations: outcome.condition.observations, elapsed_ms: outcome.condition.elapsed_ms } }
+      : {}),
+  };
+  const update = {
+    state: outcome.state,
+    result: storable(outcome.observation),
+    errorCode: outcome.error?.code ?? null,
+    errorMessage: outcome.error?.message ?? null,
+    retryable: outcome.retryable,
+    phases,
+    updatedAt: now,
+  };
+  const statements = [
+    ports.db
+      .update(toolCalls)
+      .set(update)
+      .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
+    ...(isWrite
+      ? [ports.db.update(effects).set({ state: outcome.state, finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed')))]
+      : []),
+    ...(outcome.observation ?? outcome.left
+      ? [
+          ports.db
+            .update(runs)
+            .set({
+              latestRevision: (outcome.observation ?? outcome.left)!.revision,
+              latestUrl: (outcome.observation ?? outcome.left)!.url,
+              // Semantic progress (ADR-0164 part 4): a write that went through with no sign-in
+              // wall after it. Reads do not count: the fresh read every resumption starts with
+              // is revision churn, not progress.
+              ...(isWrite && outcome.state === 'succeeded' && !outcome.signIn ? { signInAttempts: 0 } : {}),
+            })
+            .where(eq(runs.id, run.id)),
+        ]
+      : []),
+  ] as const;
+  try {
+    await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
+  } catch (error) {
+    // The outcome must be recorded whatever the result looked like: keep the state, drop the rest.
+    console.error(`[${ports.requestId}] recording the outcome of ${call.id} failed; recording it without its result`, error);
+    await ports.db.batch([
+      ports.db
+        .update(toolCalls)
+        .set({ state: outcome.state, result: null, errorCode: outcome.error?.code ?? null, errorMessage: outcome.error?.message ?? null, retryable: outcome.retryable, updatedAt: now })
+        .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
+      ports.db.update(effects).set({ state: outcome.state, finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
+    ]);
+  }
+  return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? { ...call, ...update };
+}
+
+/** Largest observation stored with a call, in bytes of JSON (D1 rows are limited to 2 MB). */
+export const MAX_STORED_RESULT_BYTES = 1024 * 1024;
+
+/** The observation as it can be stored: whole, or the explicit omission marker when too large. */
+function storable(observation: Observation | null): Observation | OmittedObservation | null {
+  if (observation === null) return null;
+  return projectObservation(observation, MAX_STORED_RESULT_BYTES);
+}
