@@ -1,8 +1,10 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/sqlite-core';
 import type { CeremonyState } from '../../shared/authentication.ts';
 import { newId } from '../db/ids.ts';
+import { selectedRow } from '../db/insert-select.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
-import { type SignInEpisodeRow, signInEpisodes } from '../db/schema.ts';
+import { notices, type SignInEpisodeRow, signInEpisodes } from '../db/schema.ts';
 import type { HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { applyCeremonyEvent } from './events.ts';
@@ -78,15 +80,28 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, opt
     session?.close();
   }
   const now = ports.clock.now();
-  await ports.db.run(sql`
-    INSERT INTO notices (id, owner_id, kind, episode_id, run_id, text, created_at)
-    SELECT ${newId('ntc')}, e.owner_id, 'sign_in_required', e.id,
-           (SELECT w.run_id FROM sign_in_waits w WHERE w.episode_id = e.id ORDER BY w.created_at LIMIT 1),
-           e.question, ${now}
-    FROM sign_in_episodes e
-    WHERE e.id = ${episode.id} AND e.state = 'open'
-      AND EXISTS (SELECT 1 FROM sign_in_waits w WHERE w.episode_id = e.id)
-    ON CONFLICT DO NOTHING`);
+  const episodes = alias(signInEpisodes, 'e');
+  await ports.db
+    .insert(notices)
+    .select((qb) =>
+      qb
+        .select(
+          selectedRow(notices, {
+            id: newId('ntc'),
+            ownerId: episodes.ownerId,
+            kind: 'sign_in_required',
+            episodeId: episodes.id,
+            runId: sql`(SELECT w.run_id FROM sign_in_waits w WHERE w.episode_id = ${episodes.id} ORDER BY w.created_at LIMIT 1)`,
+            text: episodes.question,
+            createdAt: now,
+          }),
+        )
+        .from(episodes)
+        .where(and(eq(episodes.id, episode.id), eq(episodes.state, 'open'), sql`EXISTS (SELECT 1 FROM sign_in_waits w WHERE w.episode_id = ${episodes.id})`))
+      .getSQL(),
+    )
+    .onConflictDoNothing();
+
 }
 
 /** The profile's sign-in window is in use by another episode's ceremony. */

@@ -1,7 +1,9 @@
 import { and, eq, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/sqlite-core';
 import type { SignInSignal } from '../../shared/authentication.ts';
 import { originOf } from '../../shared/origin.ts';
 import { newId } from '../db/ids.ts';
+import { selectedRow } from '../db/insert-select.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { effects, type RunRow, runs, signInEpisodes, signInWaits } from '../db/schema.ts';
 import type { Ports } from '../ports.ts';
@@ -19,6 +21,9 @@ import { beginCeremony, CEREMONY_ENDED_WITHOUT_SIGN_IN, nextGeneration, windowTa
  * with a fresh lease and a fresh read: parking clears its lease and revision, so nothing planned
  * on the old page can be sent, and no message is added on anyone's behalf.
  */
+
+/** The open episode a wait joins, as the wait's INSERT ... SELECT reads it. */
+const episodes = alias(signInEpisodes, 'e');
 
 /** Sign-in waits a run may enter without semantic progress in between; the next one ends it. */
 export const MAX_SIGN_IN_ATTEMPTS = 3;
@@ -68,7 +73,6 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
   }
   const question = `Sign in to ${origin} in the browser of profile "${run.profileId}" so that run ${run.id} can continue.`;
   const openEpisode = sql`(SELECT e.id FROM sign_in_episodes e WHERE e.owner_id = ${run.ownerId} AND e.profile_id = ${run.profileId} AND e.origin = ${origin} AND e.state = 'open')`;
-  const runIsRunning = sql`EXISTS (SELECT 1 FROM runs r WHERE r.id = ${run.id} AND r.state = 'running')`;
   const runParkedNow = sql`EXISTS (SELECT 1 FROM runs r WHERE r.id = ${run.id} AND r.state = 'waiting_for_authentication' AND r.updated_at = ${now})`;
   const [, , parked] = await ports.db.batch([
     bindingStatement(ports, run.ownerId, run.profileId, hostProfile, now),
@@ -76,12 +80,27 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
     // Only while the run is still running: a run that left `running` parks nothing.
     ports.db
       .insert(signInEpisodes)
-      .select(
-        // Every column, in the table's order (drizzle inserts a SELECT as all columns).
-        sql`SELECT ${newId('sie')}, ${run.ownerId}, ${run.profileId}, ${hostProfile}, ${origin},
-               (SELECT coalesce(max(g.generation), 0) + 1 FROM sign_in_episodes g WHERE g.owner_id = ${run.ownerId} AND g.profile_id = ${run.profileId} AND g.origin = ${origin}),
-               ${newId('cer')}, 'open', ${question}, ${wall.signInUrl}, ${protectedUrl}, NULL, NULL, ${now}, NULL, NULL
-            WHERE ${runIsRunning}`,
+      .select((qb) =>
+        qb
+          .select(
+            selectedRow(signInEpisodes, {
+              id: newId('sie'),
+              ownerId: run.ownerId,
+              profileId: run.profileId,
+              hostProfileId: hostProfile,
+              origin,
+              generation: sql`(SELECT coalesce(max(g.generation), 0) + 1 FROM sign_in_episodes g WHERE g.owner_id = ${run.ownerId} AND g.profile_id = ${run.profileId} AND g.origin = ${origin})`,
+              ceremonyId: newId('cer'),
+              state: 'open',
+              question,
+              signInUrl: wall.signInUrl,
+              protectedUrl,
+              openedAt: now,
+            }),
+          )
+          .from(runs)
+          .where(and(eq(runs.id, run.id), eq(runs.state, 'running')))
+        .getSQL(),
       )
       .onConflictDoNothing(),
     ports.db
@@ -98,10 +117,26 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
     // The wait exists only when this very batch parked the run.
     ports.db
       .insert(signInWaits)
-      .select(
-        sql`SELECT ${newId('siw')}, ${run.id}, e.id, ${run.ownerId}, ${hostProfile}, ${origin}, ${question}, e.generation, ${wall.toolCallId}, 'pending', NULL, NULL, ${now}, NULL
-            FROM sign_in_episodes e
-            WHERE e.owner_id = ${run.ownerId} AND e.profile_id = ${run.profileId} AND e.origin = ${origin} AND e.state = 'open' AND ${runParkedNow}`,
+      .select((qb) =>
+        qb
+          .select(
+            selectedRow(signInWaits, {
+              id: newId('siw'),
+              runId: run.id,
+              episodeId: episodes.id,
+              ownerId: run.ownerId,
+              hostProfileId: hostProfile,
+              origin,
+              question,
+              generation: episodes.generation,
+              toolCallId: wall.toolCallId,
+              state: 'pending',
+              createdAt: now,
+            }),
+          )
+          .from(episodes)
+          .where(and(eq(episodes.ownerId, run.ownerId), eq(episodes.profileId, run.profileId), eq(episodes.origin, origin), eq(episodes.state, 'open'), runParkedNow))
+        .getSQL(),
       )
       .onConflictDoNothing(),
   ]);
