@@ -120,7 +120,7 @@ describe('a park that did not happen leaves nothing behind', () => {
     await hitSignInWall({ ...run, state: 'running' }, { origin: ORIGIN });
     const wait = await row("SELECT w.origin FROM sign_in_waits w WHERE w.run_id = ? AND w.state = 'pending'", run.id);
     expect(wait?.origin).toBe(ORIGIN);
-    const notices = (await call<NoticeList>('GET', '/v1/notices', { token: parties.owner.token })).body.notices as { text: string }[];
+    const notices = (await call<NoticeList>('GET', '/v1/notices', { token: parties.owner.token })).body.notices;
     expect(notices.some((n) => n.text.includes(ORIGIN))).toBe(true);
   });
 });
