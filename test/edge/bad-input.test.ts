@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Parties, call, counts, seedParties, setLatestRevision } from './edge-client.ts';
+import type { RunView, ToolCallView } from '../../shared/api.ts';
+import { type Parties, call, callError, counts, seedParties, setLatestRevision } from './support/edge-client.ts';
 
 // Every endpoint answers malformed input, missing or wrong tokens, unknown fields, wrong types,
 // unknown ids and wrong principals with a 4xx and a stable code, and changes nothing (rejected
@@ -12,14 +13,14 @@ let callId: string;
 
 beforeAll(async () => {
   parties = await seedParties();
-  const run = await call('POST', '/v1/runs', { token: parties.owner.token, body: { profile_id: 'p1', intent: 'x', origins: ['http://127.0.0.1:8123'] } });
+  const run = await call<RunView>('POST', '/v1/runs', { token: parties.owner.token, body: { profile_id: 'p1', intent: 'x', origins: ['http://127.0.0.1:8123'] } });
   runId = run.body.id;
   await setLatestRevision(runId, 1);
-  const parked = await call('POST', `/v1/runs/${runId}/tool-calls`, {
+  const parked = await call<ToolCallView>('POST', `/v1/runs/${runId}/tool-calls`, {
     token: parties.agent.token,
     body: { tool: 'browser.act', version: '1.2.0', arguments: { action: 'click', revision: 1, reference: 'e1' } },
   });
-  approvalId = parked.body.approval_id;
+  approvalId = parked.body.approval_id!;
   callId = parked.body.id;
 });
 
@@ -101,7 +102,7 @@ const cases: Case[] = [
 describe('bad input answers a typed 4xx and changes nothing', () => {
   it.each(cases)('%s: %s %s', async (_name, method, path, options, status, code) => {
     const before = await counts();
-    const answer = await call(method, path(), options());
+    const answer = await callError(method, path(), options());
     expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status, code });
     const after = await counts();
     // A rejected proposal is recorded as a rejection and nothing else.
@@ -110,7 +111,7 @@ describe('bad input answers a typed 4xx and changes nothing', () => {
   });
 
   it('every error body has exactly code, message and request_id (and details only where documented)', async () => {
-    const answer = await call('GET', '/v1/runs/run_nope', { token: agent(), headers: { 'X-Request-Id': 'req-123' } });
+    const answer = await callError('GET', '/v1/runs/run_nope', { token: agent(), headers: { 'X-Request-Id': 'req-123' } });
     expect(answer.body).toEqual({ error: { code: 'not_found', message: 'no run run_nope', request_id: 'req-123' } });
   });
 });

@@ -1,10 +1,16 @@
 import { SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { call } from './edge-client.ts';
+import { type HealthView, call } from './support/edge-client.ts';
+
+/** The parts of the OpenAPI document read here. */
+interface OpenApiDocument {
+  openapi: string;
+  paths: Record<string, unknown>;
+}
 
 describe('GET /v1/health', () => {
   it('answers without a token and lists every tool at 1.2.0 and 1.1.0', async () => {
-    const answer = await call('GET', '/v1/health');
+    const answer = await call<HealthView>('GET', '/v1/health');
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({
       status: 'ok',
@@ -15,7 +21,7 @@ describe('GET /v1/health', () => {
 
 describe('GET /v1/openapi.json', () => {
   it('describes every route of the API from the same schemas', async () => {
-    const answer = await call('GET', '/v1/openapi.json');
+    const answer = await call<OpenApiDocument>('GET', '/v1/openapi.json');
     expect(answer.status).toBe(200);
     expect(answer.body.openapi).toBe('3.1.0');
     expect(Object.keys(answer.body.paths).sort()).toEqual([

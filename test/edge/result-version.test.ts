@@ -2,7 +2,8 @@ import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Observation, ObservationV1_1, OmittedObservationV1_1, ToolResultV1_1 } from '../../shared/observation.ts';
 import { resultForVersion } from '../../edge/pipeline/result-version.ts';
-import { type Parties, call, seedParties } from './edge-client.ts';
+import type { RunView, ToolCallView } from '../../shared/api.ts';
+import { type Parties, call, seedParties } from './support/edge-client.ts';
 
 // Tool versions (ADR-0159, DESIGN.md section 3): 1.2.0 is additive over 1.1.0. A call pinned to
 // 1.1.0 is accepted and answered in the 1.1.0 result shape, {revision, url, title, window,
@@ -52,7 +53,7 @@ describe('GET /v1/tool-calls/{id} by pinned version', () => {
   beforeAll(async () => {
     parties = await seedParties();
     // Created by the owner, so the agent's turn has the owner's authority.
-    const run = await call('POST', '/v1/runs', { token: parties.owner.token, body: { profile_id: 'versions', intent: 'versions', origins: ['http://127.0.0.1:8123'] } });
+    const run = await call<RunView>('POST', '/v1/runs', { token: parties.owner.token, body: { profile_id: 'versions', intent: 'versions', origins: ['http://127.0.0.1:8123'] } });
     runId = run.body.id;
   });
 
@@ -72,7 +73,7 @@ describe('GET /v1/tool-calls/{id} by pinned version', () => {
 
   it('a call pinned to 1.1.0 is answered in the 1.1.0 shape, and its phases still record how it settled', async () => {
     const id = await storedCall('1.1.0');
-    const answer = await call('GET', `/v1/tool-calls/${id}`, { token: parties.agent.token });
+    const answer = await call<ToolCallView>('GET', `/v1/tool-calls/${id}`, { token: parties.agent.token });
     expect(answer.status).toBe(200);
     expect(answer.body.version).toBe('1.1.0');
     expect(answer.body.result).toEqual(v1_1);
@@ -82,14 +83,15 @@ describe('GET /v1/tool-calls/{id} by pinned version', () => {
 
   it('a call pinned to 1.2.0 carries the settle report on its observation, expired_by included', async () => {
     const id = await storedCall('1.2.0');
-    const answer = await call('GET', `/v1/tool-calls/${id}`, { token: parties.agent.token });
+    const answer = await call<ToolCallView>('GET', `/v1/tool-calls/${id}`, { token: parties.agent.token });
     expect(answer.status).toBe(200);
-    expect(answer.body.result.settle).toEqual(observation.settle);
+    const result = answer.body.result;
+    expect(result !== null && 'settle' in result ? result.settle : result).toEqual(observation.settle);
     expect(Observation.safeParse(answer.body.result).success).toBe(true);
   });
 
   it('a 1.1.0 proposal is accepted by its own schema and dispatched (here to an unreachable host)', async () => {
-    const answer = await call('POST', `/v1/runs/${runId}/tool-calls`, {
+    const answer = await call<ToolCallView>('POST', `/v1/runs/${runId}/tool-calls`, {
       token: parties.agent.token,
       body: { tool: 'browser.observe', version: '1.1.0', arguments: {} },
     });

@@ -65,7 +65,7 @@ describe('sign-in ceremonies with a reviewed site definition', () => {
   });
 
   test("with a definition, evidence is read on the definition's protected page, whichever page the run was after", async ({ world, client }) => {
-    // Regression: the run was after /reports/new; the definition's evidence lives on /reports.
+    // The run was after /reports/new; the definition's evidence lives on /reports.
     const id = ceremonyId();
     expect((await begin(client, world, 'alice-deep-link', { id, protectedPath: '/reports/new' })).state).toBe('awaiting_person');
     await personSignsIn(world, 'alice-deep-link', 'alice');

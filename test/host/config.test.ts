@@ -38,7 +38,7 @@ describe('host configuration', () => {
   });
 
   test('fewer than three browsers is refused: a sign-in ceremony holds one and its verification reserves two more', () => {
-    // Review regression: with two browsers, every ceremony starved its own verification forever.
+    // With two browsers, every ceremony would starve its own verification forever.
     for (const few of ['1', '2']) expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_MAX_BROWSERS: few })).toThrow(/HOST_MAX_BROWSERS/);
     expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_MAX_BROWSERS: '3' }).maxBrowsers).toBe(3);
   });

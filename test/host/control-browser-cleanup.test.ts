@@ -5,13 +5,12 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { Deadline } from '../../browser-host/deadline.ts';
 import { launchControlBrowser } from '../../browser-host/profiles.ts';
 
-// Review regression (ADR-0164: "remote verification reserves its two temporary loads until
-// cleanup finishes"; nothing leaks). A differential verification whose control browser does not
-// start within the verification's deadline (a loaded machine: seen in practice as
-// "the control browser did not start: ... Timeout 2981ms exceeded") deletes the temporary
-// user-data directory while Chromium is still starting (browser-host/profiles.ts:109-111);
-// Chromium then recreates/writes it, and nothing ever removes it: one `host-control-*`
-// directory leaks per failed launch.
+// ADR-0164: "remote verification reserves its two temporary loads until cleanup finishes";
+// nothing leaks. A differential verification whose control browser does not start within the
+// verification's deadline (a loaded machine: seen in practice as "the control browser did not
+// start: ... Timeout 2981ms exceeded") must not delete the temporary user-data directory while
+// Chromium is still starting: Chromium would then recreate and write it, and nothing would ever
+// remove it, one `host-control-*` directory leaked per failed launch.
 
 describe('control browser cleanup', () => {
   const saved = process.env.TMPDIR;

@@ -7,7 +7,7 @@ import { startBrowserHost, type BrowserHost } from '../../browser-host/host.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { TEST_SECRET, acquire, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 
-// Review regressions (ADR-0164 part 2: "a hostile page cannot fake a verified sign-in for an
+// Hostile sites (ADR-0164 part 2: "a hostile page cannot fake a verified sign-in for an
 // UNKNOWN site; cookie presence is never proof"). Differential verification must not say
 // `verified` when nobody signed in. The site below has NO session mechanism at all: there is no
 // account, nothing to sign in to, so a `verified` answer is always false. Each path exploits a

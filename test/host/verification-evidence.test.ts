@@ -74,3 +74,32 @@ describe('verification evidence', () => {
     expect(genericChallengeSeen(REPORTS)).toBe(false);
   });
 });
+
+describe('differential verification evidence of unknown sites (ADR-0164 part 2)', () => {
+  /** A load of the site's home page; the judgement functions are given only what a load shows. */
+  const homeLoad = (overrides: Partial<LoadEvidence>): LoadEvidence => ({ url: `${ORIGIN}/home`, status: 200, snapshot: '- main [ref=e1]', passwordField: false, ...overrides });
+
+  test('a clean control load that merely lands somewhere else (consent, locale, home page) was not sent to sign-in', () => {
+    // Only a sign-in form counts as "sent to sign-in", not any other path or origin: otherwise a
+    // profile that only holds a consent cookie "reaches" the page while the clean browser is
+    // redirected to the consent interstitial, and the ceremony is `verified` with nobody signed in
+    // (in real Chromium: test/host/differential-verification-hostile-sites.test.ts).
+    const welcome = homeLoad({ url: `${ORIGIN}/welcome`, snapshot: ['- heading "Welcome" [level=1] [ref=e1]', '- link "Continue" [ref=e2]'].join('\n') });
+    expect(sentToSignIn(welcome)).toBe(false);
+    const locale = homeLoad({ url: `${ORIGIN}/en/home`, snapshot: '- heading "Home" [level=1] [ref=e1]' });
+    expect(sentToSignIn(locale)).toBe(false);
+    const elsewhere = homeLoad({ url: 'https://consent.example/ask?return=/home', snapshot: '- heading "Your privacy choices" [level=1] [ref=e1]' });
+    expect(sentToSignIn(elsewhere)).toBe(false);
+  });
+
+  test("today's common interstitial challenge wording counts as a challenge, never as reaching the page", () => {
+    // The generic challenge markers include the current Cloudflare interstitial ("Verifying you
+    // are human. This may take a few seconds.") and reCAPTCHA's "I'm not a robot".
+    const cloudflare = ['- heading "127.0.0.1" [level=1] [ref=e1]', '- paragraph [ref=e2]: Verifying you are human. This may take a few seconds.'].join('\n');
+    const recaptcha = ['- heading "One more step" [level=1] [ref=e1]', '- checkbox "I\'m not a robot" [ref=e2]'].join('\n');
+    for (const snapshot of [cloudflare, recaptcha]) {
+      expect(genericChallengeSeen(snapshot)).toBe(true);
+      expect(reachedProtected(homeLoad({ snapshot }), `${ORIGIN}/home`).ok).toBe(false);
+    }
+  });
+});

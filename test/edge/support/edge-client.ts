@@ -1,15 +1,31 @@
 import { SELF, env } from 'cloudflare:test';
 import { drizzle } from 'drizzle-orm/d1';
-import * as schema from '../../edge/db/schema.ts';
-import { fetchUpgradeConnector } from '../../edge/host/fetch-upgrade-connector.ts';
-import type { HostConnector } from '../../edge/host/host-session.ts';
-import { backgroundRunner, DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../edge/ports.ts';
+import { beforeEach } from 'vitest';
+import type { z } from 'zod';
+import type {
+  ApprovalList as ApprovalListSchema,
+  DecisionResponse as DecisionResponseSchema,
+  GrantList as GrantListSchema,
+  HealthView as HealthViewSchema,
+} from '../../../shared/api.ts';
+import type { ErrorBody } from '../../../shared/errors.ts';
+import * as schema from '../../../edge/db/schema.ts';
+import { fetchUpgradeConnector } from '../../../edge/host/fetch-upgrade-connector.ts';
+import type { HostConnector } from '../../../edge/host/host-session.ts';
+import { backgroundRunner, DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../../edge/ports.ts';
 
 /**
  * Test-side helpers for the edge inside workerd: principals seeded straight into the real D1
- * (tokens stored hashed, as the setup script does) and a small JSON client over the Worker's
- * fetch handler.
+ * (tokens stored hashed, as the setup script does), a small JSON client over the Worker's fetch
+ * handler whose answers are typed with the shared API types, and direct reads of the D1.
  */
+
+export type { ErrorBody };
+/** Answer bodies whose schemas shared/api.ts exports without a type of the same name. */
+export type ApprovalList = z.infer<typeof ApprovalListSchema>;
+export type DecisionResponse = z.infer<typeof DecisionResponseSchema>;
+export type GrantList = z.infer<typeof GrantListSchema>;
+export type HealthView = z.infer<typeof HealthViewSchema>;
 
 export interface Party {
   id: string;
@@ -59,18 +75,37 @@ export async function seedParties(): Promise<Parties> {
   };
 }
 
-export interface ApiAnswer {
+/**
+ * Fresh parties for every test of the calling file: the returned object is filled anew before
+ * each test, so helpers built over it once always see the current test's parties.
+ */
+export function partiesForEachTest(): Parties {
+  const parties = {} as Parties;
+  beforeEach(async () => {
+    Object.assign(parties, await seedParties());
+  });
+  return parties;
+}
+
+/**
+ * One answer of the Worker. `Body` is what the caller expects the body to be, named with the
+ * shared API types (`RunView`, `ToolCallView`, ...) or `ErrorBody` for a refusal; a body that is
+ * not JSON reads as `{text}`.
+ */
+export interface ApiAnswer<Body = unknown> {
   status: number;
-  // biome-ignore lint: test bodies are read loosely and asserted exactly
-  body: Record<string, any>;
+  body: Body;
+}
+
+export interface CallOptions {
+  token?: string;
+  body?: unknown;
+  raw?: string;
+  headers?: Record<string, string>;
 }
 
 /** Sends one request to the Worker. `body` is JSON-encoded unless `raw` is given. */
-export async function call(
-  method: string,
-  path: string,
-  options: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
-): Promise<ApiAnswer> {
+export async function call<Body = unknown>(method: string, path: string, options: CallOptions = {}): Promise<ApiAnswer<Body>> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   let body: string | undefined;
@@ -79,13 +114,23 @@ export async function call(
   if (body !== undefined && !('Content-Type' in headers)) headers['Content-Type'] = 'application/json';
   const response = await SELF.fetch(`http://edge.test${path}`, { method, headers, body });
   const text = await response.text();
-  let parsed: Record<string, unknown> = {};
+  let parsed: unknown = {};
   try {
-    parsed = JSON.parse(text) as Record<string, unknown>;
+    parsed = JSON.parse(text);
   } catch {
     parsed = { text };
   }
-  return { status: response.status, body: parsed };
+  return { status: response.status, body: parsed as Body };
+}
+
+/** A request the test expects to be refused: the body is the one error shape of the API. */
+export function callError(method: string, path: string, options: CallOptions = {}): Promise<ApiAnswer<ErrorBody>> {
+  return call<ErrorBody>(method, path, options);
+}
+
+/** The first row `sql` selects in the test's D1, or null. */
+export async function row(sql: string, ...binds: unknown[]) {
+  return env.DB.prepare(sql).bind(...binds).first<Record<string, unknown>>();
 }
 
 /** Sets the page revision the edge believes is latest, as a completed observe would. */

@@ -1,0 +1,55 @@
+import { env } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import { reconcileSignIns } from '../../../edge/sign-in/maintenance.ts';
+import { partiesForEachTest, workerdPorts } from '../support/edge-client.ts';
+import { ceremonyBookkeepingHost } from '../support/fake-host.ts';
+import { signInFixture } from '../support/sign-in-fixture.ts';
+
+// Episodes of one profile take turns in its one sign-in window (ADR-0164 part 3: "exactly one
+// interruption per unresolved sign-in episode, while requiring eventual completion or an explicit
+// bounded stop"). The host ends the older ceremony of a profile when a newer one begins on it; the
+// maintenance pass must begin the ended one again once the window is free, or its run would wait,
+// with an unresolved notice and no sign-in window, until its deadline. The case below is a host
+// restart: the pass begins the lost ceremony of origin A, which ends the live one of origin B.
+
+const A = 'http://127.0.0.1:8131';
+const B = 'http://127.0.0.1:8132';
+
+const parties = partiesForEachTest();
+const { runningRun, hitSignInWall, openEpisode } = signInFixture(parties);
+
+const runningOn = (origin: string) => runningRun({ profile: 'shared', origins: [origin], intent: 'read my reports' });
+const wall = (run: Awaited<ReturnType<typeof runningOn>>, origin: string, p: ReturnType<typeof workerdPorts>) =>
+  hitSignInWall(run, { origin, ports: p, signInUrl: `${origin}/signin` });
+const episodeOf = (origin: string) => openEpisode('shared', origin);
+const stateOf = async (runId: string) => (await env.DB.prepare('SELECT state FROM runs WHERE id = ?').bind(runId).first<{ state: string }>())?.state;
+
+describe('two sign-in episodes of one profile on two origins', () => {
+  it('after the person signs in to one origin, the other episode, whose ceremony the host ended for it, gets its sign-in window again and its run resumes', async () => {
+    const host = ceremonyBookkeepingHost();
+    const p = workerdPorts(host.connector);
+    const ra = await runningOn(A);
+    await wall(ra, A, p); // ceremony A begins
+    host.restart(); // the host process is restarted: ceremony A is lost
+    const rb = await runningOn(B);
+    await wall(rb, B, p); // ceremony B begins on the new host
+    await reconcileSignIns(p); // A is `unknown`: begun again; B waits for the profile's window
+    const beginsBefore = host.begins.length;
+
+    // The person signs in to A (its window is the one shown); the delivery is lost, the cron finds it.
+    host.verify((await episodeOf(A))!.ceremony_id);
+    await reconcileSignIns(p);
+    expect(await stateOf(ra.id)).toBe('queued');
+
+    // B's run still waits; its window must come (begun on the host once A's sign-in is done).
+    for (let pass = 0; pass < 3; pass++) await reconcileSignIns(p);
+    const episodeB = await episodeOf(B);
+    expect(episodeB).not.toBeNull();
+    const rebegun = host.begins.slice(beginsBefore).filter((params) => params.origin === B);
+    expect(rebegun.length).toBeGreaterThan(0);
+    // ... and once the person signs in to B, the run resumes.
+    host.verify(String(rebegun.at(-1)!.ceremony_id));
+    await reconcileSignIns(p);
+    expect(await stateOf(rb.id)).toBe('queued');
+  });
+});
