@@ -165,7 +165,7 @@ export class Admission {
   /** Ends the hold on `profileId`; its browser stays open, idle and reusable. Wakes the queue. */
   release(profileId: string): void {
     const slot = this.#slots.get(profileId);
-    if (!slot || !slot.held) return;
+    if (!slot?.held) return;
     slot.held = false;
     slot.releasedAt = ++this.#releases;
     this.#pump();
