@@ -1,5 +1,5 @@
 import { Deadline } from './deadline.ts';
-import { HostError, firstLineOf } from './host-error.ts';
+import { firstLineOf, HostError } from './host-error.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 
 /** What admission needs from the rest of the host. */

@@ -1,10 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  signCeremonyEvent,
-  type CeremonyEventClaims,
-  type CeremonyOutcome,
-  type CeremonyState,
-} from '../shared/authentication.ts';
+import { type CeremonyEventClaims, type CeremonyOutcome, type CeremonyState, signCeremonyEvent } from '../shared/authentication.ts';
 import type { HostParams, HostResult } from '../shared/protocol.ts';
 import type { Admission } from './admission.ts';
 import { deliverCeremonyEvent } from './ceremony-delivery.ts';
@@ -127,7 +122,10 @@ export class Ceremonies {
     if (this.#closing.signal.aborted) return Promise.reject(new HostError('host_unavailable', 'the host is shutting down'));
     // Tracked, so shutdown waits for a begin's session check to clean up after itself.
     const beginning = this.#begin(params);
-    const tracked = beginning.then(() => {}, () => {});
+    const tracked = beginning.then(
+      () => {},
+      () => {},
+    );
     this.#work.add(tracked);
     void tracked.finally(() => this.#work.delete(tracked));
     return beginning;
