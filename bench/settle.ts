@@ -130,16 +130,31 @@ try {
     const outcomes = countBy(host.map((timing) => timing.report?.outcome ?? 'none'));
     const timeouts = idle.filter((timing) => timing.timedOut).length;
     console.log(`\n  ${scenario.name}`);
-    console.log(row('host settle, action start to settled', host.map((t) => t.total)));
-    console.log(row('host settle, elapsed_ms as reported', host.map((t) => t.report?.elapsed_ms ?? Number.NaN)));
-    console.log(row('networkidle, action start to idle', idle.map((t) => t.total)));
+    console.log(
+      row(
+        'host settle, action start to settled',
+        host.map((t) => t.total),
+      ),
+    );
+    console.log(
+      row(
+        'host settle, elapsed_ms as reported',
+        host.map((t) => t.report?.elapsed_ms ?? Number.NaN),
+      ),
+    );
+    console.log(
+      row(
+        'networkidle, action start to idle',
+        idle.map((t) => t.total),
+      ),
+    );
     const ratio = summary(host.map((t) => t.total)).median / summary(idle.map((t) => t.total)).median;
     console.log(`    outcomes: ${outcomes} · networkidle not reached within ${NETWORKIDLE_CAP_MS} ms: ${timeouts} of ${RUNS} · ratio of medians (settle / networkidle): ${ratio.toFixed(2)}x`);
     if (scenario.name.startsWith('quiet')) {
       const overhead = host.map((t) => t.afterAction - DEFAULT_SETTLE_CONFIG.quietMs);
       quietOverheadMedian = summary(overhead).median;
       console.log(row('settle overhead beyond the 300 ms window', overhead));
-      console.log("    (networkidle is a document lifecycle event: after an in-page click it answers at once, whatever the click started)");
+      console.log('    (networkidle is a document lifecycle event: after an in-page click it answers at once, whatever the click started)');
     }
   }
   const met = quietOverheadMedian < QUIET_OVERHEAD_TARGET_MS;
@@ -157,5 +172,8 @@ try {
 function countBy(values: readonly string[]): string {
   const counts = new Map<string, number>();
   for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1]).map(([value, n]) => `${value} ${n}`).join(', ');
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([value, n]) => `${value} ${n}`)
+    .join(', ');
 }

@@ -3,9 +3,9 @@ import type { BrowserAction } from '../shared/tool-arguments.ts';
 import { captureReserveMs, captureRevision } from './capture.ts';
 import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';
-import { HostError, firstLineOf } from './host-error.ts';
+import { firstLineOf, HostError } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
-import { enterSettling, settle, type SettleEntry } from './settle.ts';
+import { enterSettling, type SettleEntry, settle } from './settle.ts';
 
 /** How much earlier than the deadline Playwright's action timeout fires, in ms. */
 const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
@@ -30,13 +30,7 @@ const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
  *   ADR-0159 "loss of usable evidence after an action"); the page's references are then
  *   invalidated, so the next act fails `page_changed` until a fresh capture.
  */
-export async function actOnPage(
-  deadline: Deadline,
-  browser: ProfileBrowser,
-  action: BrowserAction,
-  config: SettleConfig,
-  stillLeased: () => void = () => {},
-): Promise<CapturedRevision> {
+export async function actOnPage(deadline: Deadline, browser: ProfileBrowser, action: BrowserAction, config: SettleConfig, stillLeased: () => void = () => {}): Promise<CapturedRevision> {
   if (action.revision !== browser.revision) {
     throw new HostError('stale_revision', `revision ${action.revision} is not the page's latest (${browser.revision}); nothing was dispatched`);
   }
@@ -106,19 +100,18 @@ interface DispatchPlan {
 /** The two phases of `action` on `target`; `timeout` is the Playwright timeout for each step, in ms. */
 function dispatchPlan(page: Page, target: Locator, action: BrowserAction, timeout: () => number): DispatchPlan {
   const visible: Step = () => target.waitFor({ state: 'visible', timeout: timeout() });
-  const require = (state: string, check: () => Promise<boolean>): Step => async () => {
-    if (!(await check())) throw new Error(`the element is not ${state}`);
-  };
+  const require =
+    (state: string, check: () => Promise<boolean>): Step =>
+    async () => {
+      if (!(await check())) throw new Error(`the element is not ${state}`);
+    };
   switch (action.action) {
     case 'click':
       return { precheck: [() => target.click({ trial: true, timeout: timeout() })], input: [() => target.click({ timeout: timeout() })] };
     case 'type':
       return {
         precheck: [visible, require('editable', () => target.isEditable({ timeout: timeout() }))],
-        input: [
-          () => target.fill(action.text, { timeout: timeout() }),
-          ...(action.submit === true ? [() => target.press('Enter', { timeout: timeout() })] : []),
-        ],
+        input: [() => target.fill(action.text, { timeout: timeout() }), ...(action.submit === true ? [() => target.press('Enter', { timeout: timeout() })] : [])],
       };
     case 'press':
       // Playwright presses on the focused element without actionability checks; the reference

@@ -1,5 +1,5 @@
 import { Deadline } from './deadline.ts';
-import { HostError, firstLineOf } from './host-error.ts';
+import { firstLineOf, HostError } from './host-error.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 
 /** What admission needs from the rest of the host. */
@@ -165,7 +165,7 @@ export class Admission {
   /** Ends the hold on `profileId`; its browser stays open, idle and reusable. Wakes the queue. */
   release(profileId: string): void {
     const slot = this.#slots.get(profileId);
-    if (!slot || !slot.held) return;
+    if (!slot?.held) return;
     slot.held = false;
     slot.releasedAt = ++this.#releases;
     this.#pump();

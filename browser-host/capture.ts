@@ -1,7 +1,7 @@
 import { errors } from 'playwright-core';
 import type { SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
-import { HostError, firstLineOf } from './host-error.ts';
+import { firstLineOf, HostError } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
 
 /** How long a cancelled capture gets to wind down before the host answers anyway, in ms. */
@@ -36,11 +36,7 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
   const page = await browser.page(deadline);
   // Its own signal, so the capture can be cancelled without ending the whole operation.
   const capture = deadline.child(deadline.remainingMs());
-  const reading = browser.trackCapture(
-    page
-      .ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) })
-      .then(async (text) => ({ text, title: await page.title() })),
-  );
+  const reading = browser.trackCapture(page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) }).then(async (text) => ({ text, title: await page.title() })));
   try {
     const { text, title } = await capture.race(reading);
     return browser.recordCapture({ url: page.url(), title, lines: text === '' ? [] : text.split('\n'), settle });
@@ -61,7 +57,12 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
 async function join(pending: Promise<unknown>): Promise<void> {
   const grace = Deadline.after(JOIN_GRACE_MS);
   try {
-    await grace.race(pending.then(() => {}, () => {}));
+    await grace.race(
+      pending.then(
+        () => {},
+        () => {},
+      ),
+    );
   } catch {
     // Still running after the grace period: the page stays invalidated, which is what matters.
   } finally {

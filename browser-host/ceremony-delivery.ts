@@ -1,4 +1,4 @@
-import { signCeremonyEvent, type CeremonyEventClaims, type CeremonyEventDelivery } from '../shared/authentication.ts';
+import { type CeremonyEventClaims, type CeremonyEventDelivery, signCeremonyEvent } from '../shared/authentication.ts';
 import { Deadline } from './deadline.ts';
 
 /** Delays before each delivery attempt, in ms: at most three attempts. */

@@ -1,23 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import {
-  signCeremonyEvent,
-  type CeremonyEventClaims,
-  type CeremonyOutcome,
-  type CeremonyState,
-} from '../shared/authentication.ts';
-import type { HostParams, HostResult } from '../shared/protocol.ts';
-import type { Admission } from './admission.ts';
+import { type CeremonyEventClaims, type CeremonyOutcome, signCeremonyEvent } from '../shared/authentication.ts';
 import { deliverCeremonyEvent } from './ceremony-delivery.ts';
+import { pollCeremony, RECHECK_MS, verifyCeremony } from './ceremony-polling.ts';
+import type { BeginParams, Ceremony, CeremonyAnswer, CeremonyServices } from './ceremony-record.ts';
+import { showSignIn } from './ceremony-window.ts';
 import { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
-import type { LeaseTable } from './lease.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
-import { httpOrigin, passwordFieldVisible } from './site-verification/sign-in-signal.ts';
-import type { SessionVerifier, VerificationResult } from './site-verification/verify.ts';
+import { httpOrigin } from './site-verification/sign-in-signal.ts';
+import type { VerificationResult } from './site-verification/verify.ts';
 
-type BeginParams = HostParams<'ceremony.begin'>;
-type CeremonyAnswer = HostResult<'ceremony.begin'>;
+export type { CeremonyServices } from './ceremony-record.ts';
 
 /** Ceremony records kept in memory; the oldest finished ones are forgotten first. */
 const MAX_RECORDS = 256;
@@ -25,58 +19,8 @@ const MAX_RECORDS = 256;
 const MAX_GENERATIONS = 4_096;
 /** Longest the session check of a begin may take, in ms (lock, reservation, loads, cleanup). */
 const INITIAL_CHECK_MS = 20_000;
-/** Longest one verification during polling may take, in ms. */
-const VERIFY_MS = 30_000;
-/** Longest showing the sign-in page may take, in ms. */
-const SHOW_SIGN_IN_MS = 10_000;
-/** Longest reading the surface (URL, password field) may take, in ms. */
-const SURFACE_READ_MS = 2_000;
-/**
- * A surface already verified without an outcome is verified again after this long, in ms, doubling
- * each time the same page stays inconclusive (each verification may launch a control browser).
- */
-const RECHECK_MS = 5_000;
-/** The longest wait between verifications of the same page, in ms. */
-const MAX_RECHECK_MS = 60_000;
 /** Longest host shutdown waits for ceremonies and deliveries to wind down, in ms. */
 const CLOSE_MS = 15_000;
-
-/** What ceremonies work with. */
-export interface CeremonyServices {
-  readonly hostId: string;
-  /** Signs the outcome events (the wire's shared secret). */
-  readonly sharedSecret: string;
-  /** Base URL of the edge for event callbacks; undefined: no callbacks. */
-  readonly edgeUrl: string | undefined;
-  /** Spacing of surface polls, in ms. */
-  readonly pollMs: number;
-  /** How long a begin waits to hold the profile, in ms. */
-  readonly admissionWaitMs: number;
-  readonly admission: Admission;
-  readonly leases: LeaseTable;
-  readonly verifier: SessionVerifier;
-  readonly catalog: SiteCatalog;
-}
-
-interface Ceremony {
-  readonly params: BeginParams;
-  state: CeremonyState;
-  /** The outcome event's claims, set once when the ceremony reaches a final outcome. */
-  claims: CeremonyEventClaims | undefined;
-  /** Ends at `timeout_ms`; disposed (aborting everything under it) when the ceremony ends. */
-  readonly life: Deadline;
-  /** The browser admission gave this ceremony, while it holds the profile. */
-  hold: ProfileBrowser | undefined;
-  /** How the latest verification was made. */
-  method: 'definition' | 'differential' | 'none';
-  /** The surface URL last verified, and when (epoch ms). */
-  checkedUrl: string | undefined;
-  checkedAt: number;
-  /** The wait before the same page is verified again, in ms (see {@link RECHECK_MS}). */
-  recheckMs: number;
-  /** The polling loop, once started. */
-  loop: Promise<void> | undefined;
-}
 
 /**
  * Sign-in ceremonies (ADR-0164 parts 2-3; shared/authentication.ts `CEREMONY_METHODS`): the
@@ -127,7 +71,10 @@ export class Ceremonies {
     if (this.#closing.signal.aborted) return Promise.reject(new HostError('host_unavailable', 'the host is shutting down'));
     // Tracked, so shutdown waits for a begin's session check to clean up after itself.
     const beginning = this.#begin(params);
-    const tracked = beginning.then(() => {}, () => {});
+    const tracked = beginning.then(
+      () => {},
+      () => {},
+    );
     this.#work.add(tracked);
     void tracked.finally(() => this.#work.delete(tracked));
     return beginning;
@@ -190,16 +137,16 @@ export class Ceremonies {
     }
     record.hold = browser;
 
-    const check = await this.#verify(record, browser, INITIAL_CHECK_MS);
+    const check = await verifyCeremony(record, browser, this.#services.verifier, INITIAL_CHECK_MS);
     if (check?.outcome === 'verified' || check?.outcome === 'account_mismatch') {
       this.#finish(record, check.outcome, check);
       return this.#answer(record);
     }
-    await this.#showSignIn(record, browser);
+    await showSignIn(record, browser);
     if (record.claims === undefined && record.life.expired) this.#finish(record, 'not_verified');
     if (record.claims === undefined) {
       record.state = check?.outcome === 'challenge' ? 'challenge' : 'awaiting_person';
-      record.loop = this.#poll(record);
+      record.loop = pollCeremony(record, this.#services, (ceremony, outcome, result) => this.#finish(ceremony, outcome, result));
     }
     return this.#answer(record);
   }
@@ -239,118 +186,6 @@ export class Ceremonies {
       // Whatever still runs is cut off by the browsers closing.
     } finally {
       grace.dispose();
-    }
-  }
-
-  /** Polls the person's surface until a final outcome; never throws. */
-  async #poll(record: Ceremony): Promise<void> {
-    const { pollMs } = this.#services;
-    while (record.claims === undefined) {
-      await pause(record.life, pollMs);
-      if (record.claims !== undefined) return;
-      if (record.life.expired) {
-        this.#finish(record, 'not_verified');
-        return;
-      }
-      const browser = await this.#surface(record);
-      if (browser === undefined || record.claims !== undefined) continue;
-      const surface = await this.#readSurface(record, browser);
-      if (surface === undefined) continue;
-      if (surface.url === record.checkedUrl && Date.now() - record.checkedAt < record.recheckMs) continue;
-      record.recheckMs = surface.url === record.checkedUrl ? Math.min(record.recheckMs * 2, MAX_RECHECK_MS) : RECHECK_MS;
-      record.checkedUrl = surface.url;
-      record.checkedAt = Date.now();
-      if (record.state === 'awaiting_person') record.state = 'verifying';
-      const result = await this.#verify(record, browser, VERIFY_MS);
-      if (record.claims !== undefined) return;
-      if (result?.outcome === 'verified' || result?.outcome === 'account_mismatch') {
-        this.#finish(record, result.outcome, result);
-        return;
-      }
-      if (result?.outcome === 'challenge') record.state = 'challenge';
-      else if (record.state === 'verifying' || result !== undefined) record.state = 'awaiting_person';
-    }
-  }
-
-  /**
-   * The URL of the person's page when it is on the ceremony's origin and no longer on a sign-in
-   * page (not the sign-in path, no visible password field); undefined while the person is still
-   * signing in, elsewhere, or the surface cannot be read.
-   */
-  async #readSurface(record: Ceremony, browser: ProfileBrowser): Promise<{ url: string } | undefined> {
-    const read = record.life.child(SURFACE_READ_MS);
-    try {
-      const page = await browser.page(read);
-      const url = page.url();
-      if (url === 'about:blank') {
-        // The person closed the sign-in tab: show the sign-in page again.
-        await this.#showSignIn(record, browser);
-        return undefined;
-      }
-      if (httpOrigin(url) !== record.params.origin.toLowerCase()) return undefined;
-      const signInPath = this.#services.catalog.forOrigin(record.params.origin)?.sign_in_path ?? new URL(record.params.sign_in_url).pathname;
-      if (new URL(url).pathname === signInPath) return undefined;
-      if ((await passwordFieldVisible(read, page)) !== false) return undefined;
-      return { url };
-    } catch {
-      return undefined;
-    } finally {
-      read.dispose();
-    }
-  }
-
-  /**
-   * The browser the ceremony holds; when it went away (crashed, closed by the person), the profile
-   * is held again (relaunched) and shows the sign-in page. Undefined when that is not possible now.
-   */
-  async #surface(record: Ceremony): Promise<ProfileBrowser | undefined> {
-    const { admission } = this.#services;
-    const current = admission.browserOf(record.params.profile_id);
-    if (record.hold !== undefined && current === record.hold && !current.closed) return current;
-    record.hold = undefined;
-    let browser: ProfileBrowser;
-    try {
-      browser = await admission.admit(record.params.profile_id, Math.min(this.#services.admissionWaitMs, record.life.remainingMs()), { first: true });
-    } catch {
-      return undefined;
-    }
-    if (record.claims !== undefined) {
-      admission.release(record.params.profile_id);
-      return undefined;
-    }
-    record.hold = browser;
-    await this.#showSignIn(record, browser);
-    return browser;
-  }
-
-  /** Shows `sign_in_url` in the profile's page (the headed window); failures are left to polling. */
-  async #showSignIn(record: Ceremony, browser: ProfileBrowser): Promise<void> {
-    const show = record.life.child(SHOW_SIGN_IN_MS);
-    try {
-      await browser.lock.run(show, async () => {
-        const page = await browser.page(show);
-        browser.invalidate('a person took the page over for sign-in');
-        await show.race(page.goto(record.params.sign_in_url, { waitUntil: 'domcontentloaded', timeout: Math.max(1, show.remainingMs()) }));
-      });
-    } catch {
-      // The site may be down or slow; the person still sees the window, and polling goes on.
-    } finally {
-      show.dispose();
-    }
-  }
-
-  /** One verification within `ms` of the ceremony's time; undefined when it could not be made. */
-  async #verify(record: Ceremony, browser: ProfileBrowser, ms: number): Promise<VerificationResult | undefined> {
-    const deadline = record.life.child(ms);
-    try {
-      const result = await this.#services.verifier.verify(deadline, browser, record.params.origin, record.params.protected_url);
-      record.method = result.method;
-      return result;
-    } catch (error) {
-      process.stderr.write(`browser-host: ceremony ${record.params.ceremony_id}: no verification this time: ${error instanceof Error ? error.message : String(error)}\n`);
-      return undefined;
-    } finally {
-      deadline.dispose();
     }
   }
 
@@ -417,17 +252,4 @@ function definitionRef(catalog: SiteCatalog, origin: string): { id: string; vers
 /** @throws HostError('invalid_params') unless `url` is an http(s) URL of `origin`. */
 function checkSameOrigin(url: string, origin: string, field: string): void {
   if (httpOrigin(url) !== origin.toLowerCase()) throw new HostError('invalid_params', `${field}: must be an http(s) URL of ${origin}`);
-}
-
-/** Waits `ms`, or less when `life` ends first. */
-async function pause(life: Deadline, ms: number): Promise<void> {
-  const wait = life.child(ms);
-  try {
-    await new Promise<void>((resolve) => {
-      if (wait.signal.aborted) resolve();
-      else wait.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
-  } finally {
-    wait.dispose();
-  }
 }

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { SiteVerificationDefinition } from '../shared/authentication.ts';
 import { MIN_SHARED_SECRET_BYTES } from '../shared/wire-auth.ts';
-import { BUILT_IN_SITE_DEFINITIONS, SiteCatalogError, readSiteCatalog } from './site-verification/catalog.ts';
+import { BUILT_IN_SITE_DEFINITIONS, readSiteCatalog, SiteCatalogError } from './site-verification/catalog.ts';
 
 /**
  * Bounds of one observation window (DESIGN.md section 6): at most `maxNodes` snapshot lines and
@@ -85,18 +85,15 @@ export const MIN_BROWSERS = 3;
 export const DEFAULT_WINDOW_CAPS: WindowCaps = { maxNodes: 400, maxBytes: 32 * 1024 };
 export const DEFAULT_SETTLE_CONFIG: SettleConfig = { budgetMs: 2_000, quietMs: 300, maxTrackedRequests: 256 };
 
-const integer = (min: number, max: number) =>
-  z.string().regex(/^\d+$/, 'a whole number').transform(Number).pipe(z.int().min(min).max(max));
+const integer = (min: number, max: number) => z.string().regex(/^\d+$/, 'a whole number').transform(Number).pipe(z.int().min(min).max(max));
 const flag = z.enum(['1', '0', 'true', 'false', '']).transform((v) => v === '1' || v === 'true');
 
 const EnvSchema = z.object({
   HOST_PORT: integer(0, 65_535).default(8790),
   HOST_BIND: z.string().min(1).default('127.0.0.1'),
-  HOST_SHARED_SECRET: z
-    .string({ error: 'is required' })
-    .refine((s) => new TextEncoder().encode(s).byteLength >= MIN_SHARED_SECRET_BYTES, {
-      message: `must be at least ${MIN_SHARED_SECRET_BYTES} bytes`,
-    }),
+  HOST_SHARED_SECRET: z.string({ error: 'is required' }).refine((s) => new TextEncoder().encode(s).byteLength >= MIN_SHARED_SECRET_BYTES, {
+    message: `must be at least ${MIN_SHARED_SECRET_BYTES} bytes`,
+  }),
   HOST_ID: z.string().min(1).max(128).default('host-1'),
   CHROMIUM_PATH: z.string().min(1).default('/usr/bin/chromium'),
   HOST_HEADLESS: flag.default(false),
@@ -135,11 +132,7 @@ const EnvSchema = z.object({
  * @throws ConfigError naming every invalid variable or unknown flag, or a catalog file that cannot
  *   be read or does not validate.
  */
-export function parseHostConfig(
-  env: Readonly<Record<string, string | undefined>>,
-  argv: readonly string[] = [],
-  cwd: string = process.cwd(),
-): HostConfig {
+export function parseHostConfig(env: Readonly<Record<string, string | undefined>>, argv: readonly string[] = [], cwd: string = process.cwd()): HostConfig {
   const unknownFlags = argv.filter((arg) => arg !== '--headless');
   const parsed = EnvSchema.safeParse(env);
   const problems = [

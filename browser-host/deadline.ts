@@ -99,8 +99,14 @@ export class Deadline {
       const onAbort = (): void => reject(expired());
       signal.addEventListener('abort', onAbort, { once: true });
       promise.then(
-        (value) => { signal.removeEventListener('abort', onAbort); resolve(value); },
-        (error: unknown) => { signal.removeEventListener('abort', onAbort); reject(error); },
+        (value) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(value);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
       );
     });
   }

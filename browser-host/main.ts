@@ -4,7 +4,7 @@
  * ready; on SIGINT or SIGTERM closes every browser, stops Xvfb and exits 0. Invalid configuration
  * or a failed start: a message on stderr and exit code 1.
  */
-import { ConfigError, parseHostConfig, type HostConfig } from './config.ts';
+import { ConfigError, type HostConfig, parseHostConfig } from './config.ts';
 import { startBrowserHost } from './host.ts';
 
 let config: HostConfig;

@@ -1,8 +1,8 @@
 import type { Page } from 'playwright-core';
-import type { SettleConfig } from './config.ts';
 import { captureReserveMs, captureRevision } from './capture.ts';
+import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';
-import { HostError, firstLineOf } from './host-error.ts';
+import { firstLineOf, HostError } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, settle } from './settle.ts';
 

@@ -38,9 +38,7 @@ export function observationOf(captured: CapturedRevision, start: number, context
     window: {
       scope: { start_node: window.start, end_node: window.end, total_nodes: window.total },
       truncated: window.truncated,
-      ...(window.truncated
-        ? { continuation: context.cursors.seal({ leaseId: context.leaseId, revision: captured.revision, start: window.end }) }
-        : {}),
+      ...(window.truncated ? { continuation: context.cursors.seal({ leaseId: context.leaseId, revision: captured.revision, start: window.end }) } : {}),
     },
     snapshot: window.text,
   };
@@ -52,13 +50,7 @@ export function observationOf(captured: CapturedRevision, start: number, context
  * operation's deadline, and a check that fails simply adds no signal). Continuation reads never
  * carry the signal.
  */
-export async function hostObservationOf(
-  deadline: Deadline,
-  browser: ProfileBrowser,
-  captured: CapturedRevision,
-  context: ObservationContext,
-  catalog: SiteCatalog,
-): Promise<HostObservation> {
+export async function hostObservationOf(deadline: Deadline, browser: ProfileBrowser, captured: CapturedRevision, context: ObservationContext, catalog: SiteCatalog): Promise<HostObservation> {
   const observation = observationOf(captured, 0, context);
   const page = browser.openPage;
   const signal = page === undefined ? undefined : await signInSignal(deadline, page, captured, catalog).catch(() => undefined);

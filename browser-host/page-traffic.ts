@@ -72,8 +72,7 @@ export class PageTraffic {
 
   /** Starts following `page`; returns a function that stops following it. */
   attach(page: Page): () => void {
-    const isMainNavigation = (request: Request): boolean =>
-      request.isNavigationRequest() && request.frame().parentFrame() === null;
+    const isMainNavigation = (request: Request): boolean => request.isNavigationRequest() && request.frame().parentFrame() === null;
     const onRequest = (request: Request): void => {
       if (isMainNavigation(request)) this.#navigationRequested = true;
       if (!TRACKED_TYPES.has(request.resourceType())) return;

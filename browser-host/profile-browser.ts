@@ -1,9 +1,9 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import type { SettleReport } from '../shared/observation.ts';
 import type { Deadline } from './deadline.ts';
-import { HostError, firstLineOf } from './host-error.ts';
+import { firstLineOf, HostError } from './host-error.ts';
 import { PageTraffic } from './page-traffic.ts';
-import { launchProfileContext, type LaunchOptions } from './profiles.ts';
+import { type LaunchOptions, launchProfileContext } from './profiles.ts';
 import { SerialLock } from './serial-lock.ts';
 
 /**

@@ -2,24 +2,16 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { type BrowserContext, chromium } from 'playwright-core';
 import { ProfileId } from '../shared/protocol.ts';
 import type { Deadline } from './deadline.ts';
-import { HostError, firstLineOf } from './host-error.ts';
+import { firstLineOf, HostError } from './host-error.ts';
 
 /**
  * Chromium flags every browser gets: no sandbox (containers), no GPU, and none of the background
  * traffic (updates, sync, QUIC) that would show up in settling's request snapshot.
  */
-export const CHROMIUM_ARGS: readonly string[] = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
+export const CHROMIUM_ARGS: readonly string[] = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
 
 /** How to start Chromium for a profile. */
 export interface LaunchOptions {

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
-import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { z } from 'zod';
-import { HOST_METHODS, MAX_FRAME_BYTES, RequestFrame, type HelloFrame, type HostMethod, type ResponseFrame } from '../shared/protocol.ts';
+import { type HelloFrame, HOST_METHODS, type HostMethod, MAX_FRAME_BYTES, RequestFrame, type ResponseFrame } from '../shared/protocol.ts';
 import { signWireToken, verifyWireToken } from '../shared/wire-auth.ts';
 import { toErrorDetail } from './host-error.ts';
 import type { MethodHandlers } from './methods.ts';

@@ -89,13 +89,7 @@ const WAIT_FOR_DOM_QUIET = `({ quietMs, maxMs }) => new Promise((resolve) => {
  * from entry, in whole ms; `pending_at_entry` is how many requests joined the set of the document
  * settling ended on. Neither outcome means a task completed. Disposes the entry.
  */
-export async function settle(
-  deadline: Deadline,
-  page: Page,
-  traffic: PageTraffic,
-  entry: SettleEntry,
-  config: SettleConfig,
-): Promise<SettleReport> {
+export async function settle(deadline: Deadline, page: Page, traffic: PageTraffic, entry: SettleEntry, config: SettleConfig): Promise<SettleReport> {
   const budget = deadline.child(config.budgetMs - (performance.now() - entry.startedAt));
   try {
     const quiet = await settleWithin(budget, page, traffic, entry, config);
@@ -115,13 +109,7 @@ export async function settle(
 }
 
 /** True when all three conditions held before the budget ran out. */
-async function settleWithin(
-  budget: Deadline,
-  page: Page,
-  traffic: PageTraffic,
-  entry: SettleEntry,
-  config: SettleConfig,
-): Promise<boolean> {
+async function settleWithin(budget: Deadline, page: Page, traffic: PageTraffic, entry: SettleEntry, config: SettleConfig): Promise<boolean> {
   while (!budget.expired) {
     const documentsBefore = traffic.documents;
     try {

@@ -205,7 +205,9 @@ export async function startAccountSite(options: { port?: number } = {}): Promise
         if (!session) return;
         const title = (new URLSearchParams(text).get('title') ?? '').trim().slice(0, MAX_TITLE_CHARS);
         if (title === '') return redirect(response, '/reports/new');
-        (counters.filed[session.account] ??= []).push(title);
+        const filed = counters.filed[session.account] ?? [];
+        filed.push(title);
+        counters.filed[session.account] = filed;
         counters.reports_filed += 1;
         return redirect(response, '/reports');
       }

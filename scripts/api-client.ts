@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { ApprovalList, DecisionResponse, RunView, ToolCallView } from '../shared/api.ts';
-import type { Observation } from '../shared/observation.ts';
 import { ErrorBody } from '../shared/errors.ts';
+import type { Observation } from '../shared/observation.ts';
 
 /**
  * A small HTTP client of the agent-facing API, used by the demo agent, the end-to-end tests and

@@ -42,7 +42,12 @@ try {
     `SELECT id, tool_call_id, state, ${isoOf('committed_at')} AS committed_at, ${isoOf('finished_at')} AS finished_at FROM effects WHERE run_id = '${id}' ORDER BY committed_at`,
   );
   console.log('Rows read back from D1 for this run:');
-  for (const [name, rows] of [['runs', runRows], ['tool_calls', callRows], ['approvals', approvalRows], ['effects', effectRows]] as const) {
+  for (const [name, rows] of [
+    ['runs', runRows],
+    ['tool_calls', callRows],
+    ['approvals', approvalRows],
+    ['effects', effectRows],
+  ] as const) {
     console.log(`\n  ${name}`);
     console.log(table(rows ?? []));
   }
@@ -58,10 +63,12 @@ try {
     throw new Error('the sign-in episode did not end with exactly one report, one notice, no approvals and a completed run');
   }
 
-  console.log('\nDemo finished: the bounded scroll ran without asking; every other act waited for the owner and was dispatched exactly once; the sign-in episode was resolved by one native sign-in and resumed by itself.');
+  console.log(
+    '\nDemo finished: the bounded scroll ran without asking; every other act waited for the owner and was dispatched exactly once; the sign-in episode was resolved by one native sign-in and resumed by itself.',
+  );
 } catch (error) {
   exitCode = 1;
-  console.error(`\nDemo failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+  console.error(`\nDemo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 } finally {
   console.log('Shutting down the host and the edge...');
   await stack?.stop();

@@ -1,7 +1,7 @@
-import { createClient } from '@libsql/client';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createClient } from '@libsql/client';
 import { openSqliteDatabase } from '../edge/db/sqlite.ts';
 import { type DevVars, localPrincipalsSql } from './setup.mjs';
 

@@ -1,10 +1,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { promisify } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { DEFAULT_LOCAL_SQLITE_PATH, prepareLocalSqlite, querySqliteFile } from './local-sqlite.ts';
 import { prepareLocalDatabase, readDevVars } from './setup.mjs';
 import { type StaticServer, startStaticServer } from './static-server.ts';

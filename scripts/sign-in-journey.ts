@@ -60,7 +60,7 @@ export async function runSignInJourney(stack: LocalStack, site: AccountSite, own
   const notices = (await owner.request('GET', '/v1/notices', NoticeList)).body.notices.filter((n) => n.run_id === run.id);
   log(`owner notice: "${notices[0]?.text ?? '(none)'}"`);
 
-  log('a person signs in as alice in the host\'s headed browser window (scripted)');
+  log("a person signs in as alice in the host's headed browser window (scripted)");
   await signInAsPerson({ profileDir: `${stack.profilesDir}/${await hostProfileId(ownerId, profile)}`, origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
   const resumed = await waitForState(agent, run.id, 'queued', 60_000);
   log(`the host verified the sign-in and called back; the run is ${resumed.state} again (latest revision ${resumed.latest_revision ?? 'none'}: it must read afresh)`);

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 
@@ -29,10 +29,7 @@ export interface StaticServer {
  * only, never outside `root` (`..` and absolute paths answer 404). `handle` may answer a request
  * first (return true when it did), for endpoints a fixture needs.
  */
-export async function startStaticServer(
-  root: string,
-  options: { port?: number; handle?: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean> } = {},
-): Promise<StaticServer> {
+export async function startStaticServer(root: string, options: { port?: number; handle?: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean> } = {}): Promise<StaticServer> {
   const base = resolve(root);
   const server = createServer(async (req, res) => {
     try {

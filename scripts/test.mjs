@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// `npm test` after set-up: the typecheck, then every vitest project one after another (edge in
-// workerd, host in real Chromium, e2e with real processes). A failing suite does not hide the
-// ones after it: all run, and the last line counts them all, `N passed, N failed`.
+// `npm test` after set-up: the lint (`npm run lint`: Biome's rules, format check and import
+// order), the typecheck, then every vitest project one after another (edge in workerd, host in
+// real Chromium, e2e with real processes). A failing step does not hide the ones after it: all
+// run, and the last line counts the tests, `N passed, N failed`.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -15,6 +16,10 @@ mkdirSync(reports, { recursive: true });
 let passed = 0;
 let failed = 0;
 const problems = [];
+
+console.log('\n== lint');
+const lint = spawnSync(bin('biome'), ['check', '.'], { cwd: root, stdio: 'inherit' });
+if (lint.status !== 0) problems.push('lint');
 
 console.log('\n== typecheck');
 const typecheck = spawnSync(bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });

@@ -21,7 +21,9 @@ export function describeStep(index: number, step: JourneyStep): string[] {
   );
   const condition = call.result && 'condition' in call.result ? call.result.condition : undefined;
   if (condition) {
-    lines.push(`    postcondition: ${condition.status} after ${condition.observations} observation(s) in ${condition.elapsed_ms} ms (window nodes ${condition.window_scope.start_node}-${condition.window_scope.end_node} of ${condition.window_scope.total_nodes})`);
+    lines.push(
+      `    postcondition: ${condition.status} after ${condition.observations} observation(s) in ${condition.elapsed_ms} ms (window nodes ${condition.window_scope.start_node}-${condition.window_scope.end_node} of ${condition.window_scope.total_nodes})`,
+    );
   }
   return lines;
 }

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Page } from 'playwright-core';
+import { type AriaNode, parseAriaSnapshot, textOf, walkAria } from '../../shared/aria-snapshot.ts';
 import type { SiteVerificationDefinition } from '../../shared/authentication.ts';
-import { parseAriaSnapshot, textOf, walkAria, type AriaNode } from '../../shared/aria-snapshot.ts';
 import { readPredicate } from '../../shared/predicate-evaluation.ts';
 import type { Admission, LoadReservation } from '../admission.ts';
 import { Deadline } from '../deadline.ts';
-import { HostError, firstLineOf } from '../host-error.ts';
+import { firstLineOf, HostError } from '../host-error.ts';
 import type { ProfileBrowser } from '../profile-browser.ts';
-import { launchControlBrowser, type ControlBrowser, type LaunchOptions } from '../profiles.ts';
+import { type ControlBrowser, type LaunchOptions, launchControlBrowser } from '../profiles.ts';
 import { SerialLock } from '../serial-lock.ts';
 import type { SiteCatalog } from './catalog.ts';
 import { bindAccount } from './seal.ts';
@@ -198,10 +198,7 @@ export function sha256Hex(text: string): string {
  * seen; `signed_in` (with the account evidence, when the definition shows one) on positive
  * protected-state evidence; otherwise `not_verified`, with the reason.
  */
-export function judgeWithDefinition(
-  definition: SiteVerificationDefinition,
-  load: LoadEvidence,
-): { outcome: 'signed_in'; account?: string } | { outcome: 'challenge' | 'not_verified'; why: string } {
+export function judgeWithDefinition(definition: SiteVerificationDefinition, load: LoadEvidence): { outcome: 'signed_in'; account?: string } | { outcome: 'challenge' | 'not_verified'; why: string } {
   const page = { url: load.url, snapshot: load.snapshot };
   if (challengeSeen(definition, page)) return { outcome: 'challenge', why: 'a challenge predicate was seen' };
   if (httpOrigin(load.url) !== definition.origin.toLowerCase()) return { outcome: 'not_verified', why: 'the load left the origin' };
@@ -227,7 +224,10 @@ export function accountEvidence(snapshot: string, prefix: string): string | unde
     if (!text.includes(prefix)) return false;
     const inner = node.children.map(visit).some(Boolean);
     if (!inner) {
-      const account = text.slice(text.indexOf(prefix) + prefix.length).trim().slice(0, MAX_ACCOUNT_CHARS);
+      const account = text
+        .slice(text.indexOf(prefix) + prefix.length)
+        .trim()
+        .slice(0, MAX_ACCOUNT_CHARS);
       if (account !== '') accounts.add(account);
     }
     return true;
@@ -238,7 +238,10 @@ export function accountEvidence(snapshot: string, prefix: string): string | unde
 
 /** True when the snapshot shows a generic challenge marker ({@link GENERIC_CHALLENGE_MARKERS}). */
 export function genericChallengeSeen(snapshot: string): boolean {
-  const text = [...walkAria(parseAriaSnapshot(snapshot))].map((node) => `${node.name ?? ''} ${node.value ?? ''}`).join(' ').toLowerCase();
+  const text = [...walkAria(parseAriaSnapshot(snapshot))]
+    .map((node) => `${node.name ?? ''} ${node.value ?? ''}`)
+    .join(' ')
+    .toLowerCase();
   return GENERIC_CHALLENGE_MARKERS.some((marker) => text.includes(marker));
 }
 
@@ -322,7 +325,12 @@ async function withControlBrowser<T>(deadline: Deadline, options: LaunchOptions,
 async function bounded(step: Promise<unknown>): Promise<void> {
   const cleanup = Deadline.after(CLEANUP_MS);
   try {
-    await cleanup.race(step.then(() => {}, () => {}));
+    await cleanup.race(
+      step.then(
+        () => {},
+        () => {},
+      ),
+    );
   } catch {
     // A step still running after the grace period is left to finish on its own.
   } finally {

@@ -1,0 +1,79 @@
+import type { Admission } from './admission.ts';
+import type { Ceremony } from './ceremony-record.ts';
+import type { ProfileBrowser } from './profile-browser.ts';
+import type { SiteCatalog } from './site-verification/catalog.ts';
+import { httpOrigin, passwordFieldVisible } from './site-verification/sign-in-signal.ts';
+
+// The person-facing side of a ceremony: the profile's headed window showing the sign-in page,
+// brought back when it went away, and read to tell whether the person got past the sign-in page.
+
+/** Longest showing the sign-in page may take, in ms. */
+const SHOW_SIGN_IN_MS = 10_000;
+/** Longest reading the surface (URL, password field) may take, in ms. */
+const SURFACE_READ_MS = 2_000;
+
+/** Shows `sign_in_url` in the profile's page (the headed window); failures are left to polling. */
+export async function showSignIn(record: Ceremony, browser: ProfileBrowser): Promise<void> {
+  const show = record.life.child(SHOW_SIGN_IN_MS);
+  try {
+    await browser.lock.run(show, async () => {
+      const page = await browser.page(show);
+      browser.invalidate('a person took the page over for sign-in');
+      await show.race(page.goto(record.params.sign_in_url, { waitUntil: 'domcontentloaded', timeout: Math.max(1, show.remainingMs()) }));
+    });
+  } catch {
+    // The site may be down or slow; the person still sees the window, and polling goes on.
+  } finally {
+    show.dispose();
+  }
+}
+
+/**
+ * The URL of the person's page when it is on the ceremony's origin and no longer on a sign-in
+ * page (not the sign-in path, no visible password field); undefined while the person is still
+ * signing in, elsewhere, or the surface cannot be read.
+ */
+export async function readSurface(record: Ceremony, browser: ProfileBrowser, catalog: SiteCatalog): Promise<{ url: string } | undefined> {
+  const read = record.life.child(SURFACE_READ_MS);
+  try {
+    const page = await browser.page(read);
+    const url = page.url();
+    if (url === 'about:blank') {
+      // The person closed the sign-in tab: show the sign-in page again.
+      await showSignIn(record, browser);
+      return undefined;
+    }
+    if (httpOrigin(url) !== record.params.origin.toLowerCase()) return undefined;
+    const signInPath = catalog.forOrigin(record.params.origin)?.sign_in_path ?? new URL(record.params.sign_in_url).pathname;
+    if (new URL(url).pathname === signInPath) return undefined;
+    if ((await passwordFieldVisible(read, page)) !== false) return undefined;
+    return { url };
+  } catch {
+    return undefined;
+  } finally {
+    read.dispose();
+  }
+}
+
+/**
+ * The browser the ceremony holds; when it went away (crashed, closed by the person), the profile
+ * is held again (relaunched) and shows the sign-in page. Undefined when that is not possible now.
+ */
+export async function holdSurface(record: Ceremony, admission: Admission, admissionWaitMs: number): Promise<ProfileBrowser | undefined> {
+  const current = admission.browserOf(record.params.profile_id);
+  if (record.hold !== undefined && current === record.hold && !current.closed) return current;
+  record.hold = undefined;
+  let browser: ProfileBrowser;
+  try {
+    browser = await admission.admit(record.params.profile_id, Math.min(admissionWaitMs, record.life.remainingMs()), { first: true });
+  } catch {
+    return undefined;
+  }
+  if (record.claims !== undefined) {
+    admission.release(record.params.profile_id);
+    return undefined;
+  }
+  record.hold = browser;
+  await showSignIn(record, browser);
+  return browser;
+}
