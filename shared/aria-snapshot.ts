@@ -68,7 +68,7 @@ function parseNode(body: string): MutableNode | undefined {
   let name: string | undefined;
   const quoted = /^ "((?:[^"\\]|\\.)*)"/.exec(rest);
   if (quoted) {
-    name = unescape(quoted[1] ?? '');
+    name = unescapeQuoted(quoted[1] ?? '');
     rest = rest.slice(quoted[0].length);
   }
   const attributes: Record<string, string> = {};
@@ -88,7 +88,7 @@ function parseNode(body: string): MutableNode | undefined {
   return { role, name, attributes, ref, value, props: {}, children: [] };
 }
 
-function unescape(text: string): string {
+function unescapeQuoted(text: string): string {
   return text.replace(/\\(.)/g, '$1');
 }
 
@@ -98,7 +98,7 @@ function unquote(text: string): string {
     try {
       return JSON.parse(text) as string;
     } catch {
-      return unescape(text.slice(1, -1));
+      return unescapeQuoted(text.slice(1, -1));
     }
   }
   return text;

@@ -43,7 +43,6 @@ export async function awaitCondition(
   let latest = initial;
   let observations = 1;
   let status = conditionStatus(condition, latest);
-  let lastReadAt = startedAt;
   const report = (): ConditionResult => ({ status, observations, elapsed_ms: clock.now() - startedAt, window_scope: latest.window.scope });
 
   // Spacing counts from the previous answer, so reads are at least 250 ms apart however they are

@@ -1,6 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
 import { CreateGrantBody, GrantList, GrantView, IdParam } from '../../../shared/api.ts';
-import { requirePrincipal } from '../../auth/principal.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { createGrant, grantView, listGrants, revokeGrant } from '../../grants/grants.ts';
 import { profileInForce } from '../../policy/profile.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';

@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { PolicyProfileView, ProfileName, PublishProfileBody } from '../../../shared/policy.ts';
-import { requirePrincipal } from '../../auth/principal.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { profileView, publishProfile } from '../../policy/publish.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 

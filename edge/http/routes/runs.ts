@@ -1,6 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunView } from '../../../shared/api.ts';
-import { requirePrincipal } from '../../auth/principal.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { runActivity } from '../../runs/activity.ts';
 import { addMessage, cancelRun, createRun, loadRun, reportRun } from '../../runs/lifecycle.ts';
 import { runView } from '../../runs/view.ts';

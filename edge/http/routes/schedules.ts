@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { CreateScheduleBody, RunView, ScheduleView } from '../../../shared/api.ts';
 import { z } from 'zod';
-import { requirePrincipal } from '../../auth/principal.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { claimRun } from '../../runs/claim.ts';
 import { runView } from '../../runs/view.ts';
 import { createSchedule, listSchedules, scheduleView } from '../../schedules/schedules.ts';

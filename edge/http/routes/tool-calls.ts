@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { IdParam, ProposeBody, ToolCallView, WaitQuery } from '../../../shared/api.ts';
-import { requirePrincipal } from '../../auth/principal.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { DomainError } from '../../domain-error.ts';
 import { proposeToolCall } from '../../pipeline/propose.ts';
 import { readToolCall } from '../../pipeline/read-call.ts';
