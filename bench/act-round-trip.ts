@@ -14,7 +14,15 @@ import { startLocalStack } from '../scripts/local-stack.ts';
 import { row, summary } from './stats.ts';
 
 const ROUNDS = 20;
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
 
 const stack = await startLocalStack({ database: 'fresh', headless: true });
 try {
@@ -46,7 +54,11 @@ try {
   // The same action straight through playwright-core, same Chromium, same flags, same page.
   const profile = mkdtempSync(join(tmpdir(), 'bench-direct-'));
   const direct: number[] = [];
-  const context = await chromium.launchPersistentContext(profile, { executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
   try {
     const page = context.pages()[0] ?? (await context.newPage());
     await page.goto(stack.todoUrl);

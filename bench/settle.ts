@@ -116,7 +116,9 @@ try {
     },
   ];
 
-  console.log(`\nSettling (ADR-0159) against waitForLoadState('networkidle') after the same action (${RUNS} runs each, interleaved, headless Chromium, loopback):`);
+  console.log(
+    `\nSettling (ADR-0159) against waitForLoadState('networkidle') after the same action (${RUNS} runs each, interleaved, headless Chromium, loopback):`,
+  );
   let quietOverheadMedian = Number.NaN;
   for (const scenario of scenarios) {
     const host: Timing[] = [];
@@ -149,7 +151,9 @@ try {
       ),
     );
     const ratio = summary(host.map((t) => t.total)).median / summary(idle.map((t) => t.total)).median;
-    console.log(`    outcomes: ${outcomes} · networkidle not reached within ${NETWORKIDLE_CAP_MS} ms: ${timeouts} of ${RUNS} · ratio of medians (settle / networkidle): ${ratio.toFixed(2)}x`);
+    console.log(
+      `    outcomes: ${outcomes} · networkidle not reached within ${NETWORKIDLE_CAP_MS} ms: ${timeouts} of ${RUNS} · ratio of medians (settle / networkidle): ${ratio.toFixed(2)}x`,
+    );
     if (scenario.name.startsWith('quiet')) {
       const overhead = host.map((t) => t.afterAction - DEFAULT_SETTLE_CONFIG.quietMs);
       quietOverheadMedian = summary(overhead).median;

@@ -30,7 +30,13 @@ const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
  *   ADR-0159 "loss of usable evidence after an action"); the page's references are then
  *   invalidated, so the next act fails `page_changed` until a fresh capture.
  */
-export async function actOnPage(deadline: Deadline, browser: ProfileBrowser, action: BrowserAction, config: SettleConfig, stillLeased: () => void = () => {}): Promise<CapturedRevision> {
+export async function actOnPage(
+  deadline: Deadline,
+  browser: ProfileBrowser,
+  action: BrowserAction,
+  config: SettleConfig,
+  stillLeased: () => void = () => {},
+): Promise<CapturedRevision> {
   if (action.revision !== browser.revision) {
     throw new HostError('stale_revision', `revision ${action.revision} is not the page's latest (${browser.revision}); nothing was dispatched`);
   }
@@ -111,7 +117,10 @@ function dispatchPlan(page: Page, target: Locator, action: BrowserAction, timeou
     case 'type':
       return {
         precheck: [visible, require('editable', () => target.isEditable({ timeout: timeout() }))],
-        input: [() => target.fill(action.text, { timeout: timeout() }), ...(action.submit === true ? [() => target.press('Enter', { timeout: timeout() })] : [])],
+        input: [
+          () => target.fill(action.text, { timeout: timeout() }),
+          ...(action.submit === true ? [() => target.press('Enter', { timeout: timeout() })] : []),
+        ],
       };
     case 'press':
       // Playwright presses on the focused element without actionability checks; the reference

@@ -36,7 +36,11 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
   const page = await browser.page(deadline);
   // Its own signal, so the capture can be cancelled without ending the whole operation.
   const capture = deadline.child(deadline.remainingMs());
-  const reading = browser.trackCapture(page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) }).then(async (text) => ({ text, title: await page.title() })));
+  const reading = browser.trackCapture(
+    page
+      .ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) })
+      .then(async (text) => ({ text, title: await page.title() })),
+  );
   try {
     const { text, title } = await capture.race(reading);
     return browser.recordCapture({ url: page.url(), title, lines: text === '' ? [] : text.split('\n'), settle });

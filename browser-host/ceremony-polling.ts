@@ -22,14 +22,21 @@ const MAX_RECHECK_MS = 60_000;
 export type FinishCeremony = (record: Ceremony, outcome: CeremonyOutcome, result?: VerificationResult) => void;
 
 /** One verification within `ms` of the ceremony's time; undefined when it could not be made. */
-export async function verifyCeremony(record: Ceremony, browser: ProfileBrowser, verifier: SessionVerifier, ms: number): Promise<VerificationResult | undefined> {
+export async function verifyCeremony(
+  record: Ceremony,
+  browser: ProfileBrowser,
+  verifier: SessionVerifier,
+  ms: number,
+): Promise<VerificationResult | undefined> {
   const deadline = record.life.child(ms);
   try {
     const result = await verifier.verify(deadline, browser, record.params.origin, record.params.protected_url);
     record.method = result.method;
     return result;
   } catch (error) {
-    process.stderr.write(`browser-host: ceremony ${record.params.ceremony_id}: no verification this time: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `browser-host: ceremony ${record.params.ceremony_id}: no verification this time: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     return undefined;
   } finally {
     deadline.dispose();

@@ -56,7 +56,9 @@ function readDisplayNumber(child: ChildProcess): Promise<string> {
       stderr = (stderr + chunk.toString()).slice(-2_000);
     });
     child.once('error', (error) => reject(new HostError('host_unavailable', `Xvfb could not start: ${error.message}`)));
-    child.once('exit', (code, signal) => reject(new HostError('host_unavailable', `Xvfb exited (${signal ?? code}) before reporting a display: ${stderr.trim()}`)));
+    child.once('exit', (code, signal) =>
+      reject(new HostError('host_unavailable', `Xvfb exited (${signal ?? code}) before reporting a display: ${stderr.trim()}`)),
+    );
     let buffered = '';
     fd3?.on('data', (chunk: Buffer) => {
       buffered += chunk.toString();

@@ -105,7 +105,16 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     verification_loads: admission.reservedLoads,
     ceremonies_open: ceremonies.open,
   });
-  const handlers = methodHandlers({ config, admission, leases, cursors: new ContinuationCursors(config.sharedSecret), observations, status, catalog, ceremonies });
+  const handlers = methodHandlers({
+    config,
+    admission,
+    leases,
+    cursors: new ContinuationCursors(config.sharedSecret),
+    observations,
+    status,
+    catalog,
+    ceremonies,
+  });
 
   let server: WireServer;
   try {

@@ -84,7 +84,8 @@ export class LeaseTable {
   check(leaseId: string): Lease {
     const lease = this.#leases.get(leaseId);
     if (lease && Date.now() >= lease.expires_at_ms) this.#end(lease, 'expired');
-    if (!lease || !this.#leases.has(leaseId)) throw new HostError('lease_lost', 'the lease is unknown, released, expired or interrupted; nothing was dispatched');
+    if (!lease || !this.#leases.has(leaseId))
+      throw new HostError('lease_lost', 'the lease is unknown, released, expired or interrupted; nothing was dispatched');
     return leaseOf(lease);
   }
 

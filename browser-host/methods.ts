@@ -64,7 +64,11 @@ export function methodHandlers(services: HostServices): MethodHandlers {
   };
 
   /** Runs `operation` on the lease's page in its turn, within `timeoutMs`. */
-  const onLeasedPage = async <T>(leaseId: string, timeoutMs: number, operation: (deadline: Deadline, browser: ProfileBrowser, context: ObservationContext) => Promise<T>): Promise<T> => {
+  const onLeasedPage = async <T>(
+    leaseId: string,
+    timeoutMs: number,
+    operation: (deadline: Deadline, browser: ProfileBrowser, context: ObservationContext) => Promise<T>,
+  ): Promise<T> => {
     const deadline = Deadline.after(timeoutMs);
     try {
       const browser = leasedBrowser(leaseId);
@@ -87,7 +91,9 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),
     'page.navigate': ({ lease_id, url, timeout_ms }) =>
-      onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => hostObservationOf(deadline, browser, await navigatePage(deadline, browser, url, config.settle), context, catalog)),
+      onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
+        hostObservationOf(deadline, browser, await navigatePage(deadline, browser, url, config.settle), context, catalog),
+      ),
     'page.observe': async ({ lease_id, continuation, timeout_ms }) => {
       if (continuation !== undefined) {
         return continueObservation(leasedBrowser(lease_id), continuation, { caps: config.window, cursors, leaseId: lease_id });

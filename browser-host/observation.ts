@@ -50,7 +50,13 @@ export function observationOf(captured: CapturedRevision, start: number, context
  * operation's deadline, and a check that fails simply adds no signal). Continuation reads never
  * carry the signal.
  */
-export async function hostObservationOf(deadline: Deadline, browser: ProfileBrowser, captured: CapturedRevision, context: ObservationContext, catalog: SiteCatalog): Promise<HostObservation> {
+export async function hostObservationOf(
+  deadline: Deadline,
+  browser: ProfileBrowser,
+  captured: CapturedRevision,
+  context: ObservationContext,
+  catalog: SiteCatalog,
+): Promise<HostObservation> {
   const observation = observationOf(captured, 0, context);
   const page = browser.openPage;
   const signal = page === undefined ? undefined : await signInSignal(deadline, page, captured, catalog).catch(() => undefined);

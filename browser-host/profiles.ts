@@ -11,7 +11,15 @@ import { firstLineOf, HostError } from './host-error.ts';
  * Chromium flags every browser gets: no sandbox (containers), no GPU, and none of the background
  * traffic (updates, sync, QUIC) that would show up in settling's request snapshot.
  */
-export const CHROMIUM_ARGS: readonly string[] = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+export const CHROMIUM_ARGS: readonly string[] = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
 
 /** How to start Chromium for a profile. */
 export interface LaunchOptions {

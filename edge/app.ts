@@ -78,7 +78,11 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   });
   app.doc31(OPENAPI_PATH, {
     openapi: '3.1.0',
-    info: { title: 'Policy-governed browser API', version: '1.0.0', description: 'Agents propose browser tool calls; owners approve; the edge decides by policy.' },
+    info: {
+      title: 'Policy-governed browser API',
+      version: '1.0.0',
+      description: 'Agents propose browser tool calls; owners approve; the edge decides by policy.',
+    },
   });
   app.openAPIRegistry.registerPath({
     method: 'get',

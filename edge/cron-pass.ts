@@ -1,6 +1,6 @@
 import type { Ports } from './ports.ts';
 import { fireDueSchedules } from './schedules/schedules.ts';
-import { reconcileSignIns, type ReconciliationReport } from './sign-in/maintenance.ts';
+import { type ReconciliationReport, reconcileSignIns } from './sign-in/maintenance.ts';
 
 /** What one cron pass did: runs queued by schedules, and the sign-in maintenance report. */
 export interface CronPassReport {

@@ -10,9 +10,10 @@
  * file), env, ffi (libSQL's native binding), sys (the binding's platform check), and
  * `--unstable-cron`.
  */
-import { serveStatic } from 'hono/deno';
+
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { serveStatic } from 'hono/deno';
 import { startSelfHostedEdge } from './self-hosted/self-hosted-edge.ts';
 import { type SelfHostedSettings, selfHostedSettingsFrom } from './self-hosted/settings.ts';
 

@@ -6,11 +6,12 @@
  * environment (edge/self-hosted/settings.ts); prints `edge listening on http://...` when ready,
  * stops on SIGINT or SIGTERM, and exits 1 with a message on bad settings or a failed start.
  */
+
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { serve } from '@hono/node-server';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Cron } from 'croner';
-import { mkdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
 import WebSocket from 'ws';
 import { startSelfHostedEdge } from './self-hosted/self-hosted-edge.ts';
 import { type SelfHostedSettings, selfHostedSettingsFrom } from './self-hosted/settings.ts';

@@ -1,10 +1,10 @@
 import { drizzle } from 'drizzle-orm/d1';
 import { createApp } from './app.ts';
 import { cronPass } from './cron-pass.ts';
+import * as schema from './db/schema.ts';
 import { countStatements } from './db/statement-counter.ts';
 import { fetchUpgradeConnector } from './host/fetch-upgrade-connector.ts';
 import { backgroundRunner, edgeConfigFrom, type Ports, systemClock } from './ports.ts';
-import * as schema from './db/schema.ts';
 
 /** Bindings and vars of the Worker (wrangler.toml, `.dev.vars`, `wrangler secret`). */
 export interface WorkerEnv {

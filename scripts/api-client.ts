@@ -35,11 +35,21 @@ export class ApiClient {
    * Sends a request and parses a success answer with `schema`.
    * @throws ApiRequestError for any status not in `expect`, carrying the typed error body.
    */
-  async request<T extends z.ZodType>(method: string, path: string, schema: T, body?: unknown, expect: number[] = [200, 201, 202]): Promise<{ status: number; body: z.infer<T> }> {
+  async request<T extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: T,
+    body?: unknown,
+    expect: number[] = [200, 201, 202],
+  ): Promise<{ status: number; body: z.infer<T> }> {
     const answer = await this.raw(method, path, body);
     if (!expect.includes(answer.status)) {
       const error = ErrorBody.safeParse(answer.body);
-      throw new ApiRequestError(answer.status, error.success ? error.data.error.code : 'unparsed', error.success ? error.data.error.message : JSON.stringify(answer.body));
+      throw new ApiRequestError(
+        answer.status,
+        error.success ? error.data.error.code : 'unparsed',
+        error.success ? error.data.error.message : JSON.stringify(answer.body),
+      );
     }
     return { status: answer.status, body: schema.parse(answer.body) };
   }

@@ -58,7 +58,9 @@ try {
   const episode = await runSignInJourney(stack, accounts, String(ownerRow?.owner_id), (line) => console.log(`  - ${line}`));
   console.log(`\nTimeline of run ${episode.run.id} (ms after it was created):`);
   for (const entry of episode.timeline) console.log(`  +${String(entry.atMs).padStart(6)} ms  ${entry.what}`);
-  console.log(`\n  reports filed (the site's own counter): ${episode.reportsFiled} · owner notices: ${episode.notices} · approvals asked: ${episode.approvals} · run ${episode.finalRun.state}`);
+  console.log(
+    `\n  reports filed (the site's own counter): ${episode.reportsFiled} · owner notices: ${episode.notices} · approvals asked: ${episode.approvals} · run ${episode.finalRun.state}`,
+  );
   if (episode.reportsFiled !== 1 || episode.notices !== 1 || episode.approvals !== 0 || episode.finalRun.state !== 'completed') {
     throw new Error('the sign-in episode did not end with exactly one report, one notice, no approvals and a completed run');
   }

@@ -108,7 +108,8 @@ async function withProfileBrowser<T>(profileDir: string, endsAt: number, use: (c
       browser = await chromium.connectOverCDP(endpoint, { timeout: Math.max(1, Math.min(5_000, endsAt - Date.now())) });
       break;
     } catch (error) {
-      if (Date.now() >= endsAt) throw new Error(`cannot reach the browser of ${profileDir}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+      if (Date.now() >= endsAt)
+        throw new Error(`cannot reach the browser of ${profileDir}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
       await sleep(RETRY_MS);
     }
   }

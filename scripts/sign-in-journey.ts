@@ -50,7 +50,13 @@ export async function runSignInJourney(stack: LocalStack, site: AccountSite, own
   const profile = 'reports';
   const title = 'Week 48';
   const run = await owner.createRun({ profile_id: profile, intent: `File the weekly report titled "${title}"`, origins: [site.origin], deadline_ms: 600_000 });
-  await owner.request('POST', '/v1/grants', GrantView, { tool: 'browser.act', actions: ['type', 'click'], origin: site.origin, max_uses: 5, ttl_ms: 3_600_000 });
+  await owner.request('POST', '/v1/grants', GrantView, {
+    tool: 'browser.act',
+    actions: ['type', 'click'],
+    origin: site.origin,
+    max_uses: 5,
+    ttl_ms: 3_600_000,
+  });
   log(`owner created run ${run.id} and granted typing and clicking on ${site.origin}`);
 
   const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` })).body;
@@ -61,12 +67,22 @@ export async function runSignInJourney(stack: LocalStack, site: AccountSite, own
   log(`owner notice: "${notices[0]?.text ?? '(none)'}"`);
 
   log("a person signs in as alice in the host's headed browser window (scripted)");
-  await signInAsPerson({ profileDir: `${stack.profilesDir}/${await hostProfileId(ownerId, profile)}`, origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
+  await signInAsPerson({
+    profileDir: `${stack.profilesDir}/${await hostProfileId(ownerId, profile)}`,
+    origin: site.origin,
+    username: 'alice',
+    password: 'alice-pass',
+    timeoutMs: 60_000,
+  });
   const resumed = await waitForState(agent, run.id, 'queued', 60_000);
-  log(`the host verified the sign-in and called back; the run is ${resumed.state} again (latest revision ${resumed.latest_revision ?? 'none'}: it must read afresh)`);
+  log(
+    `the host verified the sign-in and called back; the run is ${resumed.state} again (latest revision ${resumed.latest_revision ?? 'none'}: it must read afresh)`,
+  );
 
   let page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` })).body);
-  const typed = (await agent.propose(run.id, 'browser.act', { action: 'type', revision: page.revision, reference: refOf(page.snapshot, 'textbox', 'Title'), text: title })).body;
+  const typed = (
+    await agent.propose(run.id, 'browser.act', { action: 'type', revision: page.revision, reference: refOf(page.snapshot, 'textbox', 'Title'), text: title })
+  ).body;
   page = observationOf(typed);
   const filed = (
     await agent.propose(run.id, 'browser.act', {
@@ -84,7 +100,9 @@ export async function runSignInJourney(stack: LocalStack, site: AccountSite, own
   const createdAt = Date.parse(run.created_at);
   const ownerNotices = (await owner.request('GET', '/v1/notices', NoticeList)).body.notices.filter((n) => n.run_id === run.id);
   const timeline = [
-    ...activity.filter((entry) => entry.kind !== 'effect').map((entry) => ({ atMs: Date.parse(entry.at) - createdAt, what: `${entry.kind}: ${entry.summary}` })),
+    ...activity
+      .filter((entry) => entry.kind !== 'effect')
+      .map((entry) => ({ atMs: Date.parse(entry.at) - createdAt, what: `${entry.kind}: ${entry.summary}` })),
     ...ownerNotices.flatMap((n) => [
       { atMs: Date.parse(n.created_at) - createdAt, what: `notice to the owner: ${n.text}` },
       ...(n.resolved_at ? [{ atMs: Date.parse(n.resolved_at) - createdAt, what: 'notice resolved: the sign-in was verified' }] : []),

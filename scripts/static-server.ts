@@ -29,7 +29,10 @@ export interface StaticServer {
  * only, never outside `root` (`..` and absolute paths answer 404). `handle` may answer a request
  * first (return true when it did), for endpoints a fixture needs.
  */
-export async function startStaticServer(root: string, options: { port?: number; handle?: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean> } = {}): Promise<StaticServer> {
+export async function startStaticServer(
+  root: string,
+  options: { port?: number; handle?: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean> } = {},
+): Promise<StaticServer> {
   const base = resolve(root);
   const server = createServer(async (req, res) => {
     try {
@@ -53,7 +56,11 @@ export async function startStaticServer(root: string, options: { port?: number; 
         res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found');
         return;
       }
-      res.writeHead(200, { 'Content-Type': CONTENT_TYPES[extname(file)] ?? 'application/octet-stream', 'Content-Length': info.size, 'Cache-Control': 'no-store' });
+      res.writeHead(200, {
+        'Content-Type': CONTENT_TYPES[extname(file)] ?? 'application/octet-stream',
+        'Content-Length': info.size,
+        'Cache-Control': 'no-store',
+      });
       if (req.method === 'HEAD') res.end();
       else createReadStream(file).pipe(res);
     } catch {

@@ -81,7 +81,14 @@ export async function runTodoJourney(target: JourneyTarget, onStep: (step: Journ
   const seen = observationOf(await step('observe the page', 'browser.observe', {}));
   // A bounded scroll (1-2,000 px) is allowed without asking (ADR-0168), even with a page-derived
   // reference; every other act still waits for the owner.
-  const first = observationOf(await step('scroll down 300 px', 'browser.act', { action: 'scroll', revision: seen.revision, reference: refOf(seen.snapshot, 'heading', 'todos'), delta: 300 }));
+  const first = observationOf(
+    await step('scroll down 300 px', 'browser.act', {
+      action: 'scroll',
+      revision: seen.revision,
+      reference: refOf(seen.snapshot, 'heading', 'todos'),
+      delta: 300,
+    }),
+  );
   const input = refOf(first.snapshot, 'textbox', 'What needs to be done?');
   // Each act carries a postcondition the edge checks with ordinary reads: evidence of what the
   // page shows afterwards, not proof that the write happened.

@@ -15,7 +15,9 @@ export function describeStep(index: number, step: JourneyStep): string[] {
   lines.push(
     `    outcome: ${call.state}` +
       (observation ? ` · revision ${observation.revision} · "${observation.title}"` : '') +
-      (settle ? ` · settle ${settle.outcome} in ${settle.elapsed_ms} ms (${settle.pending_at_entry} requests pending at entry${settle.overflow ? ', overflow' : ''})` : '') +
+      (settle
+        ? ` · settle ${settle.outcome} in ${settle.elapsed_ms} ms (${settle.pending_at_entry} requests pending at entry${settle.overflow ? ', overflow' : ''})`
+        : '') +
       (dispatch?.elapsed_ms !== undefined ? ` · dispatch ${dispatch.elapsed_ms} ms` : '') +
       (call.error ? ` · error ${call.error.code}: ${call.error.message}` : ''),
   );

@@ -23,14 +23,16 @@ export const DEFAULT_RUN_DEADLINE_MS = 300_000;
  */
 export const RunProfileId = z.string().regex(/^[A-Za-z0-9_-]{1,48}$/, 'letters, digits, _ and -, at most 48');
 
-export const CreateRunBody = z.strictObject({
-  profile_id: RunProfileId,
-  intent: z.string().min(1).max(2000),
-  origins: z.array(Origin).min(1).max(16),
-  deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
-}).meta({
-  examples: [{ profile_id: 'me', intent: 'Add "Buy oat milk" to my todo list', origins: ['http://127.0.0.1:8080'], deadline_ms: 300_000 }],
-});
+export const CreateRunBody = z
+  .strictObject({
+    profile_id: RunProfileId,
+    intent: z.string().min(1).max(2000),
+    origins: z.array(Origin).min(1).max(16),
+    deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
+  })
+  .meta({
+    examples: [{ profile_id: 'me', intent: 'Add "Buy oat milk" to my todo list', origins: ['http://127.0.0.1:8080'], deadline_ms: 300_000 }],
+  });
 export type CreateRunBody = z.infer<typeof CreateRunBody>;
 
 export const RunState = z.enum([
@@ -163,30 +165,22 @@ function depthOf(value: unknown, limit: number): number {
 }
 
 /** A proposed tool call; `arguments` is validated against the pinned tool version's schema. */
-export const ProposeBody = z.strictObject({
-  tool: ToolName,
-  version: ToolVersion,
-  arguments: z
-    .record(z.string(), z.unknown())
-    .refine((args) => depthOf(args, MAX_ARGUMENT_DEPTH + 1) <= MAX_ARGUMENT_DEPTH, `nested at most ${MAX_ARGUMENT_DEPTH} levels deep`),
-}).meta({ examples: [{ tool: 'browser.navigate', version: '1.2.0', arguments: { url: 'http://127.0.0.1:8080/' } }] });
+export const ProposeBody = z
+  .strictObject({
+    tool: ToolName,
+    version: ToolVersion,
+    arguments: z
+      .record(z.string(), z.unknown())
+      .refine((args) => depthOf(args, MAX_ARGUMENT_DEPTH + 1) <= MAX_ARGUMENT_DEPTH, `nested at most ${MAX_ARGUMENT_DEPTH} levels deep`),
+  })
+  .meta({ examples: [{ tool: 'browser.navigate', version: '1.2.0', arguments: { url: 'http://127.0.0.1:8080/' } }] });
 export type ProposeBody = z.infer<typeof ProposeBody>;
 
-export const ToolCallState = z.enum([
-  'rejected',
-  'denied',
-  'waiting_for_approval',
-  'dispatching',
-  'succeeded',
-  'failed',
-  'uncertain',
-  'cancelled',
-]);
+export const ToolCallState = z.enum(['rejected', 'denied', 'waiting_for_approval', 'dispatching', 'succeeded', 'failed', 'uncertain', 'cancelled']);
 export type ToolCallState = z.infer<typeof ToolCallState>;
 
 /** Tool call states that never change again. */
 export const FINISHED_CALL_STATES: readonly ToolCallState[] = ['rejected', 'denied', 'succeeded', 'failed', 'uncertain', 'cancelled'];
-
 
 /** The decision phase: the effect, the rule that decided it and the policy profile's hash. */
 export const DecisionRecord = z.strictObject({
@@ -213,9 +207,7 @@ export type ApprovalState = z.infer<typeof ApprovalState>;
 /** Phase metadata of a call, as recorded in D1. Times are ISO-8601; durations in ms. */
 export const CallPhases = z.strictObject({
   decision: DecisionRecord.optional(),
-  approval: z
-    .strictObject({ approval_id: z.string(), decision: ApprovalState, at: z.string() })
-    .optional(),
+  approval: z.strictObject({ approval_id: z.string(), decision: ApprovalState, at: z.string() }).optional(),
   watermark: z.strictObject({ effect_id: z.string(), committed_at: z.string() }).optional(),
   dispatch: z
     .strictObject({
@@ -227,9 +219,7 @@ export const CallPhases = z.strictObject({
     })
     .optional(),
   settle: SettleReport.optional(),
-  postcondition: z
-    .strictObject({ status: ConditionStatus, observations: z.int().min(1), elapsed_ms: z.int().min(0) })
-    .optional(),
+  postcondition: z.strictObject({ status: ConditionStatus, observations: z.int().min(1), elapsed_ms: z.int().min(0) }).optional(),
 });
 export type CallPhases = z.infer<typeof CallPhases>;
 
@@ -277,10 +267,12 @@ export type DecisionBody = z.infer<typeof DecisionBody>;
 
 export const DecisionResponse = z.strictObject({ approval: ApprovalView, tool_call: ToolCallView });
 
-export const ReportBody = z.strictObject({
-  status: z.enum(['completed', 'partial', 'uncertain', 'failed']),
-  summary: z.string().min(1).max(20_000),
-}).meta({ examples: [{ status: 'completed', summary: 'Added "Buy oat milk" to the todo list and ticked it done.' }] });
+export const ReportBody = z
+  .strictObject({
+    status: z.enum(['completed', 'partial', 'uncertain', 'failed']),
+    summary: z.string().min(1).max(20_000),
+  })
+  .meta({ examples: [{ status: 'completed', summary: 'Added "Buy oat milk" to the todo list and ticked it done.' }] });
 export type ReportBody = z.infer<typeof ReportBody>;
 
 /** One entry of a run's passive activity record, oldest first. */
@@ -319,20 +311,27 @@ export const IdParam = z.strictObject({
     .string()
     .min(1)
     .max(64)
-    .meta({ examples: ['run_k3v9dq2m7xw4ahz5ty6e', 'call_p2m7xw4ahz5ty6ek3v9d', 'apr_xw4ahz5ty6ek3v9dq2m7', 'grt_ahz5ty6ek3v9dq2m7xw4', 'sie_5ty6ek3v9dq2m7xw4ahz'] }),
+    .meta({
+      examples: ['run_k3v9dq2m7xw4ahz5ty6e', 'call_p2m7xw4ahz5ty6ek3v9d', 'apr_xw4ahz5ty6ek3v9dq2m7', 'grt_ahz5ty6ek3v9dq2m7xw4', 'sie_5ty6ek3v9dq2m7xw4ahz'],
+    }),
 });
 
 /** `POST /v1/grants`: the owner lets calls of one scope run without asking, a bounded number of times. */
-export const CreateGrantBody = z.strictObject({
-  tool: z.literal('browser.act'),
-  /** Action kinds covered; omitted covers every kind except what policy denies. */
-  actions: z.array(ActionKind).min(1).max(ActionKind.options.length).optional(),
-  /** The origin of the page the act touches. */
-  origin: Origin,
-  max_uses: z.int().min(1).max(1000),
-  /** Lifetime from now, in ms (at most 30 days). */
-  ttl_ms: z.int().min(1_000).max(30 * 24 * 3_600_000),
-}).meta({ examples: [{ tool: 'browser.act', actions: ['click', 'check'], origin: 'http://127.0.0.1:8080', max_uses: 3, ttl_ms: 3_600_000 }] });
+export const CreateGrantBody = z
+  .strictObject({
+    tool: z.literal('browser.act'),
+    /** Action kinds covered; omitted covers every kind except what policy denies. */
+    actions: z.array(ActionKind).min(1).max(ActionKind.options.length).optional(),
+    /** The origin of the page the act touches. */
+    origin: Origin,
+    max_uses: z.int().min(1).max(1000),
+    /** Lifetime from now, in ms (at most 30 days). */
+    ttl_ms: z
+      .int()
+      .min(1_000)
+      .max(30 * 24 * 3_600_000),
+  })
+  .meta({ examples: [{ tool: 'browser.act', actions: ['click', 'check'], origin: 'http://127.0.0.1:8080', max_uses: 3, ttl_ms: 3_600_000 }] });
 export type CreateGrantBody = z.infer<typeof CreateGrantBody>;
 
 export const GrantView = z.strictObject({
@@ -351,30 +350,35 @@ export type GrantView = z.infer<typeof GrantView>;
 export const GrantList = z.strictObject({ grants: z.array(GrantView) });
 
 /** `POST /v1/schedules`: a cron-fired run with trusted-configuration authority. */
-export const CreateScheduleBody = z.strictObject({
-  /** Five-field cron expression, UTC, e.g. `0 7 * * *`. */
-  cron: z.string().min(9).max(100),
-  intent: z.string().min(1).max(2000),
-  profile_id: RunProfileId,
-  origins: z.array(Origin).min(1).max(16),
-  /** Tool versions every call of the run must use. */
-  tool_versions: z.strictObject({ 'browser.navigate': ToolVersion, 'browser.observe': ToolVersion, 'browser.act': ToolVersion }),
-  policy_profile: z.string().regex(/^[a-z0-9_-]{1,64}$/).optional(),
-  /** Run deadline in ms; default five minutes. */
-  deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
-}).meta({
-  examples: [
-    {
-      cron: '0 7 * * *',
-      intent: 'Read my briefing page and summarise it',
-      profile_id: 'me',
-      origins: ['http://127.0.0.1:8080'],
-      tool_versions: { 'browser.navigate': '1.2.0', 'browser.observe': '1.2.0', 'browser.act': '1.2.0' },
-      policy_profile: 'default',
-      deadline_ms: 300_000,
-    },
-  ],
-});
+export const CreateScheduleBody = z
+  .strictObject({
+    /** Five-field cron expression, UTC, e.g. `0 7 * * *`. */
+    cron: z.string().min(9).max(100),
+    intent: z.string().min(1).max(2000),
+    profile_id: RunProfileId,
+    origins: z.array(Origin).min(1).max(16),
+    /** Tool versions every call of the run must use. */
+    tool_versions: z.strictObject({ 'browser.navigate': ToolVersion, 'browser.observe': ToolVersion, 'browser.act': ToolVersion }),
+    policy_profile: z
+      .string()
+      .regex(/^[a-z0-9_-]{1,64}$/)
+      .optional(),
+    /** Run deadline in ms; default five minutes. */
+    deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
+  })
+  .meta({
+    examples: [
+      {
+        cron: '0 7 * * *',
+        intent: 'Read my briefing page and summarise it',
+        profile_id: 'me',
+        origins: ['http://127.0.0.1:8080'],
+        tool_versions: { 'browser.navigate': '1.2.0', 'browser.observe': '1.2.0', 'browser.act': '1.2.0' },
+        policy_profile: 'default',
+        deadline_ms: 300_000,
+      },
+    ],
+  });
 export type CreateScheduleBody = z.infer<typeof CreateScheduleBody>;
 
 export const ScheduleView = z.strictObject({

@@ -1,4 +1,4 @@
-import { SignJWT, jwtVerify } from 'jose';
+import { jwtVerify, SignJWT } from 'jose';
 import { z } from 'zod';
 import { Observation } from './observation.ts';
 import { Origin } from './origin.ts';
@@ -114,7 +114,10 @@ export const CeremonyEventClaims = z.strictObject({
   method: z.enum(['definition', 'differential', 'none']),
   definition: z.strictObject({ id: z.string(), version: z.int().min(1) }).optional(),
   /** SHA-256 hex of the account evidence, when the definition shows an account. */
-  account_sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  account_sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
   /** Epoch ms at which the host decided the outcome. */
   decided_at_ms: z.int().min(0),
 });

@@ -46,22 +46,24 @@ export const OperatorDeny = z.strictObject({
 export type OperatorDeny = z.infer<typeof OperatorDeny>;
 
 /** A profile's content; its hash is the SHA-256 of the canonical JSON of this object. */
-export const PolicyProfileBody = z.strictObject({
-  rules: z.array(PolicyRule).max(64),
-  denies: z.array(OperatorDeny).max(64),
-}).meta({
-  examples: [
-    {
-      rules: [
-        { id: 'observe.allow', tool: 'browser.observe', effect: 'allow' },
-        { id: 'navigate.run_origins', tool: 'browser.navigate', effect: 'allow', condition: 'run_origin' },
-        { id: 'act.bounded_scroll', tool: 'browser.act', effect: 'allow', condition: 'bounded_browser_scroll' },
-        { id: 'act.approval', tool: 'browser.act', effect: 'approval' },
-      ],
-      denies: [{ id: 'no-typing-on-bank', tool: 'browser.act', actions: ['type'], origins: ['https://bank.example'], reason: 'never type into the bank' }],
-    },
-  ],
-});
+export const PolicyProfileBody = z
+  .strictObject({
+    rules: z.array(PolicyRule).max(64),
+    denies: z.array(OperatorDeny).max(64),
+  })
+  .meta({
+    examples: [
+      {
+        rules: [
+          { id: 'observe.allow', tool: 'browser.observe', effect: 'allow' },
+          { id: 'navigate.run_origins', tool: 'browser.navigate', effect: 'allow', condition: 'run_origin' },
+          { id: 'act.bounded_scroll', tool: 'browser.act', effect: 'allow', condition: 'bounded_browser_scroll' },
+          { id: 'act.approval', tool: 'browser.act', effect: 'approval' },
+        ],
+        denies: [{ id: 'no-typing-on-bank', tool: 'browser.act', actions: ['type'], origins: ['https://bank.example'], reason: 'never type into the bank' }],
+      },
+    ],
+  });
 export type PolicyProfileBody = z.infer<typeof PolicyProfileBody>;
 
 export const ProfileName = z

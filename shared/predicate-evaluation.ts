@@ -41,7 +41,9 @@ export function readPredicate(predicate: Predicate, observation: Pick<Observatio
       return { candidates: candidates.length, matched: inState };
     }
     case 'region':
-      return exactlyOne([...walkAria(parseAriaSnapshot(observation.snapshot))].filter((node) => node.role === predicate.role && node.name === predicate.name).length);
+      return exactlyOne(
+        [...walkAria(parseAriaSnapshot(observation.snapshot))].filter((node) => node.role === predicate.role && node.name === predicate.name).length,
+      );
     case 'row':
       return exactlyOne(matchingRows(predicate, parseAriaSnapshot(observation.snapshot)));
   }

@@ -9,27 +9,121 @@ import { z } from 'zod';
 
 /** Roles of WAI-ARIA 1.2 (plus the implicit roles Playwright's snapshot reports). */
 export const AriaRole = z.enum([
-  'alert', 'alertdialog', 'application', 'article', 'banner', 'blockquote', 'button', 'caption', 'cell', 'checkbox',
-  'code', 'columnheader', 'combobox', 'complementary', 'contentinfo', 'definition', 'deletion', 'dialog', 'directory',
-  'document', 'emphasis', 'feed', 'figure', 'form', 'generic', 'grid', 'gridcell', 'group', 'heading', 'img',
-  'insertion', 'link', 'list', 'listbox', 'listitem', 'log', 'main', 'marquee', 'math', 'meter', 'menu', 'menubar',
-  'menuitem', 'menuitemcheckbox', 'menuitemradio', 'navigation', 'none', 'note', 'option', 'paragraph',
-  'presentation', 'progressbar', 'radio', 'radiogroup', 'region', 'row', 'rowgroup', 'rowheader', 'scrollbar',
-  'search', 'searchbox', 'separator', 'slider', 'spinbutton', 'status', 'strong', 'subscript', 'superscript',
-  'switch', 'tab', 'table', 'tablist', 'tabpanel', 'term', 'textbox', 'time', 'timer', 'toolbar', 'tooltip', 'tree',
-  'treegrid', 'treeitem',
+  'alert',
+  'alertdialog',
+  'application',
+  'article',
+  'banner',
+  'blockquote',
+  'button',
+  'caption',
+  'cell',
+  'checkbox',
+  'code',
+  'columnheader',
+  'combobox',
+  'complementary',
+  'contentinfo',
+  'definition',
+  'deletion',
+  'dialog',
+  'directory',
+  'document',
+  'emphasis',
+  'feed',
+  'figure',
+  'form',
+  'generic',
+  'grid',
+  'gridcell',
+  'group',
+  'heading',
+  'img',
+  'insertion',
+  'link',
+  'list',
+  'listbox',
+  'listitem',
+  'log',
+  'main',
+  'marquee',
+  'math',
+  'meter',
+  'menu',
+  'menubar',
+  'menuitem',
+  'menuitemcheckbox',
+  'menuitemradio',
+  'navigation',
+  'none',
+  'note',
+  'option',
+  'paragraph',
+  'presentation',
+  'progressbar',
+  'radio',
+  'radiogroup',
+  'region',
+  'row',
+  'rowgroup',
+  'rowheader',
+  'scrollbar',
+  'search',
+  'searchbox',
+  'separator',
+  'slider',
+  'spinbutton',
+  'status',
+  'strong',
+  'subscript',
+  'superscript',
+  'switch',
+  'tab',
+  'table',
+  'tablist',
+  'tabpanel',
+  'term',
+  'textbox',
+  'time',
+  'timer',
+  'toolbar',
+  'tooltip',
+  'tree',
+  'treegrid',
+  'treeitem',
 ]);
 export type AriaRole = z.infer<typeof AriaRole>;
 
 /** Landmark and semantic region roles a `region` predicate may name. */
-export const RegionRole = z.enum(['banner', 'complementary', 'contentinfo', 'form', 'main', 'navigation', 'region', 'search', 'dialog', 'alertdialog', 'alert', 'status', 'log', 'tabpanel', 'article', 'group']);
+export const RegionRole = z.enum([
+  'banner',
+  'complementary',
+  'contentinfo',
+  'form',
+  'main',
+  'navigation',
+  'region',
+  'search',
+  'dialog',
+  'alertdialog',
+  'alert',
+  'status',
+  'log',
+  'tabpanel',
+  'article',
+  'group',
+]);
 
 /** Collection roles a `row` predicate may name. */
 export const CollectionRole = z.enum(['table', 'grid', 'treegrid', 'list', 'listbox']);
 
 /** Longest accessible name or text a predicate may carry, in characters. */
 export const MAX_PREDICATE_TEXT = 200;
-const ExactName = z.string().min(1).max(MAX_PREDICATE_TEXT).refine((s) => s.trim() !== '', 'must not be blank');
+const ExactName = z
+  .string()
+  .min(1)
+  .max(MAX_PREDICATE_TEXT)
+  .refine((s) => s.trim() !== '', 'must not be blank');
 
 export const ControlPredicate = z.strictObject({
   kind: z.literal('control'),
@@ -51,12 +145,17 @@ export const RegionPredicate = z.strictObject({
   name: ExactName,
 });
 
-export const LocationPredicate = z.strictObject({
-  kind: z.literal('location'),
-  /** Exact URL of the current document, or an exact path (`/a/b`, with `?query` or `#hash` if given). */
-  url: z.string().min(1).max(2048).optional(),
-  path: z.string().regex(/^\/[^\s]{0,2047}$/, 'a path starting with /').optional(),
-}).refine((p) => (p.url === undefined) !== (p.path === undefined), 'exactly one of url and path');
+export const LocationPredicate = z
+  .strictObject({
+    kind: z.literal('location'),
+    /** Exact URL of the current document, or an exact path (`/a/b`, with `?query` or `#hash` if given). */
+    url: z.string().min(1).max(2048).optional(),
+    path: z
+      .string()
+      .regex(/^\/[^\s]{0,2047}$/, 'a path starting with /')
+      .optional(),
+  })
+  .refine((p) => (p.url === undefined) !== (p.path === undefined), 'exactly one of url and path');
 
 export const RowPredicate = z.strictObject({
   kind: z.literal('row'),

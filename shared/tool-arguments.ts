@@ -79,7 +79,6 @@ export const BrowserAction = z.discriminatedUnion('action', [
 ]);
 export type BrowserAction = z.infer<typeof BrowserAction>;
 
-
 /** `browser.act` 1.1.0 arguments: the action alone. */
 export const ActArgumentsV1_1 = BrowserAction;
 

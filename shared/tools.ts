@@ -1,15 +1,7 @@
 import { z } from 'zod';
 import type { Condition } from './predicate.ts';
 import type { HostParams } from './protocol.ts';
-import {
-  ActArguments,
-  ActArgumentsV1_1,
-  type ActionKind,
-  NavigateArguments,
-  ObserveArguments,
-  ObserveArgumentsV1_1,
-  wireAction,
-} from './tool-arguments.ts';
+import { ActArguments, ActArgumentsV1_1, type ActionKind, NavigateArguments, ObserveArguments, ObserveArgumentsV1_1, wireAction } from './tool-arguments.ts';
 
 /**
  * The three browser tools as versioned contracts (DESIGN.md section 3), declared once each as

@@ -1,4 +1,4 @@
-import { SignJWT, jwtVerify } from 'jose';
+import { jwtVerify, SignJWT } from 'jose';
 
 /**
  * Short-lived tokens with which the edge and a browser host authenticate each other over the

@@ -50,7 +50,12 @@ export function challengeSeen(definition: SiteVerificationDefinition, page: { ur
  * Cheap (the snapshot is already read; at most one DOM query), bounded by `deadline`; a check
  * that fails or runs out of time means no signal, never an error.
  */
-export async function signInSignal(deadline: Deadline, page: Page, captured: { url: string; lines: readonly string[] }, catalog: SiteCatalog): Promise<SignInSignal | undefined> {
+export async function signInSignal(
+  deadline: Deadline,
+  page: Page,
+  captured: { url: string; lines: readonly string[] },
+  catalog: SiteCatalog,
+): Promise<SignInSignal | undefined> {
   const origin = httpOrigin(captured.url);
   if (origin === undefined) return undefined;
   const definition = catalog.forOrigin(origin);

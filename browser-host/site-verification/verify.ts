@@ -159,7 +159,11 @@ export class SessionVerifier {
 
     const reached = reachedProtected(profileLoad, protectedUrl);
     if (!reached.ok) {
-      return { outcome: genericChallengeSeen(profileLoad.snapshot) ? 'challenge' : 'not_verified', method: 'differential', detail: `profile load: ${reached.why}` };
+      return {
+        outcome: genericChallengeSeen(profileLoad.snapshot) ? 'challenge' : 'not_verified',
+        method: 'differential',
+        detail: `profile load: ${reached.why}`,
+      };
     }
     // The control presents the profile's user agent: a site must not tell them apart by it.
     // The control visits once before the load that counts: the profile has been to the site before
@@ -184,7 +188,12 @@ export class SessionVerifier {
     const seal = await bindAccount(this.#options.profilesDir, profileId, definition.origin, accountSha256);
     if (seal === 'unreadable') return { ...base, outcome: 'not_verified', detail: 'the profile seal cannot be read' };
     if (seal === 'mismatch') return { ...base, outcome: 'account_mismatch', account_sha256: accountSha256, detail: 'another account than the sealed one' };
-    return { ...base, outcome: 'verified', account_sha256: accountSha256, detail: seal === 'sealed' ? 'verified; account sealed' : 'verified; account matches the seal' };
+    return {
+      ...base,
+      outcome: 'verified',
+      account_sha256: accountSha256,
+      detail: seal === 'sealed' ? 'verified; account sealed' : 'verified; account matches the seal',
+    };
   }
 }
 
@@ -198,7 +207,10 @@ export function sha256Hex(text: string): string {
  * seen; `signed_in` (with the account evidence, when the definition shows one) on positive
  * protected-state evidence; otherwise `not_verified`, with the reason.
  */
-export function judgeWithDefinition(definition: SiteVerificationDefinition, load: LoadEvidence): { outcome: 'signed_in'; account?: string } | { outcome: 'challenge' | 'not_verified'; why: string } {
+export function judgeWithDefinition(
+  definition: SiteVerificationDefinition,
+  load: LoadEvidence,
+): { outcome: 'signed_in'; account?: string } | { outcome: 'challenge' | 'not_verified'; why: string } {
   const page = { url: load.url, snapshot: load.snapshot };
   if (challengeSeen(definition, page)) return { outcome: 'challenge', why: 'a challenge predicate was seen' };
   if (httpOrigin(load.url) !== definition.origin.toLowerCase()) return { outcome: 'not_verified', why: 'the load left the origin' };

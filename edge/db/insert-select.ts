@@ -12,7 +12,10 @@ type SelectedValue = SQLWrapper | string | number | boolean | null;
  * column can never shift a value into the wrong one. A column not named takes its schema
  * default, or NULL. Values are bound parameters unless they are SQL or a column of the SELECT.
  */
-export function selectedRow<T extends SQLiteTable>(table: T, values: { [K in keyof T['$inferInsert']]?: SelectedValue }): { [K in keyof T['$inferInsert']]: SQL } {
+export function selectedRow<T extends SQLiteTable>(
+  table: T,
+  values: { [K in keyof T['$inferInsert']]?: SelectedValue },
+): { [K in keyof T['$inferInsert']]: SQL } {
   const named = values as Record<string, SelectedValue | undefined>;
   const fields: Record<string, SQL> = {};
   for (const [key, column] of Object.entries(getTableColumns(table))) {

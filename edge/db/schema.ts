@@ -46,7 +46,9 @@ export const runs = sqliteTable(
     origins: text('origins', { mode: 'json' }).$type<string[]>().notNull(),
     state: text('state', { enum: RUN_STATES }).notNull(),
     /** `scheduled` runs come from a schedule and carry trusted-configuration authority. */
-    kind: text('kind', { enum: ['interactive', 'scheduled'] }).notNull().default('interactive'),
+    kind: text('kind', { enum: ['interactive', 'scheduled'] })
+      .notNull()
+      .default('interactive'),
     scheduleId: text('schedule_id'),
     /** Name of the policy profile whose newest version decides this run's calls. */
     policyProfile: text('policy_profile').notNull().default('default'),
@@ -77,7 +79,9 @@ export const messages = sqliteTable(
   'messages',
   {
     id: text('id').primaryKey(),
-    runId: text('run_id').notNull().references(() => runs.id),
+    runId: text('run_id')
+      .notNull()
+      .references(() => runs.id),
     principalId: text('principal_id').notNull(),
     trust: text('trust', { enum: ['trusted', 'untrusted'] }).notNull(),
     text: text('text').notNull(),
@@ -93,7 +97,9 @@ export const toolCalls = sqliteTable(
   'tool_calls',
   {
     id: text('id').primaryKey(),
-    runId: text('run_id').notNull().references(() => runs.id),
+    runId: text('run_id')
+      .notNull()
+      .references(() => runs.id),
     principalId: text('principal_id').notNull(),
     /** As proposed; for a rejected proposal it may not name a real tool. */
     tool: text('tool').notNull(),
@@ -116,9 +122,7 @@ export const toolCalls = sqliteTable(
   },
   (t) => [
     index('tool_calls_run_idx').on(t.runId, t.createdAt),
-    uniqueIndex('tool_calls_one_active_per_run')
-      .on(t.runId)
-      .where(sql`state IN ('waiting_for_approval', 'dispatching')`),
+    uniqueIndex('tool_calls_one_active_per_run').on(t.runId).where(sql`state IN ('waiting_for_approval', 'dispatching')`),
   ],
 );
 
@@ -126,8 +130,13 @@ export const approvals = sqliteTable(
   'approvals',
   {
     id: text('id').primaryKey(),
-    toolCallId: text('tool_call_id').notNull().unique().references(() => toolCalls.id),
-    runId: text('run_id').notNull().references(() => runs.id),
+    toolCallId: text('tool_call_id')
+      .notNull()
+      .unique()
+      .references(() => toolCalls.id),
+    runId: text('run_id')
+      .notNull()
+      .references(() => runs.id),
     ownerId: text('owner_id').notNull(),
     state: text('state', { enum: valuesOf(ApprovalState) }).notNull(),
     argumentsHash: text('arguments_hash').notNull(),
@@ -142,8 +151,13 @@ export const approvals = sqliteTable(
 /** The effect ledger: one watermark per external-write call, written before dispatch. */
 export const effects = sqliteTable('effects', {
   id: text('id').primaryKey(),
-  toolCallId: text('tool_call_id').notNull().unique().references(() => toolCalls.id),
-  runId: text('run_id').notNull().references(() => runs.id),
+  toolCallId: text('tool_call_id')
+    .notNull()
+    .unique()
+    .references(() => toolCalls.id),
+  runId: text('run_id')
+    .notNull()
+    .references(() => runs.id),
   state: text('state', { enum: ['committed', 'succeeded', 'failed', 'uncertain'] }).notNull(),
   committedAt: integer('committed_at').notNull(),
   finishedAt: integer('finished_at'),
@@ -189,8 +203,12 @@ export const grants = sqliteTable(
 
 /** One row per charged grant use; the primary key makes a second charge for a call impossible. */
 export const grantUses = sqliteTable('grant_uses', {
-  toolCallId: text('tool_call_id').primaryKey().references(() => toolCalls.id),
-  grantId: text('grant_id').notNull().references(() => grants.id),
+  toolCallId: text('tool_call_id')
+    .primaryKey()
+    .references(() => toolCalls.id),
+  grantId: text('grant_id')
+    .notNull()
+    .references(() => grants.id),
   chargedAt: integer('charged_at').notNull(),
 });
 
@@ -275,8 +293,12 @@ export const signInWaits = sqliteTable(
   'sign_in_waits',
   {
     id: text('id').primaryKey(),
-    runId: text('run_id').notNull().references(() => runs.id),
-    episodeId: text('episode_id').notNull().references(() => signInEpisodes.id),
+    runId: text('run_id')
+      .notNull()
+      .references(() => runs.id),
+    episodeId: text('episode_id')
+      .notNull()
+      .references(() => signInEpisodes.id),
     ownerId: text('owner_id').notNull(),
     hostProfileId: text('host_profile_id').notNull(),
     origin: text('origin').notNull(),
@@ -305,7 +327,10 @@ export const notices = sqliteTable(
     id: text('id').primaryKey(),
     ownerId: text('owner_id').notNull(),
     kind: text('kind', { enum: ['sign_in_required'] }).notNull(),
-    episodeId: text('episode_id').notNull().unique().references(() => signInEpisodes.id),
+    episodeId: text('episode_id')
+      .notNull()
+      .unique()
+      .references(() => signInEpisodes.id),
     /** The run whose detection opened the episode. */
     runId: text('run_id').notNull(),
     text: text('text').notNull(),

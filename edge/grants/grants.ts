@@ -1,6 +1,6 @@
-import { originOf } from '../../shared/origin.ts';
 import { and, desc, eq, gt, isNull, lt } from 'drizzle-orm';
 import type { CreateGrantBody, GrantView } from '../../shared/api.ts';
+import { originOf } from '../../shared/origin.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
@@ -47,7 +47,11 @@ export async function revokeGrant(ports: Ports, principal: Principal, grantId: s
   const row = await ports.db.select().from(grants).where(eq(grants.id, grantId)).get();
   if (!row || row.ownerId !== principal.ownerId) throw new DomainError('not_found', `no grant ${grantId}`);
   const now = ports.clock.now();
-  const revoked = await ports.db.update(grants).set({ revokedAt: now }).where(and(eq(grants.id, grantId), isNull(grants.revokedAt))).run();
+  const revoked = await ports.db
+    .update(grants)
+    .set({ revokedAt: now })
+    .where(and(eq(grants.id, grantId), isNull(grants.revokedAt)))
+    .run();
   if (rowsChanged(revoked) !== 1) throw new DomainError('already_decided', 'the grant was already revoked');
   return { ...row, revokedAt: now };
 }
@@ -64,7 +68,16 @@ export async function coveringGrant(ports: Ports, ownerId: string, invocation: T
   const candidates = await ports.db
     .select()
     .from(grants)
-    .where(and(eq(grants.ownerId, ownerId), eq(grants.tool, invocation.tool), eq(grants.origin, pageOrigin), isNull(grants.revokedAt), gt(grants.expiresAt, now), lt(grants.uses, grants.maxUses)))
+    .where(
+      and(
+        eq(grants.ownerId, ownerId),
+        eq(grants.tool, invocation.tool),
+        eq(grants.origin, pageOrigin),
+        isNull(grants.revokedAt),
+        gt(grants.expiresAt, now),
+        lt(grants.uses, grants.maxUses),
+      ),
+    )
     .orderBy(grants.expiresAt)
     .limit(20);
   return candidates.find((grant) => grant.actions === null || grant.actions.includes(kind));

@@ -1,6 +1,6 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { ErrorCode } from '../../shared/errors.ts';
-import { HOST_METHODS, HelloFrame, type HostMethod, type HostParams, type HostResult, ResponseFrame } from '../../shared/protocol.ts';
+import { HelloFrame, HOST_METHODS, type HostMethod, type HostParams, type HostResult, ResponseFrame } from '../../shared/protocol.ts';
 import { signWireToken, verifyWireToken } from '../../shared/wire-auth.ts';
 
 /**

@@ -1,7 +1,9 @@
 import { type HostConnector, HostSession, HostUnreachable, type WireSocket } from './host-session.ts';
 
 /** A standard WebSocket constructor (Deno, browsers, Node 22+, or the `ws` package on Node 20). */
-export type WebSocketConstructor = new (url: string) => WireSocket & {
+export type WebSocketConstructor = new (
+  url: string,
+) => WireSocket & {
   addEventListener(type: 'open', listener: () => void): void;
 };
 

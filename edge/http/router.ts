@@ -22,10 +22,7 @@ export function errorResponses(...codes: ErrorCode[]) {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) byStatus.set(httpStatusOf(code), [...(byStatus.get(httpStatusOf(code)) ?? []), code]);
   return Object.fromEntries(
-    [...byStatus].map(([status, grouped]) => [
-      status,
-      { description: `error: ${grouped.join(', ')}`, content: { 'application/json': { schema: ErrorBody } } },
-    ]),
+    [...byStatus].map(([status, grouped]) => [status, { description: `error: ${grouped.join(', ')}`, content: { 'application/json': { schema: ErrorBody } } }]),
   );
 }
 

@@ -17,14 +17,23 @@ import { dispatchCall } from './dispatch.ts';
 const APPROVAL_PAGE = 100;
 
 /** The owner's approvals across runs, newest first, optionally of one state. */
-export async function listApprovals(ports: Ports, principal: Principal, state?: ApprovalRow['state']): Promise<Array<{ approval: ApprovalRow; call: ToolCallRow }>> {
+export async function listApprovals(
+  ports: Ports,
+  principal: Principal,
+  state?: ApprovalRow['state'],
+): Promise<Array<{ approval: ApprovalRow; call: ToolCallRow }>> {
   const where = state ? and(eq(approvals.ownerId, principal.ownerId), eq(approvals.state, state)) : eq(approvals.ownerId, principal.ownerId);
   const rows = await ports.db.select().from(approvals).where(where).orderBy(desc(approvals.createdAt)).limit(APPROVAL_PAGE);
   if (rows.length === 0) return [];
   const calls = await ports.db
     .select()
     .from(toolCalls)
-    .where(inArray(toolCalls.id, rows.map((row) => row.toolCallId)));
+    .where(
+      inArray(
+        toolCalls.id,
+        rows.map((row) => row.toolCallId),
+      ),
+    );
   const byId = new Map(calls.map((call) => [call.id, call]));
   return rows.flatMap((approval) => {
     const call = byId.get(approval.toolCallId);
@@ -67,7 +76,16 @@ export async function decideApproval(
   // older profile hash is never silently carried over.
   const current = await decideForRun(ports.db, run, invocation, call.arguments, approvalStance(invocation, phases.decision));
   if (current.effect === 'deny') {
-    return settleDenied(ports, principal, approval, call, run, { ...phases, decision: current }, now, `the policy changed and now denies this call: ${current.reason}`);
+    return settleDenied(
+      ports,
+      principal,
+      approval,
+      call,
+      run,
+      { ...phases, decision: current },
+      now,
+      `the policy changed and now denies this call: ${current.reason}`,
+    );
   }
 
   const approved = {

@@ -50,9 +50,7 @@ export async function beginDispatch(ports: Ports, run: RunRow, call: NewCall, in
     phases: { ...(call.phases as CallPhases), ...(isWrite ? { watermark: { effect_id: effectId, committed_at: iso(now) } } : {}) },
     updatedAt: now,
   };
-  const watermark = isWrite
-    ? [ports.db.insert(effects).values({ id: effectId, toolCallId: row.id, runId: run.id, state: 'committed', committedAt: now })]
-    : [];
+  const watermark = isWrite ? [ports.db.insert(effects).values({ id: effectId, toolCallId: row.id, runId: run.id, state: 'committed', committedAt: now })] : [];
   const moves =
     warrant.by === 'approval'
       ? [

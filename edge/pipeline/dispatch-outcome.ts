@@ -42,7 +42,6 @@ export interface DispatchOutcome {
   signIn?: SignInSignal;
 }
 
-
 /**
  * The command answered on a page that asks for sign-in (ADR-0164 part 3): the run will park for
  * the owner's sign-in. A read did not read what it was after: it fails `authentication_required`,
@@ -51,9 +50,7 @@ export interface DispatchOutcome {
  */
 export function atSignInWall(outcome: DispatchOutcome, signIn: SignInSignal, isWrite: boolean): DispatchOutcome {
   const message = `${signIn.origin} asks for sign-in; the run waits for the owner to sign in, then resumes with a fresh read`;
-  return isWrite
-    ? { ...outcome, signIn }
-    : { ...outcome, signIn, state: 'failed', error: { code: 'authentication_required', message }, retryable: true };
+  return isWrite ? { ...outcome, signIn } : { ...outcome, signIn, state: 'failed', error: { code: 'authentication_required', message }, retryable: true };
 }
 
 /**
@@ -109,7 +106,13 @@ export function classifyFailure(error: unknown, isWrite: boolean, sent: boolean)
   if (error instanceof HostNoAnswer) {
     return isWrite
       ? { state: 'uncertain', observation: null, error: { code: 'outcome_unknown', message: error.message }, retryable: false, dispatch: error.reason }
-      : { state: 'failed', observation: null, error: { code: error.reason === 'deadline_exceeded' ? 'deadline_exceeded' : 'host_unavailable', message: error.message }, retryable: true, dispatch: error.reason };
+      : {
+          state: 'failed',
+          observation: null,
+          error: { code: error.reason === 'deadline_exceeded' ? 'deadline_exceeded' : 'host_unavailable', message: error.message },
+          retryable: true,
+          dispatch: error.reason,
+        };
   }
   const message = error instanceof Error ? error.message : String(error);
   return isWrite

@@ -38,7 +38,15 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     const timeout = Math.max(100, Math.min(remaining(), MAX_OPERATION_TIMEOUT_MS));
     sent = true;
     const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, traits.command, timeout));
-    outcome = { state: 'succeeded', observation, settle: observation.settle, error: null, retryable: false, dispatch: 'answered', leaseGeneration: lease.generation };
+    outcome = {
+      state: 'succeeded',
+      observation,
+      settle: observation.settle,
+      error: null,
+      retryable: false,
+      dispatch: 'answered',
+      leaseGeneration: lease.generation,
+    };
     if (!withinOrigins(observation.url, run.origins)) outcome = withheld(outcome, observation, isWrite);
     else if (signIn && withinOrigins(`${signIn.origin}/`, run.origins)) outcome = atSignInWall(outcome, signIn, isWrite);
     else if (traits.condition) outcome = await withCondition(ports, session, lease.lease_id, traits.condition, outcome, deadlineAt, isWrite);

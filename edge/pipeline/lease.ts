@@ -60,5 +60,8 @@ export async function releaseLease(ports: Ports, run: RunRow): Promise<void> {
   } finally {
     session?.close();
   }
-  await ports.db.update(runs).set({ leaseId: null }).where(and(eq(runs.id, run.id), eq(runs.leaseId, run.leaseId)));
+  await ports.db
+    .update(runs)
+    .set({ leaseId: null })
+    .where(and(eq(runs.id, run.id), eq(runs.leaseId, run.leaseId)));
 }

@@ -26,7 +26,10 @@ export async function recoverLostDispatch(ports: Ports, call: ToolCallRow, isWri
         updatedAt: now,
       })
       .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
-    ports.db.update(effects).set({ state: 'uncertain', finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
+    ports.db
+      .update(effects)
+      .set({ state: 'uncertain', finishedAt: now })
+      .where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
   ]);
   return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? call;
 }

@@ -75,7 +75,10 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   await assertProfileActive(ports, loadedRun.ownerId, loadedRun.profileId);
   const run = await holdRun(ports, principal, loadedRun);
   // A dispatch abandoned by a crashed edge must not block the run until someone reads that call.
-  const stuck = await ports.db.select().from(toolCalls).where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')));
+  const stuck = await ports.db
+    .select()
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')));
   for (const call of stuck) await settleIfLost(ports, call);
 
   const unknown = await ports.db
@@ -104,7 +107,14 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     tainted: turn.tainted,
     pageDerived: await carriesPageDerivedReferences(ports, run, invocation, turn),
   });
-  const decided: NewCall = { ...base, id: newId('call'), decisionEffect: decision.effect, decisionRule: decision.rule, policyHash: decision.policy_hash, phases: { decision } };
+  const decided: NewCall = {
+    ...base,
+    id: newId('call'),
+    decisionEffect: decision.effect,
+    decisionRule: decision.rule,
+    policyHash: decision.policy_hash,
+    phases: { decision },
+  };
 
   if (decision.effect === 'deny') {
     await ports.db.insert(toolCalls).values({ ...decided, state: 'denied', errorCode: 'policy_denied', errorMessage: decision.reason });

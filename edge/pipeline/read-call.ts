@@ -15,7 +15,12 @@ const POLL_SPACING_MS = 250;
  * @returns the call row and the id of its approval, if it had one.
  * @throws DomainError('not_found') for an unknown call or another owner's.
  */
-export async function readToolCall(ports: Ports, principal: Principal, callId: string, waitMs: number): Promise<{ call: ToolCallRow; approvalId: string | null }> {
+export async function readToolCall(
+  ports: Ports,
+  principal: Principal,
+  callId: string,
+  waitMs: number,
+): Promise<{ call: ToolCallRow; approvalId: string | null }> {
   const first = await ports.db.select().from(toolCalls).where(eq(toolCalls.id, callId)).get();
   if (!first) throw new DomainError('not_found', `no tool call ${callId}`);
   const run = await ports.db.select({ ownerId: runs.ownerId }).from(runs).where(eq(runs.id, first.runId)).get();

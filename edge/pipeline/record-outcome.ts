@@ -15,7 +15,14 @@ import { projectObservation } from './projection.ts';
  * @param startedAt epoch ms at which the dispatch began.
  * @returns the call row as stored afterwards.
  */
-export async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow, outcome: DispatchOutcome, startedAt: number, isWrite: boolean): Promise<ToolCallRow> {
+export async function recordOutcome(
+  ports: Ports,
+  run: RunRow,
+  call: ToolCallRow,
+  outcome: DispatchOutcome,
+  startedAt: number,
+  isWrite: boolean,
+): Promise<ToolCallRow> {
   const now = ports.clock.now();
   const phases: CallPhases = {
     ...(call.phases as CallPhases),
@@ -46,9 +53,14 @@ export async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow
       .set(update)
       .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
     ...(isWrite
-      ? [ports.db.update(effects).set({ state: outcome.state, finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed')))]
+      ? [
+          ports.db
+            .update(effects)
+            .set({ state: outcome.state, finishedAt: now })
+            .where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
+        ]
       : []),
-    ...(outcome.observation ?? outcome.left
+    ...((outcome.observation ?? outcome.left)
       ? [
           ports.db
             .update(runs)
@@ -72,9 +84,19 @@ export async function recordOutcome(ports: Ports, run: RunRow, call: ToolCallRow
     await ports.db.batch([
       ports.db
         .update(toolCalls)
-        .set({ state: outcome.state, result: null, errorCode: outcome.error?.code ?? null, errorMessage: outcome.error?.message ?? null, retryable: outcome.retryable, updatedAt: now })
+        .set({
+          state: outcome.state,
+          result: null,
+          errorCode: outcome.error?.code ?? null,
+          errorMessage: outcome.error?.message ?? null,
+          retryable: outcome.retryable,
+          updatedAt: now,
+        })
         .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
-      ports.db.update(effects).set({ state: outcome.state, finishedAt: now }).where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
+      ports.db
+        .update(effects)
+        .set({ state: outcome.state, finishedAt: now })
+        .where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
     ]);
   }
   return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? { ...call, ...update };

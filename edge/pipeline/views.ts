@@ -24,11 +24,7 @@ export function toolCallView(row: ToolCallRow, approvalId: string | null, result
     state: row.state,
     approval_id: approvalId,
     // A 1.1.0 call gets the 1.1.0 shape.
-    result: result?.success
-      ? resultForVersion(row.version, result.data, resultBudgetBytes)
-      : omitted?.success
-        ? omitted.data
-        : null,
+    result: result?.success ? resultForVersion(row.version, result.data, resultBudgetBytes) : omitted?.success ? omitted.data : null,
     error: code.success ? { code: code.data, message: row.errorMessage ?? '' } : null,
     retryable: row.retryable,
     phases: row.phases as CallPhases,

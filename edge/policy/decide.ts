@@ -1,6 +1,6 @@
 import type { DecisionRecord } from '../../shared/api.ts';
-import type { PolicyEffect, RuleCondition } from '../../shared/policy.ts';
 import { originOf } from '../../shared/origin.ts';
+import type { PolicyEffect, RuleCondition } from '../../shared/policy.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import { conditionHolds } from './conditions.ts';
 import { hardlineDenial } from './hardline.ts';

@@ -3,7 +3,7 @@ import { originOf } from '../../shared/origin.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import type { RunRow } from '../db/schema.ts';
 import type { Database } from '../ports.ts';
-import { type Authority, decide, type DecisionInput } from './decide.ts';
+import { type Authority, type DecisionInput, decide } from './decide.ts';
 import { profileInForce } from './profile.ts';
 
 /** Who proposes, and what the proposing turn has seen (DESIGN.md sections 2 and 4). */
@@ -21,7 +21,12 @@ export interface ProposalStance {
  * observed URL) and the proposal's stance. The one place both the proposal and the approval
  * path assemble it.
  */
-export function decisionInput(run: Pick<RunRow, 'origins' | 'latestUrl'>, invocation: ToolInvocation, proposed: unknown, stance: ProposalStance): DecisionInput {
+export function decisionInput(
+  run: Pick<RunRow, 'origins' | 'latestUrl'>,
+  invocation: ToolInvocation,
+  proposed: unknown,
+  stance: ProposalStance,
+): DecisionInput {
   return {
     invocation,
     proposed,
@@ -49,6 +54,12 @@ export function approvalStance(invocation: ToolInvocation, proposal: DecisionRec
  * Decides a call on `run` under the newest version of the run's policy profile.
  * @throws DomainError('invalid_request') when the run's profile has no version at all.
  */
-export async function decideForRun(db: Database, run: Pick<RunRow, 'origins' | 'latestUrl' | 'policyProfile'>, invocation: ToolInvocation, proposed: unknown, stance: ProposalStance): Promise<DecisionRecord> {
+export async function decideForRun(
+  db: Database,
+  run: Pick<RunRow, 'origins' | 'latestUrl' | 'policyProfile'>,
+  invocation: ToolInvocation,
+  proposed: unknown,
+  stance: ProposalStance,
+): Promise<DecisionRecord> {
   return decide(decisionInput(run, invocation, proposed, stance), await profileInForce(db, run.policyProfile));
 }

@@ -16,12 +16,20 @@ import { DEFAULT_PROFILE_VERSION, type PolicyProfile, profileInForce } from './p
  * @throws DomainError('already_decided') when another version was published concurrently.
  */
 export async function publishProfile(ports: Ports, principal: Principal, name: string, body: PolicyProfileBody): Promise<PolicyProfileView> {
-  const newest = await ports.db.select({ version: policyProfiles.version }).from(policyProfiles).where(eq(policyProfiles.name, name)).orderBy(desc(policyProfiles.version)).limit(1).get();
+  const newest = await ports.db
+    .select({ version: policyProfiles.version })
+    .from(policyProfiles)
+    .where(eq(policyProfiles.name, name))
+    .orderBy(desc(policyProfiles.version))
+    .limit(1)
+    .get();
   const version = Math.max(newest?.version ?? 0, name === 'default' ? DEFAULT_PROFILE_VERSION : 0) + 1;
   const now = ports.clock.now();
   const hash = await canonicalHash(body);
   try {
-    await ports.db.insert(policyProfiles).values({ id: newId('pol'), name, version, rules: body.rules, denies: body.denies, hash, createdBy: principal.id, createdAt: now });
+    await ports.db
+      .insert(policyProfiles)
+      .values({ id: newId('pol'), name, version, rules: body.rules, denies: body.denies, hash, createdBy: principal.id, createdAt: now });
   } catch {
     throw new DomainError('already_decided', `version ${version} of ${name} was published concurrently; read it and publish again`);
   }
@@ -30,7 +38,13 @@ export async function publishProfile(ports: Ports, principal: Principal, name: s
 
 /** The version of `name` in force. @throws DomainError('not_found') for an unknown profile. */
 export async function profileView(ports: Ports, name: string): Promise<PolicyProfileView> {
-  const row = await ports.db.select({ createdAt: policyProfiles.createdAt }).from(policyProfiles).where(eq(policyProfiles.name, name)).orderBy(desc(policyProfiles.version)).limit(1).get();
+  const row = await ports.db
+    .select({ createdAt: policyProfiles.createdAt })
+    .from(policyProfiles)
+    .where(eq(policyProfiles.name, name))
+    .orderBy(desc(policyProfiles.version))
+    .limit(1)
+    .get();
   if (!row && name !== 'default') throw new DomainError('not_found', `no policy profile named ${name}`);
   const profile: PolicyProfile = await profileInForce(ports.db, name);
   return { name, version: profile.version, hash: profile.hash, rules: profile.body.rules, denies: profile.body.denies, created_at: iso(row?.createdAt ?? 0) };

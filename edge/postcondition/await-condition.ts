@@ -1,15 +1,14 @@
 import { splitSignIn } from '../../shared/authentication.ts';
 import type { ConditionResult, Observation } from '../../shared/observation.ts';
 import { type Condition, DEFAULT_PREDICATE_TIMEOUT_MS } from '../../shared/predicate.ts';
+import { conditionStatus } from '../../shared/predicate-evaluation.ts';
 import type { HostSession } from '../host/host-session.ts';
 import type { Clock } from '../ports.ts';
-import { conditionStatus } from '../../shared/predicate-evaluation.ts';
 
 /** Least spacing between two reads, in ms (DESIGN.md section 11). */
 export const MIN_READ_SPACING_MS = 250;
 /** Most reads after the initial observation (DESIGN.md section 11). */
 export const MAX_READS = 20;
-
 
 /** The outer (tool or run) deadline passed while reading: the caller decides what that means. */
 export class ConditionDeadlineExceeded extends Error {

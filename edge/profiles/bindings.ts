@@ -38,10 +38,7 @@ export async function hostProfileId(ownerId: string, profileId: string): Promise
  * @param now epoch ms.
  */
 export function bindingStatement(ports: Ports, ownerId: string, profileId: string, hostProfile: string, now: number) {
-  return ports.db
-    .insert(profileBindings)
-    .values({ ownerId, profileId, hostProfileId: hostProfile, state: 'active', createdAt: now })
-    .onConflictDoNothing();
+  return ports.db.insert(profileBindings).values({ ownerId, profileId, hostProfileId: hostProfile, state: 'active', createdAt: now }).onConflictDoNothing();
 }
 
 /** The owner's binding of `profileId`, if one was recorded. */

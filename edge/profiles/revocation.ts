@@ -33,7 +33,10 @@ export async function revokeProfile(ports: Ports, principal: Principal, profileI
       .values({ ownerId, profileId, hostProfileId: await hostProfileId(ownerId, profileId), state: 'revoked', revokedAt: now, createdAt: now })
       .onConflictDoUpdate({ target: [profileBindings.ownerId, profileBindings.profileId], set: { state: 'revoked', revokedAt: now } }),
     ...fenceRunStatements(ports.db, { where: profileRuns }, { reason: 'profile_revoked', endState: 'failed', summary: revoked, callMessage: revoked, now }),
-    ports.db.update(notices).set({ resolvedAt: now }).where(and(sql`${notices.episodeId} IN ${openEpisodes}`, sql`${notices.resolvedAt} IS NULL`)),
+    ports.db
+      .update(notices)
+      .set({ resolvedAt: now })
+      .where(and(sql`${notices.episodeId} IN ${openEpisodes}`, sql`${notices.resolvedAt} IS NULL`)),
     ports.db
       .update(signInEpisodes)
       .set({ state: 'revoked', resolvedAt: now })

@@ -26,10 +26,20 @@ export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityLi
       id: c.id,
       summary: `${c.tool} ${c.version}: ${c.state}${c.decisionRule ? ` (rule ${c.decisionRule}${grantOf(c) ? `, covered by grant ${grantOf(c)}` : ''})` : ''}${c.errorCode ? `, ${c.errorCode}` : ''}`,
     })),
-    ...approvalRows.map((a) => ({ at: iso(a.decidedAt ?? a.createdAt), kind: 'approval' as const, id: a.id, summary: `approval for ${a.toolCallId}: ${a.state}` })),
+    ...approvalRows.map((a) => ({
+      at: iso(a.decidedAt ?? a.createdAt),
+      kind: 'approval' as const,
+      id: a.id,
+      summary: `approval for ${a.toolCallId}: ${a.state}`,
+    })),
     ...effectRows.map((e) => ({ at: iso(e.finishedAt ?? e.committedAt), kind: 'effect' as const, id: e.id, summary: `effect of ${e.toolCallId}: ${e.state}` })),
     ...signIn.waits.flatMap((w) => [
-      { at: iso(w.createdAt), kind: 'sign_in_wait' as const, id: w.id, summary: `sign-in required at ${w.origin} (call ${w.toolCallId}); waiting on episode ${w.episodeId}, generation ${w.generation}` },
+      {
+        at: iso(w.createdAt),
+        kind: 'sign_in_wait' as const,
+        id: w.id,
+        summary: `sign-in required at ${w.origin} (call ${w.toolCallId}); waiting on episode ${w.episodeId}, generation ${w.generation}`,
+      },
       ...(w.endedAt === null
         ? []
         : [
@@ -37,7 +47,10 @@ export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityLi
               at: iso(w.endedAt),
               kind: 'sign_in_wait' as const,
               id: w.id,
-              summary: w.state === 'resolved' ? `sign-in verified (event ${w.resolvedBy}); run requeued for a fresh lease and read` : `sign-in wait fenced: ${w.fenceReason}`,
+              summary:
+                w.state === 'resolved'
+                  ? `sign-in verified (event ${w.resolvedBy}); run requeued for a fresh lease and read`
+                  : `sign-in wait fenced: ${w.fenceReason}`,
             },
           ]),
     ]),
@@ -49,7 +62,12 @@ export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityLi
     })),
   ];
   if ((TERMINAL_RUN_STATES as readonly string[]).includes(run.state)) {
-    entries.push({ at: iso(run.updatedAt), kind: 'run_ended', id: run.id, summary: `run ${run.state}${run.reportSummary ? `: ${run.reportSummary.slice(0, 200)}` : ''}` });
+    entries.push({
+      at: iso(run.updatedAt),
+      kind: 'run_ended',
+      id: run.id,
+      summary: `run ${run.state}${run.reportSummary ? `: ${run.reportSummary.slice(0, 200)}` : ''}`,
+    });
   }
   entries.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
   return { run_id: run.id, activity: entries };

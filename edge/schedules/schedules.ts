@@ -1,11 +1,11 @@
-import { canonicalOrigins } from '../../shared/origin.ts';
 import { Cron } from 'croner';
-import { and, asc, desc, eq, gt, isNotNull, isNull, lt, or } from 'drizzle-orm';
+import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import { type CreateScheduleBody, DEFAULT_RUN_DEADLINE_MS, type ScheduleView } from '../../shared/api.ts';
+import { canonicalOrigins } from '../../shared/origin.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
-import { messages, type RunRow, runs, type ScheduleRow, schedules, toolCalls } from '../db/schema.ts';
+import { messages, type RunRow, runs, type ScheduleRow, schedules } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import { profileInForce } from '../policy/profile.ts';
@@ -109,7 +109,14 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
         ports.db.insert(runs).values(run).onConflictDoNothing(),
         ports.db
           .insert(messages)
-          .values({ id: `msg_${run.id.slice('run_'.length)}`, runId: run.id, principalId: schedule.id, trust: 'trusted', text: schedule.intent, createdAt: now })
+          .values({
+            id: `msg_${run.id.slice('run_'.length)}`,
+            runId: run.id,
+            principalId: schedule.id,
+            trust: 'trusted',
+            text: schedule.intent,
+            createdAt: now,
+          })
           .onConflictDoNothing(),
         ports.db.update(schedules).set({ lastFiredFor: minute }).where(eq(schedules.id, schedule.id)),
       ]);

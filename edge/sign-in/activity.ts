@@ -9,7 +9,9 @@ export async function signInActivity(ports: Ports, runId: string) {
     ...new Set(
       (
         await Promise.all(
-          [...new Set(waits.map((w) => w.episodeId))].map((id) => ports.db.select({ c: signInEpisodes.ceremonyId }).from(signInEpisodes).where(eq(signInEpisodes.id, id)).get()),
+          [...new Set(waits.map((w) => w.episodeId))].map((id) =>
+            ports.db.select({ c: signInEpisodes.ceremonyId }).from(signInEpisodes).where(eq(signInEpisodes.id, id)).get(),
+          ),
         )
       ).flatMap((row) => (row ? [row.c] : [])),
     ),

@@ -75,7 +75,8 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, opt
   } catch (error) {
     // The window is taken, host trouble, or an event the edge refuses (e.g. a host clock far
     // off): the owner is still told, and the maintenance pass asks the host again.
-    if (!(error instanceof WindowTaken)) console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the ceremony did not begin cleanly; the maintenance pass retries`, error);
+    if (!(error instanceof WindowTaken))
+      console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the ceremony did not begin cleanly; the maintenance pass retries`, error);
   } finally {
     session?.close();
   }
@@ -98,10 +99,9 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, opt
         )
         .from(episodes)
         .where(and(eq(episodes.id, episode.id), eq(episodes.state, 'open'), sql`EXISTS (SELECT 1 FROM sign_in_waits w WHERE w.episode_id = ${episodes.id})`))
-      .getSQL(),
+        .getSQL(),
     )
     .onConflictDoNothing();
-
 }
 
 /** The profile's sign-in window is in use by another episode's ceremony. */

@@ -1,6 +1,6 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { rowsChanged } from '../db/rows-changed.ts';
-import { notices, runs, type SignInEpisodeRow, signInEpisodes, type SignInWaitRow, signInWaits } from '../db/schema.ts';
+import { notices, runs, type SignInEpisodeRow, type SignInWaitRow, signInEpisodes, signInWaits } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
@@ -42,7 +42,10 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
   let restarted = 0;
   for (const episode of open) {
     await ports.db.update(signInEpisodes).set({ checkedAt: ports.clock.now() }).where(eq(signInEpisodes.id, episode.id));
-    const waits = await ports.db.select().from(signInWaits).where(and(eq(signInWaits.episodeId, episode.id), eq(signInWaits.state, 'pending')));
+    const waits = await ports.db
+      .select()
+      .from(signInWaits)
+      .where(and(eq(signInWaits.episodeId, episode.id), eq(signInWaits.state, 'pending')));
     let live = 0;
     for (const wait of waits) if (await fenceIfRunEnded(ports, wait)) live += 1;
     let session: HostSession | undefined;
@@ -101,7 +104,11 @@ async function fenceIfRunEnded(ports: Ports, wait: SignInWaitRow): Promise<boole
   if (current.state === 'waiting_for_authentication') return true;
   await ports.db
     .update(signInWaits)
-    .set({ state: 'fenced', fenceReason: current.state === 'cancelled' ? 'cancelled' : current.state === 'deadline_exceeded' ? 'deadline_exceeded' : 'run_ended', endedAt: ports.clock.now() })
+    .set({
+      state: 'fenced',
+      fenceReason: current.state === 'cancelled' ? 'cancelled' : current.state === 'deadline_exceeded' ? 'deadline_exceeded' : 'run_ended',
+      endedAt: ports.clock.now(),
+    })
     .where(and(eq(signInWaits.id, wait.id), eq(signInWaits.state, 'pending')));
   return false;
 }

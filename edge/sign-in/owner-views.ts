@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import type { NoticeList, SignInList, SignInView } from '../../shared/api.ts';
 import type { Principal } from '../auth/principal.ts';
-import { notices, type SignInEpisodeRow, signInEpisodes, type SignInWaitRow, signInWaits } from '../db/schema.ts';
+import { notices, type SignInEpisodeRow, type SignInWaitRow, signInEpisodes, signInWaits } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
@@ -43,13 +43,31 @@ export async function listSignIns(ports: Ports, principal: Principal, state?: Si
     ? await ports.db
         .select({ episodeId: signInWaits.episodeId, runId: signInWaits.runId })
         .from(signInWaits)
-        .where(and(inArray(signInWaits.episodeId, rows.map((row) => row.id)), eq(signInWaits.state, 'pending')))
+        .where(
+          and(
+            inArray(
+              signInWaits.episodeId,
+              rows.map((row) => row.id),
+            ),
+            eq(signInWaits.state, 'pending'),
+          ),
+        )
     : [];
-  return { sign_ins: rows.map((row) => signInViewOf(row, waiting.filter((w) => w.episodeId === row.id))) };
+  return {
+    sign_ins: rows.map((row) =>
+      signInViewOf(
+        row,
+        waiting.filter((w) => w.episodeId === row.id),
+      ),
+    ),
+  };
 }
 
 async function signInView(ports: Ports, row: SignInEpisodeRow): Promise<SignInView> {
-  const waiting = await ports.db.select({ runId: signInWaits.runId }).from(signInWaits).where(and(eq(signInWaits.episodeId, row.id), eq(signInWaits.state, 'pending')));
+  const waiting = await ports.db
+    .select({ runId: signInWaits.runId })
+    .from(signInWaits)
+    .where(and(eq(signInWaits.episodeId, row.id), eq(signInWaits.state, 'pending')));
   return signInViewOf(row, waiting);
 }
 
@@ -87,5 +105,9 @@ export async function listNotices(ports: Ports, principal: Principal): Promise<N
 
 /** The run's pending sign-in wait, if it has one. */
 export async function pendingWaitOf(ports: Ports, runId: string): Promise<SignInWaitRow | undefined> {
-  return ports.db.select().from(signInWaits).where(and(eq(signInWaits.runId, runId), eq(signInWaits.state, 'pending'))).get();
+  return ports.db
+    .select()
+    .from(signInWaits)
+    .where(and(eq(signInWaits.runId, runId), eq(signInWaits.state, 'pending')))
+    .get();
 }

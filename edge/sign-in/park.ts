@@ -62,7 +62,11 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
     return;
   }
   if (run.signInAttempts >= MAX_SIGN_IN_ATTEMPTS) {
-    const wrote = await ports.db.select({ id: effects.id }).from(effects).where(and(eq(effects.runId, run.id), eq(effects.state, 'succeeded'))).get();
+    const wrote = await ports.db
+      .select({ id: effects.id })
+      .from(effects)
+      .where(and(eq(effects.runId, run.id), eq(effects.state, 'succeeded')))
+      .get();
     await endRun(
       ports,
       run,
@@ -100,7 +104,7 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
           )
           .from(runs)
           .where(and(eq(runs.id, run.id), eq(runs.state, 'running')))
-        .getSQL(),
+          .getSQL(),
       )
       .onConflictDoNothing(),
     ports.db
@@ -135,8 +139,16 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
             }),
           )
           .from(episodes)
-          .where(and(eq(episodes.ownerId, run.ownerId), eq(episodes.profileId, run.profileId), eq(episodes.origin, origin), eq(episodes.state, 'open'), runParkedNow))
-        .getSQL(),
+          .where(
+            and(
+              eq(episodes.ownerId, run.ownerId),
+              eq(episodes.profileId, run.profileId),
+              eq(episodes.origin, origin),
+              eq(episodes.state, 'open'),
+              runParkedNow,
+            ),
+          )
+          .getSQL(),
       )
       .onConflictDoNothing(),
   ]);
@@ -144,7 +156,14 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
   const episode = await ports.db
     .select()
     .from(signInEpisodes)
-    .where(and(eq(signInEpisodes.ownerId, run.ownerId), eq(signInEpisodes.profileId, run.profileId), eq(signInEpisodes.origin, origin), eq(signInEpisodes.state, 'open')))
+    .where(
+      and(
+        eq(signInEpisodes.ownerId, run.ownerId),
+        eq(signInEpisodes.profileId, run.profileId),
+        eq(signInEpisodes.origin, origin),
+        eq(signInEpisodes.state, 'open'),
+      ),
+    )
     .get();
   if (!episode) return;
   // Joining an episode whose ceremony already ended without a sign-in (timed out, replaced, wrong

@@ -1,7 +1,7 @@
-import { compileErrors, validate } from '@readme/openapi-parser';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { compileErrors, validate } from '@readme/openapi-parser';
 import { type BrowserContext, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../edge/app.ts';
@@ -55,7 +55,15 @@ function exampleOrder(operation: Operation): number {
   return operation.path.includes('{id}') || operation.path.endsWith('/claim') ? 1 : 0;
 }
 
-const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+const chromiumArgs = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
 const profileDir = mkdtempSync(join(tmpdir(), 'docs-chromium-'));
 let browser: BrowserContext;
 
@@ -148,13 +156,20 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     expect(Object.keys(live).sort()).toEqual(expect.arrayContaining(['call_', 'grt_', 'run_']));
     // Two more fail by design: no sign-in episode exists on a fresh edge to restart, and the
     // ceremony event example carries no valid signature.
-    expect(unsuccessful.sort()).toEqual(['POST /v1/approvals/{id}/decision', 'POST /v1/host/ceremony-events', 'POST /v1/runs/{id}/cancel', 'POST /v1/sign-ins/{id}/restart']);
+    expect(unsuccessful.sort()).toEqual([
+      'POST /v1/approvals/{id}/decision',
+      'POST /v1/host/ceremony-events',
+      'POST /v1/runs/{id}/cancel',
+      'POST /v1/sign-ins/{id}/restart',
+    ]);
   });
 
   it('answers bad input with a typed 4xx', async () => {
     const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
     const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-    const run = (await owner.raw('POST', '/v1/runs', { profile_id: 'bad-input', intent: 'bad input', origins: ['http://127.0.0.1:8080'] })).body as { id: string };
+    const run = (await owner.raw('POST', '/v1/runs', { profile_id: 'bad-input', intent: 'bad input', origins: ['http://127.0.0.1:8080'] })).body as {
+      id: string;
+    };
     const malformed = await fetch(`${stack.edgeUrl}/v1/runs`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${stack.tokens.owner}`, 'Content-Type': 'application/json' },
@@ -163,7 +178,11 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     const answers = {
       unknownField: await owner.raw('POST', '/v1/runs', { profile_id: 'x', intent: 'x', origins: ['http://127.0.0.1:8080'], extra: 1 }),
       malformedJson: { status: malformed.status, body: await malformed.json() },
-      coercibleArgument: await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, { tool: 'browser.act', version: '1.2.0', arguments: { action: 'scroll', revision: 0, reference: 'e1', delta: '100' } }),
+      coercibleArgument: await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, {
+        tool: 'browser.act',
+        version: '1.2.0',
+        arguments: { action: 'scroll', revision: 0, reference: 'e1', delta: '100' },
+      }),
       badQuery: await agent.raw('GET', '/v1/tool-calls/call_x?wait_ms=soon'),
       noToken: await new ApiClient(stack.edgeUrl, '').raw('GET', `/v1/runs/${run.id}`),
       unknownRoute: await owner.raw('GET', '/v1/nothing-here'),
@@ -191,7 +210,10 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
       const rows = page.locator('.opblock');
       await expect.poll(() => rows.count(), { timeout: 20_000 }).toBe(operations.length);
       const listed = await rows.evaluateAll((elements) =>
-        elements.map((element) => `${element.querySelector('.opblock-summary-method')?.textContent} ${element.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`),
+        elements.map(
+          (element) =>
+            `${element.querySelector('.opblock-summary-method')?.textContent} ${element.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`,
+        ),
       );
       expect(listed.sort()).toEqual(operations.map((operation) => `${operation.method} ${operation.path}`).sort());
       expect(requested.filter((url) => !url.startsWith(`${stack.edgeUrl}/`) && !url.startsWith('data:'))).toEqual([]);

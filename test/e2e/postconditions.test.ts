@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ToolCallView } from '../../shared/api.ts';
-import type { Condition } from '../../shared/predicate.ts';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import type { ToolCallView } from '../../shared/api.ts';
+import type { Condition } from '../../shared/predicate.ts';
 import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
 import { connectHost } from '../support/host-client.ts';
 
@@ -58,25 +58,41 @@ describe('postconditions on real pages', () => {
   });
 
   it('two visible controls with the same role and name are ambiguous', async () => {
-    const call = await clickWith('duplicate-buttons.html?both=1', { role: 'button', name: 'Apply' }, { success: { kind: 'control', role: 'button', name: 'Save' } });
+    const call = await clickWith(
+      'duplicate-buttons.html?both=1',
+      { role: 'button', name: 'Apply' },
+      { success: { kind: 'control', role: 'button', name: 'Save' } },
+    );
     expect(conditionOf(call).status).toBe('ambiguous');
   });
 
   it('a button disabled after submit satisfies a disabled control predicate', async () => {
-    const call = await clickWith('disable-after-submit.html', { role: 'button', name: 'Submit report' }, {
-      success: { kind: 'control', role: 'button', name: 'Submit report', disabled: true },
-    });
+    const call = await clickWith(
+      'disable-after-submit.html',
+      { role: 'button', name: 'Submit report' },
+      {
+        success: { kind: 'control', role: 'button', name: 'Submit report', disabled: true },
+      },
+    );
     expect(conditionOf(call).status).toBe('satisfied');
   });
 
   it('aria-checked and aria-disabled on custom controls are read as states', async () => {
-    const checked = await clickWith('custom-controls.html', { role: 'checkbox', name: 'Remember me' }, {
-      success: { kind: 'control', role: 'checkbox', name: 'Remember me', checked: true },
-    });
+    const checked = await clickWith(
+      'custom-controls.html',
+      { role: 'checkbox', name: 'Remember me' },
+      {
+        success: { kind: 'control', role: 'checkbox', name: 'Remember me', checked: true },
+      },
+    );
     expect(conditionOf(checked).status).toBe('satisfied');
-    const archive = await clickWith('custom-controls.html', { role: 'checkbox', name: 'Remember me' }, {
-      success: { kind: 'control', role: 'button', name: 'Archive', disabled: true },
-    });
+    const archive = await clickWith(
+      'custom-controls.html',
+      { role: 'checkbox', name: 'Remember me' },
+      {
+        success: { kind: 'control', role: 'button', name: 'Archive', disabled: true },
+      },
+    );
     expect(conditionOf(archive).status).toBe('satisfied');
   });
 
@@ -88,30 +104,46 @@ describe('postconditions on real pages', () => {
   });
 
   it('success and failure both visible are ambiguous', async () => {
-    const call = await clickWith('messages.html?mode=both', { role: 'button', name: 'Pay now' }, {
-      success: { kind: 'text', text: 'Payment accepted' },
-      failure: { kind: 'text', text: 'Payment declined' },
-    });
+    const call = await clickWith(
+      'messages.html?mode=both',
+      { role: 'button', name: 'Pay now' },
+      {
+        success: { kind: 'text', text: 'Payment accepted' },
+        failure: { kind: 'text', text: 'Payment declined' },
+      },
+    );
     expect(conditionOf(call).status).toBe('ambiguous');
   });
 
   it('a failure banner alone is failure_observed', async () => {
-    const call = await clickWith('messages.html', { role: 'button', name: 'Pay now' }, {
-      success: { kind: 'text', text: 'Payment accepted' },
-      failure: { kind: 'text', text: 'Payment declined' },
-    });
+    const call = await clickWith(
+      'messages.html',
+      { role: 'button', name: 'Pay now' },
+      {
+        success: { kind: 'text', text: 'Payment accepted' },
+        failure: { kind: 'text', text: 'Payment declined' },
+      },
+    );
     expect(conditionOf(call).status).toBe('failure_observed');
   });
 
   it('a row appearing in a table satisfies a row predicate', async () => {
-    const call = await clickWith('table-row.html', { role: 'button', name: 'Add order' }, {
-      success: { kind: 'row', collection: { role: 'table', name: 'Orders' }, cells: { Item: 'Widget', Qty: '3', Status: 'Pending' } },
-    });
+    const call = await clickWith(
+      'table-row.html',
+      { role: 'button', name: 'Add order' },
+      {
+        success: { kind: 'row', collection: { role: 'table', name: 'Orders' }, cells: { Item: 'Widget', Qty: '3', Status: 'Pending' } },
+      },
+    );
     expect(conditionOf(call).status).toBe('satisfied');
   });
 
   it('a client-side route change is checked by location', async () => {
-    const call = await clickWith('route-change.html', { role: 'button', name: 'Open settings' }, { success: { kind: 'location', path: '/postconditions/settings' } });
+    const call = await clickWith(
+      'route-change.html',
+      { role: 'button', name: 'Open settings' },
+      { success: { kind: 'location', path: '/postconditions/settings' } },
+    );
     expect(conditionOf(call).status).toBe('satisfied');
   });
 
@@ -119,7 +151,11 @@ describe('postconditions on real pages', () => {
     const host = await connectHost(stack.hostUrl, stack.hostSecret);
     try {
       const before = await host.call('host.status', {});
-      const call = await clickWith('never.html', { role: 'button', name: 'Archive everything' }, { success: { kind: 'text', text: 'Archived' }, timeout_ms: 5000 });
+      const call = await clickWith(
+        'never.html',
+        { role: 'button', name: 'Archive everything' },
+        { success: { kind: 'text', text: 'Archived' }, timeout_ms: 5000 },
+      );
       const after = await host.call('host.status', {});
       expect(call.state).toBe('succeeded');
       const condition = conditionOf(call);
@@ -149,7 +185,13 @@ describe('wait_for on observe', () => {
   it('waits for a predicate without acting and reports the window it read', async () => {
     const run = await owner.createRun({ profile_id: 'postconditions', intent: 'wait', origins: [site.origin] });
     await agent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/table-row.html') });
-    const seen = observationOf((await agent.propose(run.id, 'browser.observe', { wait_for: { success: { kind: 'row', collection: { role: 'table', name: 'Orders' }, cells: { Item: 'Gadget' } } } })).body);
+    const seen = observationOf(
+      (
+        await agent.propose(run.id, 'browser.observe', {
+          wait_for: { success: { kind: 'row', collection: { role: 'table', name: 'Orders' }, cells: { Item: 'Gadget' } } },
+        })
+      ).body,
+    );
     expect(seen.condition).toMatchObject({ status: 'satisfied', observations: 1, window_scope: seen.window.scope });
     await agent.report(run.id, 'completed', 'waited');
   });

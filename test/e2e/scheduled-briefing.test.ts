@@ -43,7 +43,12 @@ describe('the scheduled briefing', () => {
     let page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('briefing/feed.html') })).body);
     const states: string[] = [];
     for (const delta of [700, 700, 700]) {
-      const scroll = await agent.propose(run.id, 'browser.act', { action: 'scroll', revision: page.revision, reference: refOf(page.snapshot, 'heading', 'Your feed'), delta });
+      const scroll = await agent.propose(run.id, 'browser.act', {
+        action: 'scroll',
+        revision: page.revision,
+        reference: refOf(page.snapshot, 'heading', 'Your feed'),
+        delta,
+      });
       expect(scroll.status).toBe(200);
       expect(scroll.body.phases.decision).toMatchObject({ effect: 'allow', rule: 'act.bounded_scroll', authority: 'trusted_configuration' });
       page = observationOf(scroll.body);
@@ -59,7 +64,7 @@ describe('the scheduled briefing', () => {
   });
 });
 
-describe('the page leaves the run\'s origins', () => {
+describe("the page leaves the run's origins", () => {
   it('content from another origin a script navigated to is withheld, and acts there are denied', async () => {
     const elsewhere = await startFixtureServer();
     try {
@@ -71,9 +76,15 @@ describe('the page leaves the run\'s origins', () => {
       const seen = await agent.propose(run.id, 'browser.observe', {});
       expect(seen.body).toMatchObject({ state: 'failed', result: null, error: { code: 'outside_run_origins' } });
       const latest = (await agent.run(run.id)).latest_revision!;
-      const click = await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, { tool: 'browser.act', version: '1.2.0', arguments: { action: 'click', revision: latest, reference: 'e3' } });
+      const click = await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, {
+        tool: 'browser.act',
+        version: '1.2.0',
+        arguments: { action: 'click', revision: latest, reference: 'e3' },
+      });
       expect(click).toMatchObject({ status: 403, body: { error: { code: 'policy_denied', details: { rule: 'hardline.page_origin' } } } });
-      const [stored] = await stack.queryD1(`SELECT count(*) AS n FROM tool_calls WHERE run_id = '${run.id}' AND instr(coalesce(result, ''), 'sk-not-for-agents') > 0`);
+      const [stored] = await stack.queryD1(
+        `SELECT count(*) AS n FROM tool_calls WHERE run_id = '${run.id}' AND instr(coalesce(result, ''), 'sk-not-for-agents') > 0`,
+      );
       expect(stored).toEqual([{ n: 0 }]);
     } finally {
       await elsewhere.close();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunView, ScheduleView } from '../../shared/api.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { RunView, ScheduleView } from '../../shared/api.ts';
 
 // On Workers the cron trigger calls fireDueSchedules; on Node (croner) and Deno (Deno.cron) the
 // entries' own schedulers call the same function every minute. Nothing here triggers it by hand:

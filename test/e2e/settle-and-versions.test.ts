@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ToolCallView } from '../../shared/api.ts';
-import { SettleReport, ToolResultV1_1 } from '../../shared/observation.ts';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import type { ToolCallView } from '../../shared/api.ts';
+import { SettleReport, ToolResultV1_1 } from '../../shared/observation.ts';
 import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
 
 // The settle report (ADR-0159) end to end: from the real host through the real edge (wrangler
@@ -48,7 +48,10 @@ async function storedCalls(ids: string[]): Promise<Map<string, { phases: { settl
   return new Map(
     (rows ?? []).map((row) => [
       String(row.id),
-      { phases: JSON.parse(String(row.phases)) as { settle?: unknown }, result: row.result === null ? null : (JSON.parse(String(row.result)) as { settle?: unknown }) },
+      {
+        phases: JSON.parse(String(row.phases)) as { settle?: unknown },
+        result: row.result === null ? null : (JSON.parse(String(row.result)) as { settle?: unknown }),
+      },
     ]),
   );
 }
@@ -84,7 +87,11 @@ describe('the settle report end to end', () => {
   it("an act's settle report counts the request the click started and reaches D1", async () => {
     await inRun('click fetch', async (run) => {
       const page = observationOf((await agent.propose(run, 'browser.navigate', { url: site.url('settle/click-fetch.html') })).body);
-      const proposal = await agent.propose(run, 'browser.act', { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Load value') });
+      const proposal = await agent.propose(run, 'browser.act', {
+        action: 'click',
+        revision: page.revision,
+        reference: refOf(page.snapshot, 'button', 'Load value'),
+      });
       expect(proposal.status).toBe(202);
       const call = (await owner.decide(proposal.body.approval_id!, 'approve')).tool_call;
       expect(call.state).toBe('succeeded');
@@ -99,7 +106,11 @@ describe('the settle report end to end', () => {
 describe('tool versions', () => {
   it('a call pinned to 1.1.0 is accepted and answered in the 1.1.0 shape; its phases still record the settle report', async () => {
     await inRun('pinned to 1.1.0', async (run) => {
-      const navigated = await agent.raw('POST', `/v1/runs/${run}/tool-calls`, { tool: 'browser.navigate', version: '1.1.0', arguments: { url: site.url('settle/delayed-spa.html') } });
+      const navigated = await agent.raw('POST', `/v1/runs/${run}/tool-calls`, {
+        tool: 'browser.navigate',
+        version: '1.1.0',
+        arguments: { url: site.url('settle/delayed-spa.html') },
+      });
       expect(navigated.status).toBe(200);
       const call = navigated.body as { id: string; version: string; state: string; result: unknown; phases: { settle?: unknown } };
       expect(call).toMatchObject({ version: '1.1.0', state: 'succeeded' });
@@ -110,7 +121,13 @@ describe('tool versions', () => {
 
       const observed = await agent.raw('POST', `/v1/runs/${run}/tool-calls`, { tool: 'browser.observe', version: '1.1.0', arguments: {} });
       expect(observed.status).toBe(200);
-      expect(Object.keys(ToolResultV1_1.parse((observed.body as { result: unknown }).result)).sort()).toEqual(['revision', 'snapshot', 'title', 'url', 'window']);
+      expect(Object.keys(ToolResultV1_1.parse((observed.body as { result: unknown }).result)).sort()).toEqual([
+        'revision',
+        'snapshot',
+        'title',
+        'url',
+        'window',
+      ]);
       // The same call at 1.2.0 carries the settle report.
       const current = observationOf((await agent.propose(run, 'browser.observe', {})).body);
       expect(current.settle.outcome).toBe('not_waited');

@@ -8,7 +8,7 @@ import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { plantCookie, signInAsPerson } from '../../scripts/person-at-browser.ts';
-import { GrantView, NoticeList, RunView, SignInList } from '../../shared/api.ts';
+import { GrantView, NoticeList, type RunView, SignInList } from '../../shared/api.ts';
 import { connectHost } from '../support/host-client.ts';
 
 // ADR-0164 parts 2-4 in real processes and real Chromium: the edge under `wrangler dev` with a
@@ -73,7 +73,9 @@ async function waitForState(runId: string, state: RunView['state'], timeout = 60
 }
 
 async function ceremonyOf(profile: string) {
-  const [rows] = await stack.queryD1(`SELECT id, ceremony_id, generation FROM sign_in_episodes WHERE profile_id = '${profile}' ORDER BY opened_at DESC LIMIT 1`);
+  const [rows] = await stack.queryD1(
+    `SELECT id, ceremony_id, generation FROM sign_in_episodes WHERE profile_id = '${profile}' ORDER BY opened_at DESC LIMIT 1`,
+  );
   return rows![0] as { id: string; ceremony_id: string; generation: number };
 }
 
@@ -94,7 +96,13 @@ describe('a run that meets a sign-in wall', () => {
   it('parks, the owner signs in once in the headed browser, and it resumes by itself without a second prompt', async () => {
     const run = await newRun('reporter');
     // The owner's grant covers the routine writes (typing the title, filing): no approvals.
-    await owner.request('POST', '/v1/grants', GrantView, { tool: 'browser.act', actions: ['type', 'click'], origin: site.origin, max_uses: 10, ttl_ms: 3_600_000 });
+    await owner.request('POST', '/v1/grants', GrantView, {
+      tool: 'browser.act',
+      actions: ['type', 'click'],
+      origin: site.origin,
+      max_uses: 10,
+      ttl_ms: 3_600_000,
+    });
 
     const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` })).body;
     expect(blocked).toMatchObject({ state: 'failed', error: { code: 'authentication_required' }, retryable: true });
@@ -111,7 +119,12 @@ describe('a run that meets a sign-in wall', () => {
     // Fresh lease and fresh read, then the report is filed exactly once.
     let page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` })).body);
     expect(page.url).toBe(`${site.origin}/reports/new`);
-    const typed = await agent.propose(run.id, 'browser.act', { action: 'type', revision: page.revision, reference: refOf(page.snapshot, 'textbox', 'Title'), text: 'Week 48' });
+    const typed = await agent.propose(run.id, 'browser.act', {
+      action: 'type',
+      revision: page.revision,
+      reference: refOf(page.snapshot, 'textbox', 'Title'),
+      text: 'Week 48',
+    });
     expect(typed.body.state).toBe('succeeded');
     page = observationOf(typed.body);
     const filed = await agent.propose(run.id, 'browser.act', {

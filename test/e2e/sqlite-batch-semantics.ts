@@ -1,5 +1,5 @@
-import { and, count, eq, sql } from 'drizzle-orm';
 import process from 'node:process';
+import { and, count, eq, sql } from 'drizzle-orm';
 import { translateConstraint } from '../../edge/db/constraints.ts';
 import { rowsChanged } from '../../edge/db/rows-changed.ts';
 import { effects, grants, grantUses, messages, type RunRow, runs, toolCalls } from '../../edge/db/schema.ts';
@@ -133,20 +133,37 @@ export async function exerciseBatchSemantics(path: string, migrationsFolder: str
     const [effectsCommitted] = await db.select({ n: count() }).from(effects);
     const active = await db.select({ state: toolCalls.state }).from(toolCalls).where(eq(toolCalls.id, 'call_active')).get();
 
-    await db.insert(grants).values({ id: 'grt_1', ownerId: 'prn_owner', tool: 'browser.act', origin: 'http://127.0.0.1:8080', maxUses: 3, expiresAt: now + 60_000, policyHash: 'p', createdAt: now });
+    await db.insert(grants).values({
+      id: 'grt_1',
+      ownerId: 'prn_owner',
+      tool: 'browser.act',
+      origin: 'http://127.0.0.1:8080',
+      maxUses: 3,
+      expiresAt: now + 60_000,
+      policyHash: 'p',
+      createdAt: now,
+    });
     const charges = Array.from({ length: 8 }, (_, index) => `call_charge_${index}`);
     await db.insert(toolCalls).values(charges.map((id) => call(id, 'run_b', 'succeeded')));
     const outcomes = await Promise.allSettled(
       charges.map((id) =>
         db.batch([
           db.insert(grantUses).values({ toolCallId: id, grantId: 'grt_1', chargedAt: now }),
-          db.update(grants).set({ uses: sql`${grants.uses} + 1` }).where(eq(grants.id, 'grt_1')),
+          db
+            .update(grants)
+            .set({ uses: sql`${grants.uses} + 1` })
+            .where(eq(grants.id, 'grt_1')),
         ]),
       ),
     );
     const grant = await db.select({ uses: grants.uses }).from(grants).where(eq(grants.id, 'grt_1')).get();
 
-    const finish = () => db.update(runs).set({ state: 'completed' }).where(and(eq(runs.id, 'run_a'), eq(runs.state, 'running'))).run();
+    const finish = () =>
+      db
+        .update(runs)
+        .set({ state: 'completed' })
+        .where(and(eq(runs.id, 'run_a'), eq(runs.state, 'running')))
+        .run();
     const conditionalUpdate: [number, number] = [rowsChanged(await finish()), rowsChanged(await finish())];
 
     return {

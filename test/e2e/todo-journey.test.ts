@@ -26,7 +26,10 @@ describe.each(EDGE_RUNTIMES)('the demo journey end to end, edge on %s', (runtime
 
   it('navigates and observes without asking anyone, and settles the navigation', () => {
     const [open, observe] = journey.steps;
-    expect(open).toMatchObject({ proposalStatus: 200, finished: { state: 'succeeded', phases: { decision: { effect: 'allow', rule: 'navigate.run_origins' } } } });
+    expect(open).toMatchObject({
+      proposalStatus: 200,
+      finished: { state: 'succeeded', phases: { decision: { effect: 'allow', rule: 'navigate.run_origins' } } },
+    });
     expect(observationOf(open!.finished)).toMatchObject({ url: stack.todoUrl, title: 'VanillaJS • TodoMVC' });
     expect(['dom_quiet', 'bound_expired']).toContain(observationOf(open!.finished).settle.outcome);
     expect(observationOf(observe!.finished).settle).toEqual({ outcome: 'not_waited', elapsed_ms: 0, pending_at_entry: 0, overflow: false });
@@ -98,7 +101,11 @@ describe.each(EDGE_RUNTIMES)('the demo journey end to end, edge on %s', (runtime
 
   it('an act on an old revision is refused before approval and nothing reaches the page', async () => {
     const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-    const run = await new ApiClient(stack.edgeUrl, stack.tokens.owner).createRun({ profile_id: 'e2e-stale', intent: 'stale check', origins: [stack.siteOrigin] });
+    const run = await new ApiClient(stack.edgeUrl, stack.tokens.owner).createRun({
+      profile_id: 'e2e-stale',
+      intent: 'stale check',
+      origins: [stack.siteOrigin],
+    });
     const opened = await agent.propose(run.id, 'browser.navigate', { url: stack.todoUrl });
     const old = observationOf(opened.body);
     const fresh = observationOf((await agent.propose(run.id, 'browser.observe', {})).body);

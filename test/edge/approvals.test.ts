@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { RunView, ToolCallView } from '../../shared/api.ts';
-import { type ApprovalList, type DecisionResponse, type ErrorBody, call, callError, partiesForEachTest, row } from './support/edge-client.ts';
+import { type ApprovalList, call, callError, type DecisionResponse, type ErrorBody, partiesForEachTest, row } from './support/edge-client.ts';
 import { runFixture } from './support/run-fixture.ts';
 
 // The owner's approvals of parked calls, against the real Worker and D1. The host is unreachable
@@ -14,7 +14,10 @@ describe('approvals', () => {
   it('the owner denies: the agent reads a denied call and the run runs again', async () => {
     const run = await newRun();
     const parked = await parkedClick(run.id);
-    const decided = await call<DecisionResponse>('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.owner.token, body: { decision: 'deny' } });
+    const decided = await call<DecisionResponse>('POST', `/v1/approvals/${parked.approval_id}/decision`, {
+      token: parties.owner.token,
+      body: { decision: 'deny' },
+    });
     expect(decided.status).toBe(200);
     expect(decided.body.approval.state).toBe('denied');
     const seen = await call<ToolCallView>('GET', `/v1/tool-calls/${parked.id}`, { token: parties.agent.token });
@@ -26,7 +29,10 @@ describe('approvals', () => {
   it('an approved act commits its watermark before dispatch; a host that cannot be reached leaves it failed, not sent', async () => {
     const run = await newRun();
     const parked = await parkedClick(run.id);
-    const decided = await call<DecisionResponse>('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.owner.token, body: { decision: 'approve' } });
+    const decided = await call<DecisionResponse>('POST', `/v1/approvals/${parked.approval_id}/decision`, {
+      token: parties.owner.token,
+      body: { decision: 'approve' },
+    });
     expect(decided.status).toBe(200);
     expect(decided.body.tool_call).toMatchObject({ state: 'failed', error: { code: 'host_unavailable' }, phases: { dispatch: { outcome: 'not_sent' } } });
     expect(decided.body.tool_call.phases.watermark!.effect_id).toMatch(/^eff_/);
@@ -37,7 +43,12 @@ describe('approvals', () => {
     const run = await newRun();
     const parked = await parkedClick(run.id);
     const answers = await Promise.all(
-      [0, 1, 2].map(() => call<DecisionResponse | ErrorBody>('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.owner.token, body: { decision: 'approve' } })),
+      [0, 1, 2].map(() =>
+        call<DecisionResponse | ErrorBody>('POST', `/v1/approvals/${parked.approval_id}/decision`, {
+          token: parties.owner.token,
+          body: { decision: 'approve' },
+        }),
+      ),
     );
     expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409]);
     for (const loser of answers.filter((a) => a.status === 409)) expect('error' in loser.body ? loser.body.error.code : loser.body).toBe('already_decided');
@@ -49,7 +60,10 @@ describe('approvals', () => {
     const parked = await parkedClick(run.id);
     const byAgent = await callError('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.agent.token, body: { decision: 'approve' } });
     expect([byAgent.status, byAgent.body.error.code]).toEqual([403, 'forbidden']);
-    const byStranger = await callError('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.strangerOwner.token, body: { decision: 'approve' } });
+    const byStranger = await callError('POST', `/v1/approvals/${parked.approval_id}/decision`, {
+      token: parties.strangerOwner.token,
+      body: { decision: 'approve' },
+    });
     expect([byStranger.status, byStranger.body.error.code]).toEqual([404, 'not_found']);
     expect((await call<ApprovalList>('GET', '/v1/approvals?state=pending', { token: parties.strangerOwner.token })).body.approvals).toEqual([]);
   });
@@ -71,7 +85,11 @@ describe('approvals', () => {
     // Simulate an edge that died after committing the watermark: dispatching, deadline long gone.
     await env.DB.batch([
       env.DB.prepare("UPDATE tool_calls SET state = 'dispatching', deadline_at = ? WHERE id = ?").bind(Date.now() - 60_000, parked.id),
-      env.DB.prepare("INSERT INTO effects (id, tool_call_id, run_id, state, committed_at) VALUES ('eff_lost', ?, ?, 'committed', ?)").bind(parked.id, run.id, Date.now() - 60_000),
+      env.DB.prepare("INSERT INTO effects (id, tool_call_id, run_id, state, committed_at) VALUES ('eff_lost', ?, ?, 'committed', ?)").bind(
+        parked.id,
+        run.id,
+        Date.now() - 60_000,
+      ),
     ]);
     const seen = await call<ToolCallView>('GET', `/v1/tool-calls/${parked.id}`, { token: parties.agent.token });
     expect(seen.body).toMatchObject({ state: 'uncertain', retryable: false, error: { code: 'outcome_unknown' } });
@@ -94,8 +112,14 @@ describe('approvals bind to the arguments and the policy', () => {
     await useProfile(runId, 'clicks');
     const parked = await act(runId, { action: 'click' });
     const oldHash = parked.body.phases.decision!.policy_hash;
-    await publish('clicks', { rules: [{ id: 'act.approval', tool: 'browser.act', effect: 'approval' }], denies: [{ id: 'deny.clicks', tool: 'browser.act', actions: ['click'], reason: 'clicks are off today' }] });
-    const decided = await call<DecisionResponse>('POST', `/v1/approvals/${parked.body.approval_id}/decision`, { token: parties.owner.token, body: { decision: 'approve' } });
+    await publish('clicks', {
+      rules: [{ id: 'act.approval', tool: 'browser.act', effect: 'approval' }],
+      denies: [{ id: 'deny.clicks', tool: 'browser.act', actions: ['click'], reason: 'clicks are off today' }],
+    });
+    const decided = await call<DecisionResponse>('POST', `/v1/approvals/${parked.body.approval_id}/decision`, {
+      token: parties.owner.token,
+      body: { decision: 'approve' },
+    });
     expect(decided.body.tool_call).toMatchObject({ state: 'denied', error: { code: 'policy_denied' } });
     expect(decided.body.tool_call.phases.decision!.policy_hash).not.toBe(oldHash);
     expect(await env.DB.prepare('SELECT count(*) AS n FROM effects WHERE tool_call_id = ?').bind(parked.body.id).first()).toEqual({ n: 0 });

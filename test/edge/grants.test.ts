@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { GrantView } from '../../shared/api.ts';
-import { type GrantList, call, partiesForEachTest, setLatestPage } from './support/edge-client.ts';
+import { call, type GrantList, partiesForEachTest, setLatestPage } from './support/edge-client.ts';
 import { ORIGIN, PAGE, runFixture } from './support/run-fixture.ts';
 
 // Grants: the owner lets calls of one scope run without asking, a bounded number of times. The
@@ -12,7 +12,10 @@ const { ownerRun, act } = runFixture(parties);
 
 describe('grants', () => {
   async function grant(body: Record<string, unknown>) {
-    const answer = await call<GrantView>('POST', '/v1/grants', { token: parties.owner.token, body: { tool: 'browser.act', origin: ORIGIN, ttl_ms: 600_000, ...body } });
+    const answer = await call<GrantView>('POST', '/v1/grants', {
+      token: parties.owner.token,
+      body: { tool: 'browser.act', origin: ORIGIN, ttl_ms: 600_000, ...body },
+    });
     expect(answer.status).toBe(201);
     return answer.body;
   }
@@ -22,7 +25,11 @@ describe('grants', () => {
     const runId = await ownerRun();
     const covered = await act(runId, { action: 'click' });
     expect(covered.status).toBe(200);
-    expect(covered.body).toMatchObject({ state: 'failed', error: { code: 'host_unavailable' }, phases: { decision: { effect: 'approval', grant_id: granted.id } } });
+    expect(covered.body).toMatchObject({
+      state: 'failed',
+      error: { code: 'host_unavailable' },
+      phases: { decision: { effect: 'approval', grant_id: granted.id } },
+    });
     const after = (await call<GrantList>('GET', '/v1/grants', { token: parties.owner.token })).body.grants[0];
     expect(after!.uses).toBe(1);
     await setLatestPage(runId, 3, PAGE);

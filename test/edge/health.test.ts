@@ -1,6 +1,6 @@
 import { SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { type HealthView, call } from './support/edge-client.ts';
+import { call, type HealthView } from './support/edge-client.ts';
 
 /** The parts of the OpenAPI document read here. */
 interface OpenApiDocument {

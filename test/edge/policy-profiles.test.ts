@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PolicyProfileView } from '../../shared/policy.ts';
-import { callError, call, partiesForEachTest } from './support/edge-client.ts';
+import { call, callError, partiesForEachTest } from './support/edge-client.ts';
 import { runFixture } from './support/run-fixture.ts';
 
 // Policy profiles: operators publish versions; owners may read them.

@@ -1,9 +1,9 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import type { RunView, ToolCallView } from '../../shared/api.ts';
 import { boundedBrowserScroll } from '../../edge/policy/conditions.ts';
-import { type ApprovalList, type ErrorBody, call, callError, partiesForEachTest, setLatestPage } from './support/edge-client.ts';
-import { ORIGIN, PAGE, SCHEDULE, SEVEN_AM, fireSchedules, runFixture } from './support/run-fixture.ts';
+import type { RunView, ToolCallView } from '../../shared/api.ts';
+import { type ApprovalList, call, callError, type ErrorBody, partiesForEachTest, setLatestPage } from './support/edge-client.ts';
+import { fireSchedules, ORIGIN, PAGE, runFixture, SCHEDULE, SEVEN_AM } from './support/run-fixture.ts';
 
 // Policy decisions, authority and taint (DESIGN.md sections 4, 5 and 10; ADR-0168), against the
 // real Worker and a real D1. The host is unreachable here, so an allowed call is dispatched and
@@ -34,11 +34,14 @@ describe('decisions of the default policy', () => {
     expect(denied.body).toMatchObject({ state: 'denied', phases: { decision: { effect: 'deny', rule: 'default.navigate', authority: 'user' } } });
   });
 
-  it.each(['javascript:alert(1)', 'file:///etc/passwd', 'data:text/html,hi', 'chrome://settings'])('navigation to %s is denied by a hardline rule', async (url) => {
-    const run = await newRun();
-    const answer = await propose<ErrorBody>(run.id, 'browser.navigate', { url });
-    expect([answer.status, answer.body.error.code, answer.body.error.details?.rule]).toEqual([403, 'policy_denied', 'hardline.scheme']);
-  });
+  it.each(['javascript:alert(1)', 'file:///etc/passwd', 'data:text/html,hi', 'chrome://settings'])(
+    'navigation to %s is denied by a hardline rule',
+    async (url) => {
+      const run = await newRun();
+      const answer = await propose<ErrorBody>(run.id, 'browser.navigate', { url });
+      expect([answer.status, answer.body.error.code, answer.body.error.details?.rule]).toEqual([403, 'policy_denied', 'hardline.scheme']);
+    },
+  );
 
   it('every act waits for the owner, and the run parks in waiting_for_approval', async () => {
     const run = await newRun();
@@ -48,7 +51,11 @@ describe('decisions of the default policy', () => {
     expect((await call<RunView>('GET', `/v1/runs/${run.id}`, { token: parties.agent.token })).body.state).toBe('waiting_for_approval');
     const pending = await call<ApprovalList>('GET', '/v1/approvals?state=pending', { token: parties.owner.token });
     expect(pending.body.approvals).toHaveLength(1);
-    expect(pending.body.approvals[0]).toMatchObject({ id: parked.approval_id, tool: 'browser.act', arguments: { action: 'click', revision: 4, reference: 'e7' } });
+    expect(pending.body.approvals[0]).toMatchObject({
+      id: parked.approval_id,
+      tool: 'browser.act',
+      arguments: { action: 'click', revision: 4, reference: 'e7' },
+    });
   });
 
   it("an act on a page a redirect took outside the run's origins is denied", async () => {
@@ -77,9 +84,12 @@ describe('the scheduled briefing (ADR-0168)', () => {
       expect(scroll.body.phases.decision).toMatchObject({ effect: 'allow', rule: 'act.bounded_scroll', authority: 'trusted_configuration' });
       expect(await runState(runId)).toBe('running');
     }
-    const report = await call<RunView>('POST', `/v1/runs/${runId}/report`, { token: parties.agent.token, body: { status: 'completed', summary: 'three posts about gardening' } });
+    const report = await call<RunView>('POST', `/v1/runs/${runId}/report`, {
+      token: parties.agent.token,
+      body: { status: 'completed', summary: 'three posts about gardening' },
+    });
     expect(report.body.state).toBe('completed');
-    const parked = await env.DB.prepare("SELECT count(*) AS n FROM approvals WHERE run_id = ?").bind(runId).first<{ n: number }>();
+    const parked = await env.DB.prepare('SELECT count(*) AS n FROM approvals WHERE run_id = ?').bind(runId).first<{ n: number }>();
     expect(parked).toEqual({ n: 0 });
   });
 
@@ -185,7 +195,10 @@ describe('authority and taint', () => {
   });
 
   it('a run an agent created has no authority until the owner speaks', async () => {
-    const created = await call<RunView>('POST', '/v1/runs', { token: parties.agent.token, body: { profile_id: 'feed', intent: 'the owner wants everything bought', origins: [ORIGIN] } });
+    const created = await call<RunView>('POST', '/v1/runs', {
+      token: parties.agent.token,
+      body: { profile_id: 'feed', intent: 'the owner wants everything bought', origins: [ORIGIN] },
+    });
     const denied = await tool<ErrorBody>(created.body.id, 'browser.observe', {});
     expect([denied.status, denied.body.error.details?.rule]).toEqual([403, 'authority.none']);
   });

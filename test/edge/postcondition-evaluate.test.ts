@@ -70,8 +70,12 @@ describe('text, region, location and row predicates', () => {
     expect(status({ success: { kind: 'location', path: '/app/orders#/done' } }, FORM, 'http://127.0.0.1:9/app/orders#/done')).toBe('satisfied');
   });
   it('a table row matches by column names and exact cell values', () => {
-    expect(status({ success: { kind: 'row', collection: { role: 'table', name: 'Line items' }, cells: { Item: 'Widget', Qty: '3' } } }, FORM)).toBe('satisfied');
-    expect(status({ success: { kind: 'row', collection: { role: 'table', name: 'Line items' }, cells: { Item: 'Widget', Qty: '4' } } }, FORM)).toBe('not_observed');
+    expect(status({ success: { kind: 'row', collection: { role: 'table', name: 'Line items' }, cells: { Item: 'Widget', Qty: '3' } } }, FORM)).toBe(
+      'satisfied',
+    );
+    expect(status({ success: { kind: 'row', collection: { role: 'table', name: 'Line items' }, cells: { Item: 'Widget', Qty: '4' } } }, FORM)).toBe(
+      'not_observed',
+    );
     expect(status({ success: { kind: 'row', collection: { role: 'table' }, cells: { Item: 'Gadget' } } }, FORM)).toBe('satisfied');
   });
   it('a list row matches the whole item text', () => {
@@ -82,10 +86,14 @@ describe('text, region, location and row predicates', () => {
 
 describe('failure predicates', () => {
   it('only the failure seen is failure_observed', () => {
-    expect(status({ success: { kind: 'text', text: 'Order placed' }, failure: { kind: 'region', role: 'region', name: 'Summary' } }, FORM)).toBe('failure_observed');
+    expect(status({ success: { kind: 'text', text: 'Order placed' }, failure: { kind: 'region', role: 'region', name: 'Summary' } }, FORM)).toBe(
+      'failure_observed',
+    );
   });
   it('success and failure both seen is ambiguous', () => {
-    expect(status({ success: { kind: 'control', role: 'button', name: 'Save' }, failure: { kind: 'text', text: 'Saved successfully' } }, FORM)).toBe('ambiguous');
+    expect(status({ success: { kind: 'control', role: 'button', name: 'Save' }, failure: { kind: 'text', text: 'Saved successfully' } }, FORM)).toBe(
+      'ambiguous',
+    );
   });
 });
 

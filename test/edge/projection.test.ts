@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Observation } from '../../shared/observation.ts';
 import { projectObservation } from '../../edge/pipeline/projection.ts';
+import type { Observation } from '../../shared/observation.ts';
 
 // DESIGN.md section 4, step 8: a result fits its budget by being whole or omitted whole, with the
 // condition result kept; it is never clipped into something that looks complete.

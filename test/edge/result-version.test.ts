@@ -1,9 +1,9 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Observation, ObservationV1_1, OmittedObservationV1_1, ToolResultV1_1 } from '../../shared/observation.ts';
 import { resultForVersion } from '../../edge/pipeline/result-version.ts';
 import type { RunView, ToolCallView } from '../../shared/api.ts';
-import { type Parties, call, seedParties } from './support/edge-client.ts';
+import { Observation, ObservationV1_1, OmittedObservationV1_1, ToolResultV1_1 } from '../../shared/observation.ts';
+import { call, type Parties, seedParties } from './support/edge-client.ts';
 
 // Tool versions (ADR-0159, DESIGN.md section 3): 1.2.0 is additive over 1.1.0. A call pinned to
 // 1.1.0 is accepted and answered in the 1.1.0 result shape, {revision, url, title, window,
@@ -53,7 +53,10 @@ describe('GET /v1/tool-calls/{id} by pinned version', () => {
   beforeAll(async () => {
     parties = await seedParties();
     // Created by the owner, so the agent's turn has the owner's authority.
-    const run = await call<RunView>('POST', '/v1/runs', { token: parties.owner.token, body: { profile_id: 'versions', intent: 'versions', origins: ['http://127.0.0.1:8123'] } });
+    const run = await call<RunView>('POST', '/v1/runs', {
+      token: parties.owner.token,
+      body: { profile_id: 'versions', intent: 'versions', origins: ['http://127.0.0.1:8123'] },
+    });
     runId = run.body.id;
   });
 

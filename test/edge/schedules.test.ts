@@ -1,8 +1,8 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { RunView, ScheduleView } from '../../shared/api.ts';
-import { type ErrorBody, call, callError, partiesForEachTest, setLatestPage } from './support/edge-client.ts';
-import { PAGE, SCHEDULE, SEVEN_AM, fireSchedules, runFixture } from './support/run-fixture.ts';
+import { call, callError, type ErrorBody, partiesForEachTest, setLatestPage } from './support/edge-client.ts';
+import { fireSchedules, PAGE, runFixture, SCHEDULE, SEVEN_AM } from './support/run-fixture.ts';
 
 // Schedules fire runs from the Worker's cron handler; agents claim them.
 
@@ -11,7 +11,10 @@ const { act } = runFixture(parties);
 
 describe('schedules and claims', () => {
   it('a schedule fires once per due minute; the run is queued with pinned versions and claimed once', async () => {
-    const created = await call<ScheduleView>('POST', '/v1/schedules', { token: parties.owner.token, body: { ...SCHEDULE, tool_versions: { ...SCHEDULE.tool_versions, 'browser.act': '1.1.0' } } });
+    const created = await call<ScheduleView>('POST', '/v1/schedules', {
+      token: parties.owner.token,
+      body: { ...SCHEDULE, tool_versions: { ...SCHEDULE.tool_versions, 'browser.act': '1.1.0' } },
+    });
     await fireSchedules(SEVEN_AM + 10_000);
     await fireSchedules(SEVEN_AM + 20_000);
     await fireSchedules(SEVEN_AM + 60_000);

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { type ApprovalList, type ErrorBody, call, partiesForEachTest, setLatestRevision } from './support/edge-client.ts';
+import { type ApprovalList, call, type ErrorBody, partiesForEachTest, setLatestRevision } from './support/edge-client.ts';
 import { runFixture } from './support/run-fixture.ts';
 
 // Proposing tool calls: what the edge refuses before any decision, and how it settles a call a
@@ -32,7 +32,10 @@ describe('proposing a tool call', () => {
       env.DB.prepare(
         "INSERT INTO tool_calls (id, run_id, principal_id, tool, version, arguments, arguments_hash, state, phases, deadline_at, created_at, updated_at) VALUES ('call_abandoned', ?, ?, 'browser.act', '1.2.0', '{}', 'x', 'dispatching', '{}', ?, ?, ?)",
       ).bind(runId, parties.agent.id, Date.now() - 60_000, Date.now() - 90_000, Date.now() - 90_000),
-      env.DB.prepare("INSERT INTO effects (id, tool_call_id, run_id, state, committed_at) VALUES ('eff_abandoned', 'call_abandoned', ?, 'committed', ?)").bind(runId, Date.now() - 90_000),
+      env.DB.prepare("INSERT INTO effects (id, tool_call_id, run_id, state, committed_at) VALUES ('eff_abandoned', 'call_abandoned', ?, 'committed', ?)").bind(
+        runId,
+        Date.now() - 90_000,
+      ),
     ]);
     const next = await tool(runId, 'browser.observe', {});
     expect(next.status).toBe(200);

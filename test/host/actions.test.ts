@@ -1,8 +1,8 @@
 import { describe, expect } from 'vitest';
+import { refOf } from '../../scripts/aria-refs.ts';
 import type { Observation } from '../../shared/observation.ts';
 import type { BrowserAction } from '../../shared/tool-arguments.ts';
 import type { HostClient } from '../support/host-client.ts';
-import { refOf } from '../../scripts/aria-refs.ts';
 import { hostTest } from '../support/host-fixture.ts';
 
 const test = hostTest();
@@ -64,12 +64,23 @@ describe('actions', () => {
     let page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('form.html'), timeout_ms: 15_000 });
     page = await act(client, lease.lease_id, { action: 'check', revision: page.revision, reference: refOf(page.snapshot, 'checkbox', 'Subscribe') });
     expect(page.snapshot).toMatch(/checkbox "Subscribe" \[checked\]/);
-    page = await act(client, lease.lease_id, { action: 'select', revision: page.revision, reference: refOf(page.snapshot, 'combobox', 'Color'), value: 'green' });
+    page = await act(client, lease.lease_id, {
+      action: 'select',
+      revision: page.revision,
+      reference: refOf(page.snapshot, 'combobox', 'Color'),
+      value: 'green',
+    });
     expect(page.snapshot).toMatch(/option "Green" \[selected\]/);
     page = await act(client, lease.lease_id, { action: 'uncheck', revision: page.revision, reference: refOf(page.snapshot, 'checkbox', 'Subscribe') });
     expect(page.snapshot).not.toMatch(/checkbox "Subscribe" \[checked\]/);
     const submits = fixtures.hits('submit');
-    page = await act(client, lease.lease_id, { action: 'type', revision: page.revision, reference: refOf(page.snapshot, 'textbox', 'Name'), text: 'Ada', submit: true });
+    page = await act(client, lease.lease_id, {
+      action: 'type',
+      revision: page.revision,
+      reference: refOf(page.snapshot, 'textbox', 'Name'),
+      text: 'Ada',
+      submit: true,
+    });
     expect(page.snapshot).toContain('Submitted Ada');
     expect(fixtures.hits('submit')).toBe(submits + 1);
     page = await act(client, lease.lease_id, { action: 'scroll', revision: page.revision, reference: refOf(page.snapshot, 'heading', 'Form'), delta: 600 });

@@ -1,7 +1,7 @@
 import { describe, expect, vi } from 'vitest';
+import { refOf } from '../../scripts/aria-refs.ts';
 import type { HostStatus } from '../../shared/protocol.ts';
 import type { HostClient } from '../support/host-client.ts';
-import { refOf } from '../../scripts/aria-refs.ts';
 import { acquire, hostTest } from '../support/host-fixture.ts';
 
 const test = hostTest({ maxBrowsers: 3 });
@@ -27,7 +27,10 @@ describe('admission and leases', () => {
     await statusBecomes(client, { waiting: 1 });
     expect(await fourth).toMatchObject({ error: { code: 'admission_full' } });
     expect(await client.call('host.status', {})).toMatchObject({ browsers: 3, leases: 3, waiting: 0 });
-    await releaseAll(client, leases.map((l) => l.lease_id));
+    await releaseAll(
+      client,
+      leases.map((l) => l.lease_id),
+    );
   });
 
   test('a waiting fourth profile is admitted when one of the three is released', async ({ client }) => {
@@ -111,7 +114,9 @@ describe('admission and leases', () => {
     expect(fresh.generation).toBe(orphan.generation + 1);
     expect(await client.request('lease.renew', { lease_id: orphan.lease_id, ttl_ms: 60_000 })).toMatchObject({ error: { code: 'lease_lost' } });
     // Another run still cannot share the profile.
-    expect(await client.request('lease.acquire', { run_id: 'someone-else', profile_id: 'p2', ttl_ms: 60_000, wait_ms: 300 })).toMatchObject({ error: { code: 'admission_full' } });
+    expect(await client.request('lease.acquire', { run_id: 'someone-else', profile_id: 'p2', ttl_ms: 60_000, wait_ms: 300 })).toMatchObject({
+      error: { code: 'admission_full' },
+    });
     await client.call('lease.release', { lease_id: fresh.lease_id });
   });
 });

@@ -26,7 +26,11 @@ async function observeButton(client: HostClient, leaseId: string, name: string):
 }
 
 describe('capture cancellation (ADR-0159)', () => {
-  test('a capture that outlives its deadline is cancelled, returns no references, and acting fails page_changed until a fresh observe', async ({ client, lease, fixtures }) => {
+  test('a capture that outlives its deadline is cancelled, returns no references, and acting fails page_changed until a fresh observe', async ({
+    client,
+    lease,
+    fixtures,
+  }) => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('many-nodes.html'), timeout_ms: 60_000 });
     const ref = refOf(page.snapshot, 'button', 'Record click');
 
@@ -47,14 +51,26 @@ describe('capture cancellation (ADR-0159)', () => {
     // The cancelled capture consumed no revision; a fresh one is the next, and its refs act.
     const fresh = await observeButton(client, lease.lease_id, 'Record click');
     expect(fresh.revision).toBe(page.revision + 1);
-    await client.call('page.act', { lease_id: lease.lease_id, action: { action: 'click', revision: fresh.revision, reference: fresh.ref }, timeout_ms: 60_000 });
+    await client.call('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: fresh.revision, reference: fresh.ref },
+      timeout_ms: 60_000,
+    });
     expect(fixtures.hits('many')).toBe(1);
   });
 
-  test('an act whose page stops reading input mid-click is outcome_unknown, never action_failed: the click did reach the page', async ({ client, lease, fixtures }) => {
+  test('an act whose page stops reading input mid-click is outcome_unknown, never action_failed: the click did reach the page', async ({
+    client,
+    lease,
+    fixtures,
+  }) => {
     // The handler records the effect, then blocks the page for 5 s: Playwright never hears the
     // click was handled before the act's 3 s run out.
-    const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('hangs-on-click.html?after_ms=0&hang_ms=5000'), timeout_ms: 15_000 });
+    const page = await client.call('page.navigate', {
+      lease_id: lease.lease_id,
+      url: fixtures.url('hangs-on-click.html?after_ms=0&hang_ms=5000'),
+      timeout_ms: 15_000,
+    });
     const before = fixtures.hits('archive');
     const act = await client.request('page.act', {
       lease_id: lease.lease_id,
@@ -77,10 +93,18 @@ describe('capture cancellation (ADR-0159)', () => {
     expect(fresh.snapshot).toContain('button "Archived"');
   });
 
-  test('an act whose page cannot be captured after the click is outcome_unknown, and the next act fails page_changed until a fresh observe', async ({ client, lease, fixtures }) => {
+  test('an act whose page cannot be captured after the click is outcome_unknown, and the next act fails page_changed until a fresh observe', async ({
+    client,
+    lease,
+    fixtures,
+  }) => {
     // The click is acknowledged; 150 ms later, while the host settles, the page blocks for 6 s:
     // neither settling nor the capture can read it before the act's 3 s run out.
-    const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('hangs-on-click.html?after_ms=150&hang_ms=6000'), timeout_ms: 15_000 });
+    const page = await client.call('page.navigate', {
+      lease_id: lease.lease_id,
+      url: fixtures.url('hangs-on-click.html?after_ms=150&hang_ms=6000'),
+      timeout_ms: 15_000,
+    });
     const before = fixtures.hits('archive');
     const act = await client.request('page.act', {
       lease_id: lease.lease_id,

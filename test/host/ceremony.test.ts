@@ -4,19 +4,9 @@ import { describe, expect, vi } from 'vitest';
 import { startBrowserHost } from '../../browser-host/host.ts';
 import { accountSiteDefinition } from '../../scripts/account-site.ts';
 import { plantCookie } from '../../scripts/person-at-browser.ts';
+import { begin, ceremonyId, ceremonyTest, claimsOf, deliveredFor, personSignsIn, profileDir, signedIn, stateBecomes } from '../support/ceremony-fixture.ts';
 import { connectHost } from '../support/host-client.ts';
 import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
-import {
-  begin,
-  ceremonyId,
-  ceremonyTest,
-  claimsOf,
-  deliveredFor,
-  personSignsIn,
-  profileDir,
-  signedIn,
-  stateBecomes,
-} from '../support/ceremony-fixture.ts';
 
 const test = ceremonyTest('fixture');
 
@@ -158,15 +148,17 @@ describe('sign-in ceremonies with a reviewed site definition', () => {
     expect(await claimsOf(ended)).toMatchObject({ outcome: 'ended', generation: 4 });
     // Beginning the same ceremony again answers its current state; it starts nothing.
     expect(await begin(client, world, 'generations', { id: newer, generation: 5 })).toEqual({ ceremony_id: newer, state: 'awaiting_person' });
-    expect(await client.request('ceremony.begin', {
-      ceremony_id: newer,
-      profile_id: 'someone-else',
-      origin: world.site.origin,
-      generation: 5,
-      sign_in_url: `${world.site.origin}/signin`,
-      protected_url: `${world.site.origin}/reports`,
-      timeout_ms: 30_000,
-    })).toMatchObject({ error: { code: 'invalid_params' } });
+    expect(
+      await client.request('ceremony.begin', {
+        ceremony_id: newer,
+        profile_id: 'someone-else',
+        origin: world.site.origin,
+        generation: 5,
+        sign_in_url: `${world.site.origin}/signin`,
+        protected_url: `${world.site.origin}/reports`,
+        timeout_ms: 30_000,
+      }),
+    ).toMatchObject({ error: { code: 'invalid_params' } });
 
     const stale = await begin(client, world, 'generations', { generation: 3 });
     expect(stale.state).toBe('ended');
@@ -178,7 +170,10 @@ describe('sign-in ceremonies with a reviewed site definition', () => {
     await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ ceremonies_open: 0 }), { timeout: 5_000 });
   });
 
-  test('ceremony.status of an unknown id answers unknown, ceremony.end of it is false; a protected page of another origin is refused', async ({ world, client }) => {
+  test('ceremony.status of an unknown id answers unknown, ceremony.end of it is false; a protected page of another origin is refused', async ({
+    world,
+    client,
+  }) => {
     const id = ceremonyId();
     expect(await client.call('ceremony.status', { ceremony_id: id })).toEqual({ ceremony_id: id, state: 'unknown' });
     expect(await client.call('ceremony.end', { ceremony_id: id })).toEqual({ ended: false });

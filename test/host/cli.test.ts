@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, describe, expect, test } from 'vitest';
 import { connectHost } from '../support/host-client.ts';

@@ -26,7 +26,12 @@ describe('control browser cleanup', () => {
     for (const ms of [300, 600, 900]) {
       const deadline = Deadline.after(ms);
       try {
-        const control = await launchControlBrowser(deadline, { chromiumPath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, display: undefined, profilesDir: scratch });
+        const control = await launchControlBrowser(deadline, {
+          chromiumPath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+          headless: true,
+          display: undefined,
+          profilesDir: scratch,
+        });
         await control.close();
       } catch {
         // did not start in time: expected on purpose

@@ -3,9 +3,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { HostConfig } from '../../browser-host/config.ts';
-import { startBrowserHost, type BrowserHost } from '../../browser-host/host.ts';
+import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
-import { TEST_SECRET, acquire, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
+import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 
 // Hostile sites (ADR-0164 part 2: "a hostile page cannot fake a verified sign-in for an
 // UNKNOWN site; cookie presence is never proof"). Differential verification must not say
@@ -13,7 +13,8 @@ import { TEST_SECRET, acquire, temporaryDirectory, testHostConfig } from '../sup
 // account, nothing to sign in to, so a `verified` answer is always false. Each path exploits a
 // difference between the profile's load and a clean control load that is not a session.
 
-const FORM = '<h1>Sign in</h1><form method="post" action="/login"><label>User <input name="u"></label><label>Password <input type="password" name="p"></label><button>Sign in</button></form>';
+const FORM =
+  '<h1>Sign in</h1><form method="post" action="/login"><label>User <input name="u"></label><label>Password <input type="password" name="p"></label><button>Sign in</button></form>';
 const CONTENT = '<h1>Your account</h1><p>Nothing here depends on a session.</p>';
 
 function html(response: ServerResponse, body: string, headers: Record<string, string> = {}): void {

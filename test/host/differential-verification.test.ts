@@ -6,7 +6,10 @@ import { begin, ceremonyId, ceremonyTest, claimsOf, deliveredFor, personSignsIn,
 const test = ceremonyTest('none', { headless: false, display: undefined });
 
 describe('differential verification of an unknown site (headed)', () => {
-  test('after the person signs in at the headed window, the profile reaches the protected page and a clean control load does not: verified', async ({ world, client }) => {
+  test('after the person signs in at the headed window, the profile reaches the protected page and a clean control load does not: verified', async ({
+    world,
+    client,
+  }) => {
     expect(world.host.display?.name).toMatch(/^:\d+$/);
     const id = ceremonyId();
     expect(await begin(client, world, 'unknown-site', { id })).toEqual({ ceremony_id: id, state: 'awaiting_person' });

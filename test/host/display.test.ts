@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'vitest';
-import { startBrowserHost, type BrowserHost } from '../../browser-host/host.ts';
-import { startFixtureServer, type FixtureServer } from '../support/fixture-server.ts';
+import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
+import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 

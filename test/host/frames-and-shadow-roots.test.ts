@@ -13,7 +13,9 @@ describe('same-origin iframes and open shadow roots', () => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('frames/outer.html'), timeout_ms: 20_000 });
     expect(page.settle.outcome).toBe('dom_quiet');
     // The iframe's document, nested under the iframe node, with frame-prefixed refs.
-    expect(page.snapshot).toMatch(/- iframe \[ref=\w+\]:\n\s+- generic \[ref=\w+\]:\n\s+- paragraph \[ref=\w+\]: Card ending 4242\n\s+- button "Pay now" \[ref=f\d+e\d+\]/);
+    expect(page.snapshot).toMatch(
+      /- iframe \[ref=\w+\]:\n\s+- generic \[ref=\w+\]:\n\s+- paragraph \[ref=\w+\]: Card ending 4242\n\s+- button "Pay now" \[ref=f\d+e\d+\]/,
+    );
     // The open shadow root's content, as part of the page.
     expect(page.snapshot).toMatch(/- region "Account" \[ref=\w+\]:\n\s+- paragraph \[ref=\w+\]: Balance 120 EUR\n\s+- button "Top up" \[ref=\w+\]/);
     expect(page.snapshot).not.toContain('Sealed text');

@@ -1,6 +1,5 @@
 import { describe, expect } from 'vitest';
 import type { Observation } from '../../shared/observation.ts';
-import { refOf } from '../../scripts/aria-refs.ts';
 import { hostTest } from '../support/host-fixture.ts';
 
 /** Small caps so the 120-item list needs several windows. */
@@ -78,4 +77,3 @@ describe('observation', () => {
     expect(next.title).toBe('Quiet');
   });
 });
-

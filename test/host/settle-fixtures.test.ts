@@ -1,6 +1,6 @@
 import { describe, expect } from 'vitest';
-import type { Observation, SettleReport } from '../../shared/observation.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
+import type { Observation, SettleReport } from '../../shared/observation.ts';
 import type { FixtureServer } from '../support/fixture-server.ts';
 import type { HostClient } from '../support/host-client.ts';
 import { hostTest } from '../support/host-fixture.ts';

@@ -2,10 +2,10 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, test as plain } from 'vitest';
 import { ConfigError, parseHostConfig } from '../../browser-host/config.ts';
+import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
 import { BUILT_IN_SITE_DEFINITIONS, SiteCatalog } from '../../browser-host/site-verification/catalog.ts';
-import { startBrowserHost, type BrowserHost } from '../../browser-host/host.ts';
+import { type AccountSite, accountSiteDefinition, startAccountSite } from '../../scripts/account-site.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { accountSiteDefinition, startAccountSite, type AccountSite } from '../../scripts/account-site.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 
@@ -51,7 +51,12 @@ describe('site verification catalog', () => {
       const other = { ...v1, id: 'other-site', origin: 'https://example.test', enabled: false, reviewed_fixture: undefined };
       const file = path.join(dir.dir, 'catalog.json');
       await writeFile(file, JSON.stringify({ definitions: [v1, v2, v3, other] }));
-      const config = parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_SITE_DEFINITIONS: file, HOST_EDGE_URL: 'http://127.0.0.1:8787/', HOST_PERSON_DEBUGGING: '1' });
+      const config = parseHostConfig({
+        HOST_SHARED_SECRET: SECRET,
+        HOST_SITE_DEFINITIONS: file,
+        HOST_EDGE_URL: 'http://127.0.0.1:8787/',
+        HOST_PERSON_DEBUGGING: '1',
+      });
       expect(config.siteDefinitions).toHaveLength(4);
       expect(config).toMatchObject({ edgeUrl: 'http://127.0.0.1:8787', personDebugging: true });
       const catalog = new SiteCatalog(config.siteDefinitions);
@@ -148,7 +153,11 @@ describe('the sign-in signal', () => {
         cursor = next.window.continuation;
       }
       const button = refOf(windows.join('\n'), 'button', 'Sign in');
-      const after = await client.call('page.act', { lease_id: lease.lease_id, action: { action: 'click', revision: page.revision, reference: button }, timeout_ms: 15_000 });
+      const after = await client.call('page.act', {
+        lease_id: lease.lease_id,
+        action: { action: 'click', revision: page.revision, reference: button },
+        timeout_ms: 15_000,
+      });
       expect(world.unknown.counters().failed_sign_ins).toBe(1);
       expect(after.sign_in).toEqual({ origin: world.unknown.origin, evidence: 'password_field' });
     } finally {

@@ -1,8 +1,8 @@
 import { describe, expect, vi } from 'vitest';
 import type { HostStatus } from '../../shared/protocol.ts';
+import { begin, ceremonyId, ceremonyTest, claimsOf, personSignsIn, signedIn, stateBecomes } from '../support/ceremony-fixture.ts';
 import type { HostClient } from '../support/host-client.ts';
 import { acquire } from '../support/host-fixture.ts';
-import { begin, ceremonyId, ceremonyTest, claimsOf, personSignsIn, signedIn, stateBecomes } from '../support/ceremony-fixture.ts';
 
 // Three browsers at most; a short admission wait so a starved verification gives up quickly.
 const test = ceremonyTest('fixture', { maxBrowsers: 3, admissionWaitMs: 1_500 });

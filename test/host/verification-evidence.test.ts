@@ -3,9 +3,9 @@ import {
   accountEvidence,
   genericChallengeSeen,
   judgeWithDefinition,
+  type LoadEvidence,
   reachedProtected,
   sentToSignIn,
-  type LoadEvidence,
 } from '../../browser-host/site-verification/verify.ts';
 import { accountSiteDefinition } from '../../scripts/account-site.ts';
 
@@ -39,7 +39,9 @@ describe('verification evidence', () => {
   test('missing any piece of positive evidence is not verified: the path, a signed-in predicate, the absence of a password field', () => {
     expect(judgeWithDefinition(definition, load({ url: `${ORIGIN}/signin?next=/reports` }))).toMatchObject({ outcome: 'not_verified' });
     expect(judgeWithDefinition(definition, load({ url: 'http://127.0.0.1:4101/reports' }))).toMatchObject({ outcome: 'not_verified' });
-    expect(judgeWithDefinition(definition, load({ snapshot: REPORTS.replace('link "New report"', 'link "Old report"') }))).toMatchObject({ outcome: 'not_verified' });
+    expect(judgeWithDefinition(definition, load({ snapshot: REPORTS.replace('link "New report"', 'link "Old report"') }))).toMatchObject({
+      outcome: 'not_verified',
+    });
     expect(judgeWithDefinition(definition, load({ passwordField: true }))).toMatchObject({ outcome: 'not_verified' });
     // A check that could not be made proves nothing either.
     expect(judgeWithDefinition(definition, load({ passwordField: undefined }))).toMatchObject({ outcome: 'not_verified' });
@@ -77,7 +79,13 @@ describe('verification evidence', () => {
 
 describe('differential verification evidence of unknown sites (ADR-0164 part 2)', () => {
   /** A load of the site's home page; the judgement functions are given only what a load shows. */
-  const homeLoad = (overrides: Partial<LoadEvidence>): LoadEvidence => ({ url: `${ORIGIN}/home`, status: 200, snapshot: '- main [ref=e1]', passwordField: false, ...overrides });
+  const homeLoad = (overrides: Partial<LoadEvidence>): LoadEvidence => ({
+    url: `${ORIGIN}/home`,
+    status: 200,
+    snapshot: '- main [ref=e1]',
+    passwordField: false,
+    ...overrides,
+  });
 
   test('a clean control load that merely lands somewhere else (consent, locale, home page) was not sent to sign-in', () => {
     // Only a sign-in form counts as "sent to sign-in", not any other path or origin: otherwise a

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
-import { describe, expect } from 'vitest';
 import { SignJWT } from 'jose';
+import { describe, expect } from 'vitest';
 import WebSocket from 'ws';
 import { MAX_FRAME_BYTES } from '../../shared/protocol.ts';
 import { signWireToken } from '../../shared/wire-auth.ts';
@@ -34,11 +34,28 @@ describe('the wire', () => {
     const key = new TextEncoder().encode(TEST_SECRET);
     const endless = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('edge').setAudience('browser-host').setIssuedAt().sign(key);
     expect(await client.request('host.status', {}, { kind: 'token', token: endless })).toMatchObject({ error: { code: 'unauthorized_frame' } });
-    const farFuture = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('edge').setAudience('browser-host').setIssuedAt(Math.floor(Date.now() / 1000) - 3600).setExpirationTime(new Date('2100-01-01T00:00:00Z')).sign(key);
+    const farFuture = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('edge')
+      .setAudience('browser-host')
+      .setIssuedAt(Math.floor(Date.now() / 1000) - 3600)
+      .setExpirationTime(new Date('2100-01-01T00:00:00Z'))
+      .sign(key);
     expect(await client.request('host.status', {}, { kind: 'token', token: farFuture })).toMatchObject({ error: { code: 'unauthorized_frame' } });
 
     const status = await client.call('host.status', {});
-    expect(status).toEqual({ host_id: 'host-test', browsers: 0, max_browsers: 3, leases: 0, waiting: 0, headless: true, observations_served: 0, recent_observations_ms: [], verification_loads: 0, ceremonies_open: 0 });
+    expect(status).toEqual({
+      host_id: 'host-test',
+      browsers: 0,
+      max_browsers: 3,
+      leases: 0,
+      waiting: 0,
+      headless: true,
+      observations_served: 0,
+      recent_observations_ms: [],
+      verification_loads: 0,
+      ceremonies_open: 0,
+    });
   });
 
   test('an unknown method answers unknown_method', async ({ client }) => {

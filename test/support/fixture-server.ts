@@ -47,10 +47,13 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
   const counts = new Map<string, number>();
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, run: () => void): void => {
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      run();
-    }, Math.min(Math.max(0, ms), MAX_DELAY_MS));
+    const timer = setTimeout(
+      () => {
+        timers.delete(timer);
+        run();
+      },
+      Math.min(Math.max(0, ms), MAX_DELAY_MS),
+    );
     timers.add(timer);
   };
   const streams = new Set<NodeJS.Timeout>();

@@ -1,13 +1,6 @@
 import WebSocket from 'ws';
-import {
-  HelloFrame,
-  HOST_METHODS,
-  ResponseFrame,
-  type HostMethod,
-  type HostParams,
-  type HostResult,
-} from '../../shared/protocol.ts';
 import type { ErrorDetail } from '../../shared/errors.ts';
+import { HelloFrame, HOST_METHODS, type HostMethod, type HostParams, type HostResult, ResponseFrame } from '../../shared/protocol.ts';
 import { signWireToken, verifyWireToken } from '../../shared/wire-auth.ts';
 
 /** A wire call answered with an error; `detail` is the frame's `{code, message}`. */
@@ -107,10 +100,7 @@ export async function connectHost(url: string, secret: string): Promise<HostClie
       return HOST_METHODS[method].result.parse(response.result) as HostResult<typeof method>;
     },
     sendRaw(text, expectId) {
-      const response = awaitResponse(
-        (deliver) => (expectId === undefined ? unmatched.push(deliver) : pending.set(expectId, deliver)),
-        'a raw frame',
-      );
+      const response = awaitResponse((deliver) => (expectId === undefined ? unmatched.push(deliver) : pending.set(expectId, deliver)), 'a raw frame');
       socket.send(text);
       return response;
     },

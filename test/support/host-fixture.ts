@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'vitest';
 import { DEFAULT_SETTLE_CONFIG, DEFAULT_WINDOW_CAPS, type HostConfig } from '../../browser-host/config.ts';
-import { startBrowserHost, type BrowserHost } from '../../browser-host/host.ts';
+import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
 import type { LeaseGrant } from '../../shared/protocol.ts';
-import { startFixtureServer, type FixtureServer } from './fixture-server.ts';
+import { type FixtureServer, startFixtureServer } from './fixture-server.ts';
 import { connectHost, type HostClient } from './host-client.ts';
 
 /** The secret tests share between the host and the edge stand-in (>= 32 bytes). */

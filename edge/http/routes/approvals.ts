@@ -1,8 +1,8 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ApprovalList, ApprovalsQuery, DecisionBody, DecisionResponse, IdParam } from '../../../shared/api.ts';
-import { requirePrincipal } from '../require-principal.ts';
 import { decideApproval, listApprovals } from '../../pipeline/approvals.ts';
 import { approvalView, toolCallView } from '../../pipeline/views.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];

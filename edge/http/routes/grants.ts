@@ -1,8 +1,8 @@
 import { createRoute } from '@hono/zod-openapi';
 import { CreateGrantBody, GrantList, GrantView, IdParam } from '../../../shared/api.ts';
-import { requirePrincipal } from '../require-principal.ts';
 import { createGrant, grantView, listGrants, revokeGrant } from '../../grants/grants.ts';
 import { profileInForce } from '../../policy/profile.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];

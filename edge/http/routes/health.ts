@@ -11,6 +11,4 @@ const health = createRoute({
 });
 
 /** `GET /v1/health`: public; answers without touching the database or the host. */
-export const healthRoutes = newRouter().openapi(health, (c) =>
-  c.json({ status: 'ok' as const, tools: toolVersions() }, 200),
-);
+export const healthRoutes = newRouter().openapi(health, (c) => c.json({ status: 'ok' as const, tools: toolVersions() }, 200));

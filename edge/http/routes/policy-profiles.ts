@@ -1,8 +1,8 @@
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { PolicyProfileView, ProfileName, PublishProfileBody } from '../../../shared/policy.ts';
-import { requirePrincipal } from '../require-principal.ts';
 import { profileView, publishProfile } from '../../policy/publish.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];

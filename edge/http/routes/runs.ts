@@ -1,10 +1,10 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunView } from '../../../shared/api.ts';
-import { requirePrincipal } from '../require-principal.ts';
 import { runActivity } from '../../runs/activity.ts';
 import { addMessage, cancelRun, createRun, loadRun, reportRun } from '../../runs/lifecycle.ts';
 import { runView } from '../../runs/view.ts';
 import { pendingWaitOf } from '../../sign-in/owner-views.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];

@@ -1,10 +1,10 @@
 import { createRoute } from '@hono/zod-openapi';
-import { CreateScheduleBody, RunView, ScheduleView } from '../../../shared/api.ts';
 import { z } from 'zod';
-import { requirePrincipal } from '../require-principal.ts';
+import { CreateScheduleBody, RunView, ScheduleView } from '../../../shared/api.ts';
 import { claimRun } from '../../runs/claim.ts';
 import { runView } from '../../runs/view.ts';
 import { createSchedule, listSchedules, scheduleView } from '../../schedules/schedules.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];

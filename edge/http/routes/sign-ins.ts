@@ -1,10 +1,10 @@
 import { createRoute } from '@hono/zod-openapi';
 import { CeremonyEventReceipt, IdParam, NoticeList, ProfileBindingView, ProfileParam, SignInList, SignInListQuery, SignInView } from '../../../shared/api.ts';
 import { CeremonyEventDelivery } from '../../../shared/authentication.ts';
-import { requirePrincipal } from '../require-principal.ts';
 import { revokeProfile } from '../../profiles/revocation.ts';
 import { applyCeremonyEvent } from '../../sign-in/events.ts';
 import { listNotices, listSignIns, restartSignIn } from '../../sign-in/owner-views.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];
@@ -41,7 +41,7 @@ const notices = createRoute({
 const revoke = createRoute({
   method: 'post',
   path: '/v1/profiles/{profile_id}/revoke',
-  summary: "Revoke a profile: fences its sign-in waits (their runs fail) and refuses new runs on it",
+  summary: 'Revoke a profile: fences its sign-in waits (their runs fail) and refuses new runs on it',
   security,
   middleware: [requirePrincipal('owner')] as const,
   request: { params: ProfileParam },

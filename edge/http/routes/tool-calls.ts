@@ -1,12 +1,12 @@
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { IdParam, ProposeBody, ToolCallView, WaitQuery } from '../../../shared/api.ts';
-import { requirePrincipal } from '../require-principal.ts';
 import { DomainError } from '../../domain-error.ts';
 import { proposeToolCall } from '../../pipeline/propose.ts';
 import { readToolCall } from '../../pipeline/read-call.ts';
 import { toolCallView } from '../../pipeline/views.ts';
 import { loadRun } from '../../runs/lifecycle.ts';
+import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];
@@ -24,7 +24,16 @@ const propose = createRoute({
   responses: {
     200: jsonResponse(ToolCallView, 'the finished call'),
     202: jsonResponse(ToolCallView, 'waiting for approval'),
-    ...errorResponses(...AUTH_ERRORS, 'invalid_arguments', 'not_found', 'policy_denied', 'stale_revision', 'call_in_progress', 'run_not_active', 'profile_revoked'),
+    ...errorResponses(
+      ...AUTH_ERRORS,
+      'invalid_arguments',
+      'not_found',
+      'policy_denied',
+      'stale_revision',
+      'call_in_progress',
+      'run_not_active',
+      'profile_revoked',
+    ),
   },
 });
 

@@ -7,7 +7,7 @@ import { partiesForEachTest } from '../support/edge-client.ts';
 const parties = partiesForEachTest();
 
 describe('host profiles', () => {
-  it("two owners naming the same profile get different browsers on the host", async () => {
+  it('two owners naming the same profile get different browsers on the host', async () => {
     const mine = await hostProfileId(parties.owner.id, 'shopping');
     const theirs = await hostProfileId(parties.strangerOwner.id, 'shopping');
     expect(mine).not.toBe(theirs);

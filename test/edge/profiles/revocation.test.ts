@@ -1,10 +1,10 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import { fireDueSchedules } from '../../../edge/schedules/schedules.ts';
 import type { ProfileBindingView } from '../../../shared/api.ts';
 import { signCeremonyEvent } from '../../../shared/authentication.ts';
-import { fireDueSchedules } from '../../../edge/schedules/schedules.ts';
 import { call, callError, partiesForEachTest, row } from '../support/edge-client.ts';
-import { ORIGIN, claimsFor, definitionEvent, deliver, signInFixture } from '../support/sign-in-fixture.ts';
+import { claimsFor, definitionEvent, deliver, ORIGIN, signInFixture } from '../support/sign-in-fixture.ts';
 
 // Revoking a browser profile fences every continuation on it: waits, requeued and running runs,
 // schedules and later ceremony events (ADR-0164 part 3), against the real D1 in workerd.
@@ -37,7 +37,10 @@ describe('profile revocation fences every continuation on the profile (ADR-0164 
     expect((await call('POST', '/v1/profiles/me/revoke', { token: parties.owner.token })).status).toBe(200);
 
     // The agent picks the run up: it must not be able to send anything on the revoked profile.
-    const proposal = await callError('POST', `/v1/runs/${run.id}/tool-calls`, { token: parties.agent.token, body: { tool: 'browser.observe', version: '1.2.0', arguments: {} } });
+    const proposal = await callError('POST', `/v1/runs/${run.id}/tool-calls`, {
+      token: parties.agent.token,
+      body: { tool: 'browser.observe', version: '1.2.0', arguments: {} },
+    });
     expect(proposal.status).toBe(409);
     expect(['profile_revoked', 'run_not_active']).toContain(proposal.body.error?.code);
     expect((await row('SELECT state FROM runs WHERE id = ?', run.id))?.state).not.toMatch(/^(queued|running)$/);
@@ -46,7 +49,10 @@ describe('profile revocation fences every continuation on the profile (ADR-0164 
   it('a running run on the profile cannot propose after the owner revoked the profile', async () => {
     const run = await runningRun();
     expect((await call('POST', '/v1/profiles/me/revoke', { token: parties.owner.token })).status).toBe(200);
-    const proposal = await callError('POST', `/v1/runs/${run.id}/tool-calls`, { token: parties.agent.token, body: { tool: 'browser.observe', version: '1.2.0', arguments: {} } });
+    const proposal = await callError('POST', `/v1/runs/${run.id}/tool-calls`, {
+      token: parties.agent.token,
+      body: { tool: 'browser.observe', version: '1.2.0', arguments: {} },
+    });
     expect(proposal.status).toBe(409);
     expect(['profile_revoked', 'run_not_active']).toContain(proposal.body.error?.code);
   });

@@ -1,10 +1,10 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import { hostProfileId } from '../../../edge/profiles/bindings.ts';
 import type { ActivityList, SignInView } from '../../../shared/api.ts';
 import { signCeremonyEvent } from '../../../shared/authentication.ts';
-import { hostProfileId } from '../../../edge/profiles/bindings.ts';
 import { call, callError, counts, partiesForEachTest, row } from '../support/edge-client.ts';
-import { ORIGIN, definitionEvent, deliver, signInFixture } from '../support/sign-in-fixture.ts';
+import { definitionEvent, deliver, ORIGIN, signInFixture } from '../support/sign-in-fixture.ts';
 
 // Ceremony outcomes arriving as host-signed events on the callback route, exactly as a real host
 // sends them, against the real D1 in workerd (the host itself is unreachable here).
@@ -27,7 +27,9 @@ describe('ceremony events', () => {
     expect(resolved).toHaveLength(1);
     expect(resolved[0]!.resolved_at).not.toBeNull();
     expect(await row('SELECT count(*) AS n FROM messages WHERE run_id = ?', run.id)).toEqual(messagesBefore);
-    const activity = (await call<ActivityList>('GET', `/v1/runs/${run.id}/activity`, { token: parties.owner.token })).body.activity.map((a: { kind: string }) => a.kind);
+    const activity = (await call<ActivityList>('GET', `/v1/runs/${run.id}/activity`, { token: parties.owner.token })).body.activity.map(
+      (a: { kind: string }) => a.kind,
+    );
     expect(activity).toEqual(expect.arrayContaining(['sign_in_wait', 'ceremony_event']));
   });
 
@@ -112,7 +114,7 @@ describe('ceremony events', () => {
       expect((await deliver(await definitionEvent(episode, { outcome }))).body.applied).toBe(false);
     }
     expect((await runState(run.id)).state).toBe('waiting_for_authentication');
-    expect(await row("SELECT count(*) AS n FROM ceremony_events WHERE ceremony_id = ?", episode.ceremony_id)).toEqual({ n: 3 });
+    expect(await row('SELECT count(*) AS n FROM ceremony_events WHERE ceremony_id = ?', episode.ceremony_id)).toEqual({ n: 3 });
   });
 
   it('a forged or expired event is refused and records nothing', async () => {

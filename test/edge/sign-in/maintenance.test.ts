@@ -1,10 +1,10 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { signCeremonyEvent } from '../../../shared/authentication.ts';
 import { reconcileSignIns } from '../../../edge/sign-in/maintenance.ts';
+import { signCeremonyEvent } from '../../../shared/authentication.ts';
 import { call, partiesForEachTest, row, workerdPorts } from '../support/edge-client.ts';
 import { scriptedHost } from '../support/fake-host.ts';
-import { ORIGIN, claimsFor, signInFixture } from '../support/sign-in-fixture.ts';
+import { claimsFor, ORIGIN, signInFixture } from '../support/sign-in-fixture.ts';
 
 // The maintenance (cron) pass over open sign-in episodes, against the real D1 in workerd.
 

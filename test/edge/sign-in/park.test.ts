@@ -2,16 +2,16 @@ import { env } from 'cloudflare:test';
 import { eq } from 'drizzle-orm';
 import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
-import type { NoticeList, RunView, SignInList } from '../../../shared/api.ts';
-import { signCeremonyEvent } from '../../../shared/authentication.ts';
 import * as schema from '../../../edge/db/schema.ts';
 import { proposeToolCall } from '../../../edge/pipeline/propose.ts';
 import { hostProfileId } from '../../../edge/profiles/bindings.ts';
 import { reconcileSignIns } from '../../../edge/sign-in/maintenance.ts';
 import { MAX_SIGN_IN_ATTEMPTS, parkForSignIn } from '../../../edge/sign-in/park.ts';
+import type { NoticeList, RunView, SignInList } from '../../../shared/api.ts';
+import { signCeremonyEvent } from '../../../shared/authentication.ts';
 import { backgroundSettled, call, callError, partiesForEachTest, row, workerdPorts } from '../support/edge-client.ts';
 import { hostBeginChecks, scriptedHost } from '../support/fake-host.ts';
-import { APP, ORIGIN, claimsFor, definitionEvent, deliver, signInFixture } from '../support/sign-in-fixture.ts';
+import { APP, claimsFor, definitionEvent, deliver, ORIGIN, signInFixture } from '../support/sign-in-fixture.ts';
 
 // Parking a run that meets a sign-in wall, against the real D1 in workerd. The host is
 // unreachable here (a closed port) unless a stand-in answers: parking still records the wait and
@@ -35,7 +35,10 @@ describe('parking for sign-in', () => {
     expect(wait).toMatchObject({ state: 'pending', host_profile_id: await hostProfileId(parties.owner.id, 'me'), origin: ORIGIN });
     expect(await row('SELECT lease_id FROM runs WHERE id = ?', run.id)).toEqual({ lease_id: null });
     expect(await noticeCount()).toBe(1);
-    const proposal = await callError('POST', `/v1/runs/${run.id}/tool-calls`, { token: parties.agent.token, body: { tool: 'browser.observe', version: '1.2.0', arguments: {} } });
+    const proposal = await callError('POST', `/v1/runs/${run.id}/tool-calls`, {
+      token: parties.agent.token,
+      body: { tool: 'browser.observe', version: '1.2.0', arguments: {} },
+    });
     expect([proposal.status, proposal.body.error.code]).toEqual([409, 'run_not_active']);
   });
 
@@ -101,7 +104,10 @@ describe('the ceremony the edge begins is one the host can carry out', () => {
     expect((await row('SELECT state FROM runs WHERE id = ?', run.id))?.state).toBe('waiting_for_authentication');
     await reconcileSignIns(ports(host.connector));
     // The host must have accepted a begin: its state is known to the edge.
-    const episode = await row('SELECT ceremony_state, protected_url, origin FROM sign_in_episodes WHERE id = (SELECT episode_id FROM sign_in_waits WHERE run_id = ?)', run.id);
+    const episode = await row(
+      'SELECT ceremony_state, protected_url, origin FROM sign_in_episodes WHERE id = (SELECT episode_id FROM sign_in_waits WHERE run_id = ?)',
+      run.id,
+    );
     expect(episode?.ceremony_state).toBe('awaiting_person');
   });
 });
@@ -136,7 +142,11 @@ describe('a host answer the edge refuses does not break parking', () => {
     const host = scriptedHost(async (method, params) => {
       if (method !== 'ceremony.begin') return { ceremony_id: params.ceremony_id, state: 'unknown' };
       const episode = await row('SELECT * FROM sign_in_episodes WHERE ceremony_id = ?', params.ceremony_id);
-      const claims = claimsFor({ ceremony_id: String(params.ceremony_id), generation: Number(params.generation), host_profile_id: String(episode?.host_profile_id) });
+      const claims = claimsFor({
+        ceremony_id: String(params.ceremony_id),
+        generation: Number(params.generation),
+        host_profile_id: String(episode?.host_profile_id),
+      });
       // Beyond the 30 s of skew the edge tolerates.
       const ahead = Math.floor(Date.now() / 1000) + 60;
       const event = await new SignJWT({ ...claims, typ: 'ceremony-outcome' })
@@ -198,7 +208,10 @@ describe('repeated sign-in walls are bounded by semantic progress, not by revisi
     });
     const p = ports(host.connector);
     const agent = { id: parties.agent.id, kind: 'agent' as const, ownerId: parties.owner.id };
-    const created = await call<RunView>('POST', '/v1/runs', { token: parties.owner.token, body: { profile_id: 'loop', intent: 'file the weekly report', origins: [ORIGIN] } });
+    const created = await call<RunView>('POST', '/v1/runs', {
+      token: parties.owner.token,
+      body: { profile_id: 'loop', intent: 'file the weekly report', origins: [ORIGIN] },
+    });
     const runId = created.body.id;
     const load = async () => (await p.db.select().from(schema.runs).where(eq(schema.runs.id, runId)).get())!;
     let walls = 0;
@@ -206,7 +219,11 @@ describe('repeated sign-in walls are bounded by semantic progress, not by revisi
       if (!['queued', 'running'].includes((await load()).state)) break;
       await proposeToolCall(p, agent, await load(), { tool: 'browser.observe', version: '1.2.0', arguments: {} });
       if (!['queued', 'running'].includes((await load()).state)) break;
-      await proposeToolCall(p, agent, await load(), { tool: 'browser.navigate', version: '1.2.0', arguments: { url: `${ORIGIN}/reports/new?attempt=${cycle}` } });
+      await proposeToolCall(p, agent, await load(), {
+        tool: 'browser.navigate',
+        version: '1.2.0',
+        arguments: { url: `${ORIGIN}/reports/new?attempt=${cycle}` },
+      });
       await backgroundSettled(); // the ceremony begins after the proposal answered
       walls += 1;
     }

@@ -1,7 +1,11 @@
-import { SELF, env } from 'cloudflare:test';
+import { env, SELF } from 'cloudflare:test';
 import { drizzle } from 'drizzle-orm/d1';
 import { beforeEach } from 'vitest';
 import type { z } from 'zod';
+import * as schema from '../../../edge/db/schema.ts';
+import { fetchUpgradeConnector } from '../../../edge/host/fetch-upgrade-connector.ts';
+import type { HostConnector } from '../../../edge/host/host-session.ts';
+import { backgroundRunner, DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../../edge/ports.ts';
 import type {
   ApprovalList as ApprovalListSchema,
   DecisionResponse as DecisionResponseSchema,
@@ -9,10 +13,6 @@ import type {
   HealthView as HealthViewSchema,
 } from '../../../shared/api.ts';
 import type { ErrorBody } from '../../../shared/errors.ts';
-import * as schema from '../../../edge/db/schema.ts';
-import { fetchUpgradeConnector } from '../../../edge/host/fetch-upgrade-connector.ts';
-import type { HostConnector } from '../../../edge/host/host-session.ts';
-import { backgroundRunner, DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../../edge/ports.ts';
 
 /**
  * Test-side helpers for the edge inside workerd: principals seeded straight into the real D1
@@ -130,7 +130,9 @@ export function callError(method: string, path: string, options: CallOptions = {
 
 /** The first row `sql` selects in the test's D1, or null. */
 export async function row(sql: string, ...binds: unknown[]) {
-  return env.DB.prepare(sql).bind(...binds).first<Record<string, unknown>>();
+  return env.DB.prepare(sql)
+    .bind(...binds)
+    .first<Record<string, unknown>>();
 }
 
 /** Sets the page revision the edge believes is latest, as a completed observe would. */

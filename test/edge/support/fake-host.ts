@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test';
-import { type CeremonyEventClaims, signCeremonyEvent } from '../../../shared/authentication.ts';
 import { HostCallError, type HostConnector, type HostSession } from '../../../edge/host/host-session.ts';
+import { type CeremonyEventClaims, signCeremonyEvent } from '../../../shared/authentication.ts';
 
 /**
  * Stand-ins for the browser host, for pipeline functions called directly over the real D1 (see

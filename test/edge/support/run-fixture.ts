@@ -1,9 +1,9 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from 'cloudflare:test';
 import { expect } from 'vitest';
+import worker from '../../../edge/worker.ts';
 import type { RunView, ToolCallView } from '../../../shared/api.ts';
 import type { PolicyProfileView } from '../../../shared/policy.ts';
-import worker from '../../../edge/worker.ts';
-import { type Parties, call, setLatestPage, setLatestRevision } from './edge-client.ts';
+import { call, type Parties, setLatestPage, setLatestRevision } from './edge-client.ts';
 
 /**
  * Runs and tool-call proposals over the real Worker and D1. The host URL in the test bindings
@@ -59,7 +59,10 @@ export function runFixture(parties: Parties) {
 
   /** An owner's "feed" run, on revision 3 of PAGE; its id. */
   async function ownerRun(extra: Record<string, unknown> = {}): Promise<string> {
-    const answer = await call<RunView>('POST', '/v1/runs', { token: parties.owner.token, body: { profile_id: 'feed', intent: 'read my feed', origins: [ORIGIN], ...extra } });
+    const answer = await call<RunView>('POST', '/v1/runs', {
+      token: parties.owner.token,
+      body: { profile_id: 'feed', intent: 'read my feed', origins: [ORIGIN], ...extra },
+    });
     expect(answer.status).toBe(201);
     await setLatestPage(answer.body.id, 3, PAGE);
     return answer.body.id;
@@ -67,7 +70,10 @@ export function runFixture(parties: Parties) {
 
   /** A browser.act on element e5 of revision 3. */
   function act<Body = ToolCallView>(runId: string, args: Record<string, unknown>, token = parties.agent.token) {
-    return call<Body>('POST', `/v1/runs/${runId}/tool-calls`, { token, body: { tool: 'browser.act', version: '1.2.0', arguments: { revision: 3, reference: 'e5', ...args } } });
+    return call<Body>('POST', `/v1/runs/${runId}/tool-calls`, {
+      token,
+      body: { tool: 'browser.act', version: '1.2.0', arguments: { revision: 3, reference: 'e5', ...args } },
+    });
   }
 
   function tool<Body = ToolCallView>(runId: string, name: string, args: Record<string, unknown>, version = '1.2.0') {

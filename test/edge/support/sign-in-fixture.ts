@@ -1,12 +1,12 @@
 import { env } from 'cloudflare:test';
 import { eq } from 'drizzle-orm';
 import { expect } from 'vitest';
-import type { CeremonyEventReceipt, NoticeList, RunView } from '../../../shared/api.ts';
-import { type CeremonyEventClaims, signCeremonyEvent } from '../../../shared/authentication.ts';
 import * as schema from '../../../edge/db/schema.ts';
 import type { Ports } from '../../../edge/ports.ts';
 import { parkForSignIn } from '../../../edge/sign-in/park.ts';
-import { backgroundSettled, type Parties, call, row, workerdPorts } from './edge-client.ts';
+import type { CeremonyEventReceipt, NoticeList, RunView } from '../../../shared/api.ts';
+import { type CeremonyEventClaims, signCeremonyEvent } from '../../../shared/authentication.ts';
+import { backgroundSettled, call, type Parties, row, workerdPorts } from './edge-client.ts';
 
 /**
  * Sign-in waits against the real D1 in workerd: runs that meet a sign-in wall (parked as dispatch
@@ -87,7 +87,10 @@ export function signInFixture(parties: Parties) {
       body: { profile_id: profile, intent, origins, ...(deadlineMs ? { deadline_ms: deadlineMs } : {}) },
     });
     expect(created.status).toBe(201);
-    await call('POST', `/v1/runs/${created.body.id}/tool-calls`, { token: parties.agent.token, body: { tool: 'browser.observe', version: '1.2.0', arguments: {} } });
+    await call('POST', `/v1/runs/${created.body.id}/tool-calls`, {
+      token: parties.agent.token,
+      body: { tool: 'browser.observe', version: '1.2.0', arguments: {} },
+    });
     const run = await ports().db.select().from(schema.runs).where(eq(schema.runs.id, created.body.id)).get();
     expect(run?.state).toBe('running');
     return run!;
@@ -111,7 +114,12 @@ export function signInFixture(parties: Parties) {
 
   /** The owner's open episode of `profile` on `origin`. */
   async function openEpisode(profile = 'me', origin = ORIGIN): Promise<OpenEpisode> {
-    return (await row("SELECT * FROM sign_in_episodes WHERE owner_id = ? AND profile_id = ? AND origin = ? AND state = 'open'", parties.owner.id, profile, origin)) as unknown as OpenEpisode;
+    return (await row(
+      "SELECT * FROM sign_in_episodes WHERE owner_id = ? AND profile_id = ? AND origin = ? AND state = 'open'",
+      parties.owner.id,
+      profile,
+      origin,
+    )) as unknown as OpenEpisode;
   }
 
   /** The run as its owner reads it. */
