@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import { canonicalHash } from '../../../edge/policy/canonical-hash.ts';
+import { type DecisionInput, decide } from '../../../edge/policy/decide.ts';
+import { DEFAULT_PROFILE_BODY, DEFAULT_PROFILE_VERSION, type PolicyProfile } from '../../../edge/policy/profile.ts';
+import type { PolicyProfileBody } from '../../../shared/policy.ts';
+import { parseInvocation, type ToolName } from '../../../shared/tools.ts';
+
+// `decide` called directly (DESIGN.md section 5): hardline rules, authority, the page's origin,
+// operator denies, the profile's rules in order, the tool defaults, then the external-untrusted
+// overlay that only `bounded_browser_scroll` is exempt from (ADR-0168).
+
+const RUN = 'http://127.0.0.1:8080';
+
+async function profileOf(body: PolicyProfileBody = DEFAULT_PROFILE_BODY): Promise<PolicyProfile> {
+  return { name: 'default', version: DEFAULT_PROFILE_VERSION, body, hash: await canonicalHash(body) };
+}
+
+function input(tool: ToolName, args: Record<string, unknown>, overrides: Partial<Omit<DecisionInput, 'invocation' | 'proposed'>> = {}): DecisionInput {
+  const parsed = parseInvocation(tool, '1.2.0', args);
+  if (!parsed.success) throw new Error(`test arguments do not validate: ${parsed.error.message}`);
+  return {
+    invocation: parsed.invocation,
+    proposed: args,
+    runOrigins: [RUN],
+    pageOrigin: RUN,
+    authority: 'user',
+    tainted: false,
+    pageDerived: tool === 'browser.act',
+    ...overrides,
+  };
+}
+
+const scroll = (delta: number) => ({ action: 'scroll', revision: 1, reference: 'e1', delta });
+const click = { action: 'click', revision: 1, reference: 'e2' };
+
+describe('decide', () => {
+  it('denies a navigation to a non-http(s) URL or one with credentials by a hardline rule, whatever the authority', async () => {
+    const profile = await profileOf();
+    expect(decide(input('browser.navigate', { url: 'file:///etc/passwd' }), profile)).toMatchObject({ effect: 'deny', rule: 'hardline.scheme' });
+    expect(decide(input('browser.navigate', { url: 'http://me:secret@127.0.0.1:8080/' }), profile)).toMatchObject({
+      effect: 'deny',
+      rule: 'hardline.credentials',
+    });
+    expect(decide(input('browser.navigate', { url: 'not a url' }), profile)).toMatchObject({ effect: 'deny', rule: 'hardline.url' });
+  });
+
+  it('denies every call of a turn without authority (the newest message was relayed, untrusted)', async () => {
+    const decision = decide(input('browser.observe', {}, { authority: null }), await profileOf());
+    expect(decision).toMatchObject({ effect: 'deny', rule: 'authority.none', authority: 'none' });
+  });
+
+  it('denies an act on a page outside the run origins, even a bounded scroll', async () => {
+    const decision = decide(input('browser.act', scroll(300), { pageOrigin: 'http://127.0.0.1:9999' }), await profileOf());
+    expect(decision).toMatchObject({ effect: 'deny', rule: 'hardline.page_origin' });
+  });
+
+  it('allows a navigation to a run origin and denies one elsewhere by default', async () => {
+    const profile = await profileOf();
+    expect(decide(input('browser.navigate', { url: `${RUN}/reports` }), profile)).toMatchObject({ effect: 'allow', rule: 'navigate.run_origins' });
+    expect(decide(input('browser.navigate', { url: 'http://127.0.0.1:9999/' }), profile)).toMatchObject({ effect: 'deny', rule: 'default.navigate' });
+  });
+
+  it('turns an allowed navigation to a URL read off the page into an approval (the external-untrusted overlay)', async () => {
+    const decision = decide(input('browser.navigate', { url: `${RUN}/next` }, { tainted: true, pageDerived: true }), await profileOf());
+    expect(decision).toMatchObject({ effect: 'approval', rule: 'navigate.run_origins', overlay: 'external_untrusted', tainted: true });
+  });
+
+  it('allows a bounded scroll of 1-2,000 px on a page-derived reference and asks for 2,001 px', async () => {
+    const profile = await profileOf();
+    expect(decide(input('browser.act', scroll(2_000), { tainted: true }), profile)).toMatchObject({ effect: 'allow', rule: 'act.bounded_scroll' });
+    expect(decide(input('browser.act', scroll(-1), { tainted: true }), profile)).toMatchObject({ effect: 'allow', rule: 'act.bounded_scroll' });
+    expect(decide(input('browser.act', scroll(2_001)), profile)).toMatchObject({ effect: 'approval', rule: 'act.approval' });
+  });
+
+  it('reads the scroll condition off the arguments as proposed: a delta sent as a string needs approval', async () => {
+    const parsed = input('browser.act', scroll(100));
+    const decision = decide({ ...parsed, proposed: { ...scroll(100), delta: '100' } }, await profileOf());
+    expect(decision).toMatchObject({ effect: 'approval', rule: 'act.approval' });
+  });
+
+  it('asks the owner for a click and allows an observe, both recording the profile they were decided under', async () => {
+    const profile = await profileOf();
+    expect(decide(input('browser.act', click), profile)).toEqual({
+      effect: 'approval',
+      rule: 'act.approval',
+      reason: 'profile default v2 rule act.approval',
+      policy_hash: profile.hash,
+      profile_version: DEFAULT_PROFILE_VERSION,
+      authority: 'user',
+      tainted: false,
+    });
+    expect(decide(input('browser.observe', {}, { tainted: true }), profile)).toMatchObject({ effect: 'allow', rule: 'observe.allow' });
+  });
+
+  it("lets an operator deny win over the profile's allow rules, matched on tool, action kind and origin", async () => {
+    const body: PolicyProfileBody = {
+      ...DEFAULT_PROFILE_BODY,
+      denies: [{ id: 'no-scrolling-here', tool: 'browser.act', actions: ['scroll'], origins: [RUN], reason: 'no scrolling on this site' }],
+    };
+    const profile = await profileOf(body);
+    expect(decide(input('browser.act', scroll(300)), profile)).toMatchObject({
+      effect: 'deny',
+      rule: 'no-scrolling-here',
+      reason: 'operator deny: no scrolling on this site',
+    });
+    // Another action kind, or another page origin, is not denied by it.
+    expect(decide(input('browser.act', click), profile)).toMatchObject({ effect: 'approval', rule: 'act.approval' });
+    expect(
+      decide(input('browser.act', scroll(300), { runOrigins: [RUN, 'http://127.0.0.1:8081'], pageOrigin: 'http://127.0.0.1:8081' }), profile),
+    ).toMatchObject({
+      effect: 'allow',
+    });
+  });
+
+  it('takes the first matching rule of the profile', async () => {
+    const body: PolicyProfileBody = { rules: [{ id: 'act.all_allowed', tool: 'browser.act', effect: 'allow' }, ...DEFAULT_PROFILE_BODY.rules], denies: [] };
+    // An allow rule without the scroll condition still gets the overlay for a page-derived reference.
+    expect(decide(input('browser.act', click), await profileOf(body))).toMatchObject({
+      effect: 'approval',
+      rule: 'act.all_allowed',
+      overlay: 'external_untrusted',
+    });
+    expect(decide(input('browser.act', click, { pageDerived: false }), await profileOf(body))).toMatchObject({ effect: 'allow', rule: 'act.all_allowed' });
+  });
+});
