@@ -243,7 +243,7 @@ export const profileBindings = sqliteTable(
   {
     ownerId: text('owner_id').notNull(),
     profileId: text('profile_id').notNull(),
-    /** The id the host knows the sealed profile by (edge/pipeline/lease.ts `hostProfileId`). */
+    /** The id the host knows the sealed profile by (edge/profiles/bindings.ts `hostProfileId`). */
     hostProfileId: text('host_profile_id').notNull(),
     state: text('state', { enum: valuesOf(ProfileBindingState) }).notNull(),
     revokedAt: integer('revoked_at'),
