@@ -1,5 +1,6 @@
 import type { Page } from 'playwright-core';
 import type { SignInSignal, SiteVerificationDefinition } from '../../shared/authentication.ts';
+import { originOf } from '../../shared/origin.ts';
 import { readPredicate } from '../../shared/predicate-evaluation.ts';
 import type { Deadline } from '../deadline.ts';
 import type { SiteCatalog } from './catalog.ts';
@@ -29,12 +30,8 @@ export async function passwordFieldVisible(deadline: Deadline, page: Page): Prom
 
 /** The origin of `url` when it is an http(s) URL, else undefined. */
 export function httpOrigin(url: string): string | undefined {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : undefined;
-  } catch {
-    return undefined;
-  }
+  const origin = originOf(url);
+  return origin?.startsWith('http://') || origin?.startsWith('https://') ? origin : undefined;
 }
 
 /** True when some challenge predicate of `definition` has a candidate in the snapshot. */
