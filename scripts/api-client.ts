@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ApprovalList, DecisionResponse, RunView, ToolCallView } from '../shared/api.ts';
+import { ApprovalList, DecisionResponse, NoticeList, RunView, ToolCallView } from '../shared/api.ts';
 import { ErrorBody } from '../shared/errors.ts';
 import type { Observation } from '../shared/observation.ts';
 
@@ -76,6 +76,30 @@ export class ApiClient {
 
   decide(approvalId: string, decision: 'approve' | 'deny') {
     return this.request('POST', `/v1/approvals/${approvalId}/decision`, DecisionResponse, { decision }).then((a) => a.body);
+  }
+
+  /** The owner's notices about run `runId`, newest first. */
+  async noticesFor(runId: string): Promise<NoticeList['notices']> {
+    return (await this.request('GET', '/v1/notices', NoticeList)).body.notices.filter((notice) => notice.run_id === runId);
+  }
+
+  /**
+   * Waits until the owner has at least `count` notices about run `runId`: a sign-in notice is sent
+   * once the host has begun the episode's ceremony, which happens after the call that met the wall
+   * answered. Polls every 250 ms.
+   * @param timeoutMs how long to wait, in ms.
+   * @throws Error when they have not arrived in time.
+   */
+  async waitForNotices(runId: string, count = 1, timeoutMs = 30_000): Promise<NoticeList['notices']> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const notices = await this.noticesFor(runId);
+      if (notices.length >= count || Date.now() >= until) {
+        if (notices.length < count) throw new Error(`run ${runId} has ${notices.length} owner notice(s) after ${timeoutMs} ms, not ${count}`);
+        return notices;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   }
 
   report(runId: string, status: 'completed' | 'partial' | 'uncertain' | 'failed', summary: string) {

@@ -63,7 +63,7 @@ export async function runSignInJourney(stack: LocalStack, site: AccountSite, own
   if (blocked.error?.code !== 'authentication_required') throw new Error(`expected a sign-in wall, got ${blocked.state} ${blocked.error?.code ?? ''}`);
   const parked = await agent.run(run.id);
   log(`agent navigated to /reports/new: ${blocked.error.code}; the run is ${parked.state}`);
-  const notices = (await owner.request('GET', '/v1/notices', NoticeList)).body.notices.filter((n) => n.run_id === run.id);
+  const notices = await owner.waitForNotices(run.id);
   log(`owner notice: "${notices[0]?.text ?? '(none)'}"`);
 
   log("a person signs in as alice in the host's headed browser window (scripted)");

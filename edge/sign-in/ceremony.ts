@@ -80,28 +80,7 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, opt
   } finally {
     session?.close();
   }
-  const now = ports.clock.now();
-  const episodes = alias(signInEpisodes, 'e');
-  await ports.db
-    .insert(notices)
-    .select((qb) =>
-      qb
-        .select(
-          selectedRow(notices, {
-            id: newId('ntc'),
-            ownerId: episodes.ownerId,
-            kind: 'sign_in_required',
-            episodeId: episodes.id,
-            runId: sql`(SELECT w.run_id FROM sign_in_waits w WHERE w.episode_id = ${episodes.id} ORDER BY w.created_at LIMIT 1)`,
-            text: episodes.question,
-            createdAt: now,
-          }),
-        )
-        .from(episodes)
-        .where(and(eq(episodes.id, episode.id), eq(episodes.state, 'open'), sql`EXISTS (SELECT 1 FROM sign_in_waits w WHERE w.episode_id = ${episodes.id})`))
-        .getSQL(),
-    )
-    .onConflictDoNothing();
+  await notifyOwner(ports, episode);
 }
 
 /** The profile's sign-in window is in use by another episode's ceremony. */
@@ -133,4 +112,34 @@ export async function noteCeremonyState(ports: Ports, episode: SignInEpisodeRow,
     .update(signInEpisodes)
     .set({ ceremonyState: state })
     .where(and(eq(signInEpisodes.id, episode.id), eq(signInEpisodes.state, 'open'), eq(signInEpisodes.generation, episode.generation)));
+}
+
+/**
+ * Gives the owner the episode's one sign-in notice (DESIGN.md section 8: exactly one per
+ * unresolved episode), naming the run whose wall opened it. Inserted only while the episode is
+ * open and has a wait; a second call changes nothing (one notice per episode id).
+ */
+export async function notifyOwner(ports: Ports, episode: SignInEpisodeRow): Promise<void> {
+  const now = ports.clock.now();
+  const episodes = alias(signInEpisodes, 'e');
+  await ports.db
+    .insert(notices)
+    .select((qb) =>
+      qb
+        .select(
+          selectedRow(notices, {
+            id: newId('ntc'),
+            ownerId: episodes.ownerId,
+            kind: 'sign_in_required',
+            episodeId: episodes.id,
+            runId: sql`(SELECT w.run_id FROM sign_in_waits w WHERE w.episode_id = ${episodes.id} ORDER BY w.created_at LIMIT 1)`,
+            text: episodes.question,
+            createdAt: now,
+          }),
+        )
+        .from(episodes)
+        .where(and(eq(episodes.id, episode.id), eq(episodes.state, 'open'), sql`EXISTS (SELECT 1 FROM sign_in_waits w WHERE w.episode_id = ${episodes.id})`))
+        .getSQL(),
+    )
+    .onConflictDoNothing();
 }

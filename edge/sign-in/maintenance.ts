@@ -5,7 +5,7 @@ import { DomainError } from '../domain-error.ts';
 import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { expireIfPastDeadline } from '../runs/lifecycle.ts';
-import { beginCeremony, nextGeneration, noteCeremonyState, windowTaken } from './ceremony.ts';
+import { beginCeremony, nextGeneration, noteCeremonyState, notifyOwner, windowTaken } from './ceremony.ts';
 import { applyCeremonyEvent } from './events.ts';
 
 /** Most open episodes one maintenance pass looks at. */
@@ -82,6 +82,9 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
         }
       } else {
         await noteCeremonyState(ports, episode, status.state);
+        // A ceremony waiting for the person has told the owner, even if the request that began
+        // it ended before it could (a background task cut short).
+        if (status.state === 'awaiting_person' || status.state === 'challenge') await notifyOwner(ports, episode);
       }
     } catch (error) {
       if (error instanceof DomainError) console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the host's event was refused: ${error.message}`);

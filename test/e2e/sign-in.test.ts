@@ -88,8 +88,8 @@ async function hostCeremonyState(ceremonyId: string) {
   }
 }
 
-async function noticesFor(runId: string) {
-  return (await owner.request('GET', '/v1/notices', NoticeList)).body.notices.filter((n) => n.run_id === runId);
+function noticesFor(runId: string) {
+  return owner.noticesFor(runId);
 }
 
 describe('a run that meets a sign-in wall', () => {
@@ -109,7 +109,8 @@ describe('a run that meets a sign-in wall', () => {
     const waiting = await agent.run(run.id);
     expect(waiting.state).toBe('waiting_for_authentication');
     expect(waiting.authentication?.origin).toBe(site.origin);
-    expect(await noticesFor(run.id)).toHaveLength(1);
+    // The ceremony begins after the proposal answered; its one notice follows.
+    expect(await owner.waitForNotices(run.id)).toHaveLength(1);
 
     const signInsBefore = site.counters().sign_ins;
     await signInAsPerson({ profileDir: await profileDir('reporter'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
@@ -161,6 +162,7 @@ describe('a run that meets a sign-in wall', () => {
     // (A URL no earlier result showed: navigating to one the pages showed needs the owner.)
     const again = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports?week=48` })).body;
     expect(again.error?.code).toBe('authentication_required');
+    await owner.waitForNotices(run.id, 2);
     await signInAsPerson({ profileDir: await profileDir('reporter'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
     await waitForState(run.id, 'queued');
     const after = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports?week=48` })).body);
@@ -183,6 +185,8 @@ describe('a run that meets a sign-in wall', () => {
     const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
     expect(blocked.error?.code).toBe('authentication_required');
     const episode = await ceremonyOf('recovery');
+    // The host has begun the ceremony (the notice follows its begin) before the edge goes away.
+    await owner.waitForNotices(run.id);
 
     await stack.stopEdge();
     await signInAsPerson({ profileDir: await profileDir('recovery'), origin: site.origin, username: 'bob', password: 'bob-pass', timeoutMs: 60_000 });
@@ -206,6 +210,7 @@ describe('a run that meets a sign-in wall', () => {
     const run = await newRun('challenged');
     expect((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body.error?.code).toBe('authentication_required');
     const episode = await ceremonyOf('challenged');
+    await owner.waitForNotices(run.id);
     await signInAsPerson({ profileDir: await profileDir('challenged'), origin: site.origin, username: 'carol', password: 'carol-pass', timeoutMs: 60_000 });
     await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('challenge'), { timeout: 60_000, interval: 500 });
     await stack.triggerCron();
@@ -233,7 +238,7 @@ describe('a run that meets a sign-in wall', () => {
     const episode = await ceremonyOf('planted');
     await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('awaiting_person'), { timeout: 30_000, interval: 500 });
     expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
-    expect(await noticesFor(run.id)).toHaveLength(1);
+    expect(await owner.waitForNotices(run.id)).toHaveLength(1);
     // Cancelling fences the wait: a later sign-in does not bring the run back.
     await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
     await signInAsPerson({ profileDir: await profileDir('planted'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });

@@ -50,3 +50,24 @@ describe('the maintenance pass covers every open episode', () => {
     expect((await row('SELECT state FROM runs WHERE id = ?', newest.id))?.state).toBe('queued');
   }, 120_000);
 });
+
+describe('the maintenance pass is the safety net of the ceremony start', () => {
+  it("notifies the owner once when the host's ceremony waits for the person but the start that began it ended before its notice", async () => {
+    const run = await runningRun({ profile: 'cut-short' });
+    await hitSignInWall(run);
+    const episode = await openEpisode('cut-short');
+    // The background start was cut short after the host took the begin (e.g. a Worker's
+    // waitUntil ran out): the episode is open, its run waits, and the owner was never told.
+    await env.DB.prepare('DELETE FROM notices WHERE episode_id = ?').bind(episode.id).run();
+    const host = scriptedHost((method, params) =>
+      method === 'ceremony.status' ? { ceremony_id: params.ceremony_id, state: 'awaiting_person' } : { ended: false },
+    );
+    await reconcileSignIns(ports(host.connector));
+    await reconcileSignIns(ports(host.connector));
+    expect(await row('SELECT count(*) AS n FROM notices WHERE episode_id = ?', episode.id)).toEqual({ n: 1 });
+    expect(await row('SELECT state, ceremony_state FROM sign_in_episodes WHERE id = ?', episode.id)).toEqual({
+      state: 'open',
+      ceremony_state: 'awaiting_person',
+    });
+  });
+});
