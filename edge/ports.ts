@@ -21,7 +21,8 @@ export interface Ports {
    * Runs `task` after the request has answered, without holding the answer: `ctx.waitUntil` on
    * Workers, a detached promise on Deno and Node. A task that fails is logged with `what` and
    * never surfaces to the caller; whatever it does must be safe to lose (a maintenance pass
-   * repeats it).
+   * repeats it): Workers may cancel it 30 s after the answer, and a self-hosted edge that closes
+   * does not wait for it. Its database statements are not in the request's `X-D1-Statements`.
    */
   readonly background: BackgroundRunner;
   /** The request's id (`X-Request-Id`), or the cron pass's: every log line of the request carries it. */

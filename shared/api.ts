@@ -19,7 +19,7 @@ export const DEFAULT_RUN_DEADLINE_MS = 300_000;
 
 /**
  * A run's browser profile, named by its owner (at most 48 characters). The host keeps it apart
- * from every other owner's profile of the same name (see edge/pipeline/lease.ts).
+ * from every other owner's profile of the same name (see edge/profiles/bindings.ts).
  */
 export const RunProfileId = z.string().regex(/^[A-Za-z0-9_-]{1,48}$/, 'letters, digits, _ and -, at most 48');
 

@@ -30,8 +30,9 @@ export async function passwordFieldVisible(deadline: Deadline, page: Page): Prom
 
 /** The origin of `url` when it is an http(s) URL, else undefined. */
 export function httpOrigin(url: string): string | undefined {
-  const origin = originOf(url);
-  return origin?.startsWith('http://') || origin?.startsWith('https://') ? origin : undefined;
+  // The URL's own scheme must be http(s): a blob: URL, say, has the origin of its creator.
+  const scheme = /^\s*([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  return scheme === 'http' || scheme === 'https' ? originOf(url) : undefined;
 }
 
 /** True when some challenge predicate of `definition` has a candidate in the snapshot. */

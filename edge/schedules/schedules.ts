@@ -105,8 +105,8 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
       updatedAt: now,
     };
     try {
-      const [inserted] = await ports.db.batch([
-        ports.db.insert(runs).values(run).onConflictDoNothing(),
+      await ports.db.batch([
+        ports.db.insert(runs).values(run),
         ports.db
           .insert(messages)
           .values({
@@ -116,14 +116,15 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
             trust: 'trusted',
             text: schedule.intent,
             createdAt: now,
-          })
-          .onConflictDoNothing(),
+          }),
         ports.db.update(schedules).set({ lastFiredFor: minute }).where(eq(schedules.id, schedule.id)),
       ]);
-      // No row inserted: the run of this schedule and minute exists already (a repeated pass).
-      if (rowsChanged(inserted) === 1) fired.push(run);
+      fired.push(run);
     } catch (error) {
-      console.error(`[${ports.requestId}] schedule ${schedule.id}: queueing its run for ${iso(minute)} failed; the next pass tries again`, error);
+      // The batch is all or nothing. When the run of this schedule and minute exists, a repeated
+      // pass fired it already and nothing changes; any other failure is logged for the next pass.
+      const exists = await ports.db.select({ id: runs.id }).from(runs).where(eq(runs.id, run.id)).get();
+      if (!exists) console.error(`[${ports.requestId}] schedule ${schedule.id}: queueing its run for ${iso(minute)} failed; the next pass tries again`, error);
     }
   }
   return fired;

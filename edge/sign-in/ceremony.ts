@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNull, notExists, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/sqlite-core';
 import type { CeremonyState } from '../../shared/authentication.ts';
 import { newId } from '../db/ids.ts';
@@ -106,6 +106,11 @@ export async function windowTaken(ports: Ports, episode: SignInEpisodeRow): Prom
   return other !== undefined;
 }
 
+/**
+ * Records the host's last reported ceremony state on the episode (for the owner's view and the
+ * window's turn-taking), only while the episode is still open at that generation; `undefined`
+ * (no answer) records nothing.
+ */
 export async function noteCeremonyState(ports: Ports, episode: SignInEpisodeRow, state: CeremonyState | undefined): Promise<void> {
   if (state === undefined) return;
   await ports.db
@@ -142,4 +147,40 @@ export async function notifyOwner(ports: Ports, episode: SignInEpisodeRow): Prom
         .getSQL(),
     )
     .onConflictDoNothing();
+}
+
+/**
+ * Takes the profile's one sign-in window for `episode` before its ceremony is begun in the
+ * background: marks the ceremony `verifying` (the host first checks the saved session), by one
+ * conditional update that wins only while the episode is open at this generation with no
+ * ceremony state yet, and no other open episode of the same host profile has a live ceremony.
+ * Until the host answers, a wall of the same profile on another origin therefore waits for the
+ * window (see {@link windowTaken}) instead of ending this ceremony. A start that is lost leaves
+ * `verifying`; the maintenance pass finds the host does not know the ceremony and begins it again.
+ */
+export async function claimWindow(ports: Ports, episode: SignInEpisodeRow): Promise<void> {
+  const others = alias(signInEpisodes, 'o');
+  const liveElsewhere = ports.db
+    .select({ id: others.id })
+    .from(others)
+    .where(
+      and(
+        eq(others.hostProfileId, episode.hostProfileId),
+        eq(others.state, 'open'),
+        sql`${others.id} <> ${episode.id}`,
+        inArray(others.ceremonyState, [...LIVE_CEREMONY_STATES]),
+      ),
+    );
+  await ports.db
+    .update(signInEpisodes)
+    .set({ ceremonyState: 'verifying' })
+    .where(
+      and(
+        eq(signInEpisodes.id, episode.id),
+        eq(signInEpisodes.state, 'open'),
+        eq(signInEpisodes.generation, episode.generation),
+        isNull(signInEpisodes.ceremonyState),
+        notExists(liveElsewhere),
+      ),
+    );
 }

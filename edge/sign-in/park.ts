@@ -8,7 +8,7 @@ import { rowsChanged } from '../db/rows-changed.ts';
 import { effects, type RunRow, runs, signInEpisodes, signInWaits } from '../db/schema.ts';
 import type { Ports } from '../ports.ts';
 import { bindingOf, bindingStatement, hostProfileId } from '../profiles/bindings.ts';
-import { beginCeremony, CEREMONY_ENDED_WITHOUT_SIGN_IN, nextGeneration, windowTaken } from './ceremony.ts';
+import { beginCeremony, CEREMONY_ENDED_WITHOUT_SIGN_IN, claimWindow, nextGeneration, windowTaken } from './ceremony.ts';
 
 /**
  * Parking a run at a sign-in wall (ADR-0164 part 3, DESIGN.md section 8).
@@ -172,6 +172,7 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
   const begin = ended && !(await windowTaken(ports, episode)) ? ((await nextGeneration(ports, episode)) ?? episode) : episode;
   // The ceremony may take the host tens of seconds (it first checks a saved session): it begins
   // after the request has answered, and the maintenance pass begins it again if this is lost.
+  await claimWindow(ports, begin);
   ports.background(`begin the ceremony of sign-in episode ${begin.id}`, () => beginCeremony(ports, begin));
 }
 

@@ -4,12 +4,24 @@ import { describe, expect, test as plain } from 'vitest';
 import { ConfigError, parseHostConfig } from '../../browser-host/config.ts';
 import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
 import { BUILT_IN_SITE_DEFINITIONS, SiteCatalog } from '../../browser-host/site-verification/catalog.ts';
+import { httpOrigin } from '../../browser-host/site-verification/sign-in-signal.ts';
 import { type AccountSite, accountSiteDefinition, startAccountSite } from '../../scripts/account-site.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 
 const SECRET = 'x'.repeat(32);
+
+describe('http origins of pages', () => {
+  plain('only an http(s) URL has one: a blob: or data: URL never counts as a page of an http origin', () => {
+    expect(httpOrigin('HTTPS://Accounts.Example.test:443/signin?next=/')).toBe('https://accounts.example.test');
+    expect(httpOrigin('http://127.0.0.1:8123/reports')).toBe('http://127.0.0.1:8123');
+    expect(httpOrigin('blob:https://accounts.example.test/3f1c')).toBeUndefined();
+    expect(httpOrigin('data:text/html,<form>')).toBeUndefined();
+    expect(httpOrigin('about:blank')).toBeUndefined();
+    expect(httpOrigin('not a url')).toBeUndefined();
+  });
+});
 
 describe('site verification catalog', () => {
   plain('the built-in catalog is empty, and a host without a catalog file uses no definition', () => {

@@ -1,8 +1,9 @@
 import { env } from 'cloudflare:test';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { reconcileSignIns } from '../../../edge/sign-in/maintenance.ts';
-import { partiesForEachTest, workerdPorts } from '../support/edge-client.ts';
-import { ceremonyBookkeepingHost } from '../support/fake-host.ts';
+import { parkForSignIn } from '../../../edge/sign-in/park.ts';
+import { backgroundSettled, partiesForEachTest, workerdPorts } from '../support/edge-client.ts';
+import { ceremonyBookkeepingHost, scriptedHost } from '../support/fake-host.ts';
 import { signInFixture } from '../support/sign-in-fixture.ts';
 
 // Episodes of one profile take turns in its one sign-in window (ADR-0164 part 3: "exactly one
@@ -51,5 +52,39 @@ describe('two sign-in episodes of one profile on two origins', () => {
     host.verify(String(rebegun.at(-1)!.ceremony_id));
     await reconcileSignIns(p);
     expect(await stateOf(rb.id)).toBe('queued');
+  });
+});
+
+describe('a ceremony still being begun in the background', () => {
+  it("holds the profile's window: a wall of the same profile on another origin meanwhile waits instead of ending it", async () => {
+    let letBeginAnswer: () => void = () => {};
+    const beginMayAnswer = new Promise<void>((resolve) => {
+      letBeginAnswer = resolve;
+    });
+    const host = scriptedHost(async (method, params) => {
+      if (method !== 'ceremony.begin') return { ended: false };
+      await beginMayAnswer;
+      return { ceremony_id: params.ceremony_id, state: 'awaiting_person' };
+    });
+    const p = workerdPorts(host.connector);
+    const ra = await runningOn(A);
+    const rb = await runningOn(B);
+    const wallAt = (origin: string) => ({
+      signal: { origin, evidence: 'password_field' as const },
+      signInUrl: `${origin}/signin`,
+      protectedUrl: `${origin}/reports`,
+      toolCallId: 'call_test',
+    });
+    await parkForSignIn(p, ra, wallAt(A)); // A's ceremony is handed to the background; the host is slow to answer
+    await vi.waitFor(() => expect(host.calls.filter((c) => c.method === 'ceremony.begin')).toHaveLength(1));
+    await parkForSignIn(p, rb, wallAt(B)); // meanwhile B meets its wall on the same profile
+    letBeginAnswer();
+    await backgroundSettled();
+
+    const begun = host.calls.filter((c) => c.method === 'ceremony.begin').map((c) => c.params.origin);
+    expect(begun).toEqual([A]);
+    expect((await episodeOf(A))?.ceremony_state).toBe('awaiting_person');
+    expect((await episodeOf(B))?.ceremony_state).toBeNull();
+    expect(await stateOf(rb.id)).toBe('waiting_for_authentication');
   });
 });

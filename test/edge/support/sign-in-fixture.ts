@@ -28,6 +28,8 @@ export interface OpenEpisode {
   host_profile_id: string;
   origin: string;
   protected_url: string;
+  /** The host's last reported ceremony state, or null before the host answered. */
+  ceremony_state: string | null;
 }
 
 /** Who a ceremony event is about: enough of an episode to sign claims for it. */
