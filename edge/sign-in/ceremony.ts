@@ -89,21 +89,28 @@ class WindowTaken extends Error {}
 /** Ceremony states in which a ceremony holds its profile's window on the host. */
 const LIVE_CEREMONY_STATES = ['awaiting_person', 'verifying', 'challenge'] as const;
 
-/** Whether another open episode of the same host profile has a live ceremony (as last reported). */
-export async function windowTaken(ports: Ports, episode: SignInEpisodeRow): Promise<boolean> {
-  const other = await ports.db
-    .select({ id: signInEpisodes.id })
-    .from(signInEpisodes)
+/**
+ * The query for another open episode of the same host profile whose ceremony is live (as last
+ * reported): the one thing that holds the profile's one sign-in window.
+ */
+function liveCeremonyElsewhere(ports: Ports, episode: SignInEpisodeRow) {
+  const others = alias(signInEpisodes, 'o');
+  return ports.db
+    .select({ id: others.id })
+    .from(others)
     .where(
       and(
-        eq(signInEpisodes.hostProfileId, episode.hostProfileId),
-        eq(signInEpisodes.state, 'open'),
-        sql`${signInEpisodes.id} <> ${episode.id}`,
-        inArray(signInEpisodes.ceremonyState, [...LIVE_CEREMONY_STATES]),
+        eq(others.hostProfileId, episode.hostProfileId),
+        eq(others.state, 'open'),
+        sql`${others.id} <> ${episode.id}`,
+        inArray(others.ceremonyState, [...LIVE_CEREMONY_STATES]),
       ),
-    )
-    .get();
-  return other !== undefined;
+    );
+}
+
+/** Whether another open episode of the same host profile has a live ceremony (as last reported). */
+export async function windowTaken(ports: Ports, episode: SignInEpisodeRow): Promise<boolean> {
+  return (await liveCeremonyElsewhere(ports, episode).get()) !== undefined;
 }
 
 /**
@@ -159,18 +166,6 @@ export async function notifyOwner(ports: Ports, episode: SignInEpisodeRow): Prom
  * `verifying`; the maintenance pass finds the host does not know the ceremony and begins it again.
  */
 export async function claimWindow(ports: Ports, episode: SignInEpisodeRow): Promise<void> {
-  const others = alias(signInEpisodes, 'o');
-  const liveElsewhere = ports.db
-    .select({ id: others.id })
-    .from(others)
-    .where(
-      and(
-        eq(others.hostProfileId, episode.hostProfileId),
-        eq(others.state, 'open'),
-        sql`${others.id} <> ${episode.id}`,
-        inArray(others.ceremonyState, [...LIVE_CEREMONY_STATES]),
-      ),
-    );
   await ports.db
     .update(signInEpisodes)
     .set({ ceremonyState: 'verifying' })
@@ -180,7 +175,7 @@ export async function claimWindow(ports: Ports, episode: SignInEpisodeRow): Prom
         eq(signInEpisodes.state, 'open'),
         eq(signInEpisodes.generation, episode.generation),
         isNull(signInEpisodes.ceremonyState),
-        notExists(liveElsewhere),
+        notExists(liveCeremonyElsewhere(ports, episode)),
       ),
     );
 }

@@ -10,7 +10,7 @@ import { MAX_SIGN_IN_ATTEMPTS, parkForSignIn } from '../../../edge/sign-in/park.
 import type { NoticeList, RunView, SignInList } from '../../../shared/api.ts';
 import { signCeremonyEvent } from '../../../shared/authentication.ts';
 import { backgroundSettled, call, callError, partiesForEachTest, row, workerdPorts } from '../support/edge-client.ts';
-import { hostBeginChecks, scriptedHost } from '../support/fake-host.ts';
+import { hostBeginChecks, hostPage, scriptedHost } from '../support/fake-host.ts';
 import { APP, claimsFor, definitionEvent, deliver, ORIGIN, signInFixture } from '../support/sign-in-fixture.ts';
 
 // Parking a run that meets a sign-in wall, against the real D1 in workerd. The host is
@@ -177,14 +177,6 @@ describe('repeated sign-in walls are bounded by semantic progress, not by revisi
     // signal; if any such call reset the run's count of sign-in attempts, a wall that returns on
     // every attempt (e.g. a step-up password prompt while the saved session is valid, so the host
     // verifies at once and the owner is never asked) would loop until the deadline.
-    const page = (url: string, revision: number) => ({
-      revision,
-      url,
-      title: 'Reports',
-      settle: { outcome: 'dom_quiet', elapsed_ms: 0, pending_at_entry: 0, overflow: false },
-      window: { scope: { start_node: 0, end_node: 1, total_nodes: 1 }, truncated: false },
-      snapshot: '- main [ref=e1]',
-    });
     let revision = 0;
     const host = scriptedHost(async (method, params) => {
       switch (method) {
@@ -192,9 +184,9 @@ describe('repeated sign-in walls are bounded by semantic progress, not by revisi
         case 'lease.renew':
           return { lease_id: 'lease_review0001', profile_id: String(params.profile_id ?? 'p'), generation: 1, expires_at_ms: Date.now() + 300_000 };
         case 'page.observe':
-          return page(`${ORIGIN}/reports`, ++revision);
+          return hostPage(`${ORIGIN}/reports`, ++revision);
         case 'page.navigate':
-          return { ...page(`${ORIGIN}/signin`, ++revision), sign_in: { origin: ORIGIN, evidence: 'password_field' } };
+          return { ...hostPage(`${ORIGIN}/signin`, ++revision), sign_in: { origin: ORIGIN, evidence: 'password_field' } };
         case 'ceremony.begin': {
           const event = await signCeremonyEvent(
             env.HOST_SHARED_SECRET,

@@ -4,7 +4,7 @@ import { DEFAULT_EDGE_CONFIG, type Ports } from '../../../edge/ports.ts';
 import { loadRun } from '../../../edge/runs/lifecycle.ts';
 import type { RunView } from '../../../shared/api.ts';
 import { backgroundSettled, call, partiesForEachTest, row, workerdPorts } from '../support/edge-client.ts';
-import { scriptedHost } from '../support/fake-host.ts';
+import { hostPage, scriptedHost } from '../support/fake-host.ts';
 import { ORIGIN } from '../support/sign-in-fixture.ts';
 
 // The host's ceremony.begin may take tens of seconds (it first checks whether the saved session is
@@ -14,15 +14,6 @@ import { ORIGIN } from '../support/sign-in-fixture.ts';
 const TOOL_DEADLINE_MS = 3_000;
 
 const parties = partiesForEachTest();
-
-const page = (url: string, revision: number) => ({
-  revision,
-  url,
-  title: 'Reports',
-  settle: { outcome: 'dom_quiet', elapsed_ms: 0, pending_at_entry: 0, overflow: false },
-  window: { scope: { start_node: 0, end_node: 1, total_nodes: 1 }, truncated: false },
-  snapshot: '- main [ref=e1]',
-});
 
 /** A host whose ceremony.begin answers only when the test lets it. */
 function hostWithSlowCeremony() {
@@ -38,9 +29,9 @@ function hostWithSlowCeremony() {
       case 'lease.renew':
         return { lease_id: 'lease_slowceremony1', profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
       case 'page.observe':
-        return page(`${ORIGIN}/`, ++revision);
+        return hostPage(`${ORIGIN}/`, ++revision);
       case 'page.navigate':
-        return { ...page(`${ORIGIN}/signin?next=/reports`, ++revision), sign_in: { origin: ORIGIN, evidence: 'password_field' } };
+        return { ...hostPage(`${ORIGIN}/signin?next=/reports`, ++revision), sign_in: { origin: ORIGIN, evidence: 'password_field' } };
       case 'ceremony.begin':
         await beginMayAnswer;
         beginAnswered = true;

@@ -20,6 +20,18 @@ function connectorOf(answer: (method: string, params: Params) => unknown): HostC
   };
 }
 
+/** What a stand-in host answers a page command with: a settled observation of `url` at `revision`, one landmark. */
+export function hostPage(url: string, revision: number) {
+  return {
+    revision,
+    url,
+    title: 'Reports',
+    settle: { outcome: 'dom_quiet', elapsed_ms: 0, pending_at_entry: 0, overflow: false },
+    window: { scope: { start_node: 0, end_node: 1, total_nodes: 1 }, truncated: false },
+    snapshot: '- main [ref=e1]',
+  };
+}
+
 /** A stand-in host: `answer` serves every command; the commands it got are kept in `calls`. */
 export function scriptedHost(answer: (method: string, params: Params) => unknown | Promise<unknown>) {
   const calls: { method: string; params: Params }[] = [];
