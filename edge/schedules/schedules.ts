@@ -4,7 +4,6 @@ import { type CreateScheduleBody, DEFAULT_RUN_DEADLINE_MS, type ScheduleView } f
 import { canonicalOrigins } from '../../shared/origin.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
-import { rowsChanged } from '../db/rows-changed.ts';
 import { messages, type RunRow, runs, type ScheduleRow, schedules } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
@@ -107,16 +106,14 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
     try {
       await ports.db.batch([
         ports.db.insert(runs).values(run),
-        ports.db
-          .insert(messages)
-          .values({
-            id: `msg_${run.id.slice('run_'.length)}`,
-            runId: run.id,
-            principalId: schedule.id,
-            trust: 'trusted',
-            text: schedule.intent,
-            createdAt: now,
-          }),
+        ports.db.insert(messages).values({
+          id: `msg_${run.id.slice('run_'.length)}`,
+          runId: run.id,
+          principalId: schedule.id,
+          trust: 'trusted',
+          text: schedule.intent,
+          createdAt: now,
+        }),
         ports.db.update(schedules).set({ lastFiredFor: minute }).where(eq(schedules.id, schedule.id)),
       ]);
       fired.push(run);

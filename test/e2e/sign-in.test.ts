@@ -8,7 +8,7 @@ import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { plantCookie, signInAsPerson } from '../../scripts/person-at-browser.ts';
-import { GrantView, NoticeList, type RunView, SignInList } from '../../shared/api.ts';
+import { GrantView, type RunView, SignInList } from '../../shared/api.ts';
 import { connectHost } from '../support/host-client.ts';
 
 // ADR-0164 parts 2-4 in real processes and real Chromium: the edge under `wrangler dev` with a
