@@ -62,8 +62,8 @@ export function listSchedules(ports: Ports, principal: Principal): Promise<Sched
  * schedule itself), the schedule's pinned versions and policy profile. Idempotent: the run's id is
  * derived from the schedule and the minute, so a repeated pass for the same minute changes nothing.
  * A schedule whose profile the owner revoked queues nothing. A schedule that cannot be fired (a
- * database failure) is logged with the pass's request id and left for the next pass; the others
- * still fire.
+ * database failure) is logged with the pass's request id and left for the next pass, which fires
+ * it for the missed minute (see {@link latestDueMinute}); the others still fire.
  * @returns the runs queued by this pass.
  */
 export async function fireDueSchedules(ports: Ports, scheduledTime: number): Promise<RunRow[]> {
@@ -75,12 +75,13 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
     .limit(500);
   const fired: RunRow[] = [];
   for (const schedule of candidates) {
-    if (!dueAt(schedule.cron, minute)) continue;
+    const dueMinute = latestDueMinute(schedule, minute);
+    if (dueMinute === undefined) continue;
     // A revoked profile takes no new runs (ADR-0164 part 3), not even scheduled ones.
     if (await profileRevoked(ports, schedule.ownerId, schedule.profileId)) continue;
     const now = ports.clock.now();
     const run: RunRow = {
-      id: `run_${schedule.id.slice('sch_'.length)}_${minute / MINUTE_MS}`,
+      id: `run_${schedule.id.slice('sch_'.length)}_${dueMinute / MINUTE_MS}`,
       ownerId: schedule.ownerId,
       createdBy: schedule.id,
       claimedBy: null,
@@ -114,17 +115,39 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
           text: schedule.intent,
           createdAt: now,
         }),
-        ports.db.update(schedules).set({ lastFiredFor: minute }).where(eq(schedules.id, schedule.id)),
+        ports.db.update(schedules).set({ lastFiredFor: dueMinute }).where(eq(schedules.id, schedule.id)),
       ]);
       fired.push(run);
     } catch (error) {
       // The batch is all or nothing. When the run of this schedule and minute exists, a repeated
       // pass fired it already and nothing changes; any other failure is logged for the next pass.
       const exists = await ports.db.select({ id: runs.id }).from(runs).where(eq(runs.id, run.id)).get();
-      if (!exists) console.error(`[${ports.requestId}] schedule ${schedule.id}: queueing its run for ${iso(minute)} failed; the next pass tries again`, error);
+      if (!exists)
+        console.error(
+          `[${ports.requestId}] schedule ${schedule.id}: queueing its run for ${iso(dueMinute)} failed; the next pass within ${CATCH_UP_MS / MINUTE_MS} minutes tries again`,
+          error,
+        );
     }
   }
   return fired;
+}
+
+/** How far back a pass looks for a due minute an earlier pass missed (a failure, a late pass), in ms. */
+const CATCH_UP_MS = 15 * MINUTE_MS;
+
+/**
+ * The minute (epoch ms) a pass for `minute` fires `schedule` for: `minute` itself when the cron is
+ * due then; otherwise the latest due minute the passes before missed, no more than 15 minutes back,
+ * after the schedule's last firing and not before the minute it was created in. Undefined when
+ * there is none. One run a pass: missed minutes are never fired in a burst.
+ */
+function latestDueMinute(schedule: Pick<ScheduleRow, 'cron' | 'lastFiredFor' | 'createdAt'>, minute: number): number | undefined {
+  if (dueAt(schedule.cron, minute)) return minute;
+  const earliest = Math.max(minute - CATCH_UP_MS, Math.floor(schedule.createdAt / MINUTE_MS) * MINUTE_MS, (schedule.lastFiredFor ?? -Infinity) + MINUTE_MS);
+  for (let missed = minute - MINUTE_MS; missed >= earliest; missed -= MINUTE_MS) {
+    if (dueAt(schedule.cron, missed)) return missed;
+  }
+  return undefined;
 }
 
 /** Whether the five-field UTC cron expression fires at `minute` (epoch ms on a minute boundary). */

@@ -1,7 +1,9 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import type { Ports } from '../../edge/ports.ts';
+import { fireDueSchedules } from '../../edge/schedules/schedules.ts';
 import type { RunView, ScheduleView } from '../../shared/api.ts';
-import { call, callError, type ErrorBody, partiesForEachTest, setLatestPage } from './support/edge-client.ts';
+import { call, callError, type ErrorBody, partiesForEachTest, setLatestPage, workerdPorts } from './support/edge-client.ts';
 import { fireSchedules, PAGE, runFixture, SCHEDULE, SEVEN_AM } from './support/run-fixture.ts';
 
 // Schedules fire runs from the Worker's cron handler; agents claim them.
@@ -38,5 +40,60 @@ describe('schedules and claims', () => {
   ])('a schedule with %s is refused', async (_name, change) => {
     const answer = await callError('POST', '/v1/schedules', { token: parties.owner.token, body: { ...SCHEDULE, ...change } });
     expect([answer.status, answer.body.error.code]).toEqual([400, 'invalid_request']);
+  });
+});
+
+const MINUTE_MS = 60_000;
+
+/** Ports whose database refuses every batch while `locked` (as SQLite's "database is locked" would). */
+function portsWithLockableDatabase(): { ports: Ports; lock: (on: boolean) => void } {
+  const base = workerdPorts();
+  let locked = false;
+  const db = new Proxy(base.db, {
+    get(target, property, receiver) {
+      if (property === 'batch' && locked) return () => Promise.reject(new Error('database is locked'));
+      const value: unknown = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { ports: { ...base, db }, lock: (on) => (locked = on) };
+}
+
+/** A daily schedule due at `minute` (epoch ms on a minute boundary, UTC). */
+async function scheduleAt(minute: number): Promise<string> {
+  const at = new Date(minute);
+  const created = await call<ScheduleView>('POST', '/v1/schedules', {
+    token: parties.owner.token,
+    body: { ...SCHEDULE, cron: `${at.getUTCMinutes()} ${at.getUTCHours()} * * *` },
+  });
+  expect(created.status).toBe(201);
+  return created.body.id;
+}
+
+const runsOf = async (scheduleId: string) =>
+  (await env.DB.prepare('SELECT id FROM runs WHERE schedule_id = ?').bind(scheduleId).all<{ id: string }>()).results.map((row) => row.id);
+
+describe('a schedule whose pass failed', () => {
+  it('fires for the missed minute at the next pass, once, when its minute found the database locked', async () => {
+    const due = (Math.floor(Date.now() / MINUTE_MS) + 1) * MINUTE_MS;
+    const scheduleId = await scheduleAt(due);
+    const { ports, lock } = portsWithLockableDatabase();
+    lock(true);
+    expect(await fireDueSchedules(ports, due + 5_000)).toEqual([]);
+    lock(false);
+    const fired = await fireDueSchedules(ports, due + MINUTE_MS);
+    expect(fired.map((run) => run.id)).toEqual([`run_${scheduleId.slice('sch_'.length)}_${due / MINUTE_MS}`]);
+    await fireDueSchedules(ports, due + 2 * MINUTE_MS);
+    expect(await runsOf(scheduleId)).toHaveLength(1);
+  });
+
+  it('is not fired later than 15 minutes after its minute, nor for a minute before it was created', async () => {
+    const due = (Math.floor(Date.now() / MINUTE_MS) + 1) * MINUTE_MS;
+    const late = await scheduleAt(due);
+    expect(await fireDueSchedules(workerdPorts(), due + 16 * MINUTE_MS)).not.toContainEqual(expect.objectContaining({ scheduleId: late }));
+    const before = await scheduleAt(Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS - 2 * MINUTE_MS);
+    await fireDueSchedules(workerdPorts(), Date.now());
+    expect(await runsOf(late)).toEqual([]);
+    expect(await runsOf(before)).toEqual([]);
   });
 });
