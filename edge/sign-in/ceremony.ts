@@ -1,4 +1,4 @@
-import { and, eq, inArray, isNull, notExists, sql } from 'drizzle-orm';
+import { and, eq, inArray, notExists, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/sqlite-core';
 import type { CeremonyState } from '../../shared/authentication.ts';
 import { newId } from '../db/ids.ts';
@@ -51,7 +51,7 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, opt
   try {
     // A profile has one window: while another episode's ceremony is live in it, this one waits
     // (the maintenance pass begins it once the window is free) instead of ending the other.
-    if (!options.takeWindow && (await windowTaken(ports, episode))) throw new WindowTaken();
+    if (!(await claimWindow(ports, episode, options))) throw new WindowTaken();
     session = await ports.host.connect(10_000);
     const answer = await session.call(
       'ceremony.begin',
@@ -157,25 +157,29 @@ export async function notifyOwner(ports: Ports, episode: SignInEpisodeRow): Prom
 }
 
 /**
- * Takes the profile's one sign-in window for `episode` before its ceremony is begun in the
- * background: marks the ceremony `verifying` (the host first checks the saved session), by one
- * conditional update that wins only while the episode is open at this generation with no
- * ceremony state yet, and no other open episode of the same host profile has a live ceremony.
- * Until the host answers, a wall of the same profile on another origin therefore waits for the
+ * Takes the profile's one sign-in window for `episode`'s ceremony, by one conditional update that
+ * wins only while the episode is open at this generation and no other open episode of the same
+ * host profile has a live ceremony (unless `takeWindow`: the owner asked for this one). It marks
+ * the ceremony `verifying` (the host first checks the saved session) unless it is live already.
+ * From then until the host answers, a wall of the same profile on another origin waits for the
  * window (see {@link windowTaken}) instead of ending this ceremony. A start that is lost leaves
  * `verifying`; the maintenance pass finds the host does not know the ceremony and begins it again.
+ * @returns whether the episode holds the window now.
  */
-export async function claimWindow(ports: Ports, episode: SignInEpisodeRow): Promise<void> {
-  await ports.db
+export async function claimWindow(ports: Ports, episode: SignInEpisodeRow, options: { takeWindow?: boolean } = {}): Promise<boolean> {
+  const claimed = await ports.db
     .update(signInEpisodes)
-    .set({ ceremonyState: 'verifying' })
+    .set({
+      ceremonyState: sql`CASE WHEN ${inArray(signInEpisodes.ceremonyState, [...LIVE_CEREMONY_STATES])} THEN ${signInEpisodes.ceremonyState} ELSE 'verifying' END`,
+    })
     .where(
       and(
         eq(signInEpisodes.id, episode.id),
         eq(signInEpisodes.state, 'open'),
         eq(signInEpisodes.generation, episode.generation),
-        isNull(signInEpisodes.ceremonyState),
-        notExists(liveCeremonyElsewhere(ports, episode)),
+        options.takeWindow ? undefined : notExists(liveCeremonyElsewhere(ports, episode)),
       ),
-    );
+    )
+    .run();
+  return rowsChanged(claimed) === 1;
 }

@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it, vi } from 'vitest';
 import { reconcileSignIns } from '../../../edge/sign-in/maintenance.ts';
+import { restartSignIn } from '../../../edge/sign-in/owner-views.ts';
 import { parkForSignIn } from '../../../edge/sign-in/park.ts';
 import { backgroundSettled, partiesForEachTest, workerdPorts } from '../support/edge-client.ts';
 import { ceremonyBookkeepingHost, scriptedHost } from '../support/fake-host.ts';
@@ -86,5 +87,51 @@ describe('a ceremony still being begun in the background', () => {
     expect((await episodeOf(A))?.ceremony_state).toBe('awaiting_person');
     expect((await episodeOf(B))?.ceremony_state).toBeNull();
     expect(await stateOf(rb.id)).toBe('waiting_for_authentication');
+  });
+});
+
+describe('a ceremony begun again by the maintenance pass or restarted by the owner', () => {
+  const wallAt = (origin: string) => ({
+    signal: { origin, evidence: 'password_field' as const },
+    signInUrl: `${origin}/signin`,
+    protectedUrl: `${origin}/reports`,
+    toolCallId: 'call_test',
+  });
+
+  it("holds the profile's window while the host checks the saved session: a wall of the profile on another origin meanwhile waits", async () => {
+    const host = ceremonyBookkeepingHost();
+    const p = workerdPorts(host.connector);
+    const ra = await runningOn(A);
+    await wall(ra, A, p);
+    host.restart(); // A is lost on the host
+    const profileOfA = (await episodeOf(A)).host_profile_id;
+    host.slowSessionCheckFor(profileOfA);
+    const pass = reconcileSignIns(p); // A is `unknown`: begun again; its session check is slow
+    await vi.waitFor(() => expect(host.begins.filter((begin) => begin.profile_id === profileOfA)).toHaveLength(2));
+    const rb = await runningOn(B);
+    await parkForSignIn(p, rb, wallAt(B));
+    await backgroundSettled();
+    host.release();
+    await pass;
+    // (The pass also looks at other tests' open episodes: count this profile's begins only.)
+    expect(host.begins.filter((begin) => begin.profile_id === profileOfA).map((begin) => begin.origin)).toEqual([A, A]);
+    expect((await episodeOf(A))?.ceremony_state).toBe('awaiting_person');
+  });
+
+  it("keeps the window the owner's restart took while its begin runs: a wall of the profile on another origin meanwhile waits", async () => {
+    const host = ceremonyBookkeepingHost();
+    const p = workerdPorts(host.connector);
+    const ra = await runningOn(A);
+    await wall(ra, A, p);
+    host.slowSessionCheckFor((await episodeOf(A)).host_profile_id);
+    const owner = { id: parties.owner.id, ownerId: parties.owner.id, kind: 'owner' as const };
+    const restarting = restartSignIn(p, owner, (await episodeOf(A)).id);
+    await vi.waitFor(() => expect(host.begins.filter((begin) => begin.origin === A)).toHaveLength(2));
+    const rb = await runningOn(B);
+    await parkForSignIn(p, rb, wallAt(B));
+    await backgroundSettled();
+    host.release();
+    expect((await restarting).ceremony_state).toBe('awaiting_person');
+    expect(host.begins.map((begin) => `${begin.origin} g${begin.generation}`)).toEqual([`${A} g1`, `${A} g2`]);
   });
 });

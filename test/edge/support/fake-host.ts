@@ -52,13 +52,19 @@ export function hostBeginChecks(params: Params): void {
 
 /**
  * A stand-in for the host's ceremony bookkeeping: a begin of an unknown ceremony ends (final
- * outcome `ended`, with a signed event) every open ceremony of the same profile; status answers
+ * outcome `ended`, with a signed event) every open ceremony of the same profile, then checks the
+ * saved session (`verifying`) and waits for the person (`awaiting_person`); status answers
  * `unknown` for ceremonies it never saw (a restarted host), else the state and, once final, the
  * event.
  */
 export function ceremonyBookkeepingHost() {
   const records = new Map<string, { params: Params; state: string; claims?: CeremonyEventClaims }>();
   const begins: Params[] = [];
+  const slowProfiles = new Set<string>();
+  let release: () => void = () => {};
+  const sessionCheck = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   let serial = 0;
   const finish = (id: string, outcome: 'ended' | 'verified') => {
     const record = records.get(id)!;
@@ -88,7 +94,11 @@ export function ceremonyBookkeepingHost() {
         for (const [other, record] of records) {
           if (record.claims === undefined && record.params.profile_id === params.profile_id) finish(other, 'ended');
         }
-        records.set(id, { params, state: 'awaiting_person' });
+        records.set(id, { params, state: 'verifying' });
+        // The host checks the saved session first; for a slow profile that takes until `release`.
+        if (slowProfiles.has(String(params.profile_id))) await sessionCheck;
+        const record = records.get(id);
+        if (record && record.claims === undefined) record.state = 'awaiting_person';
       }
       return answer(id);
     }
@@ -108,5 +118,9 @@ export function ceremonyBookkeepingHost() {
     restart: () => records.clear(),
     /** The person signs in and the host verifies: the event (its delivery is lost). */
     verify: (id: string) => finish(id, 'verified'),
+    /** Begins of a new ceremony of host profile `profileId` answer only after `release` (a slow saved-session check). */
+    slowSessionCheckFor: (profileId: string) => slowProfiles.add(profileId),
+    /** Lets the slow session checks finish. */
+    release: () => release(),
   };
 }
