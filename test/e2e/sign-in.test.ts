@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DELIVERY_BACKOFF_MS } from '../../browser-host/ceremony-delivery.ts';
 import { hostProfileId } from '../../edge/profiles/bindings.ts';
 import { type AccountSite, accountSiteDefinition, startAccountSite } from '../../scripts/account-site.ts';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
@@ -190,8 +192,13 @@ describe('a run that meets a sign-in wall', () => {
 
     await stack.stopEdge();
     await signInAsPerson({ profileDir: await profileDir('recovery'), origin: site.origin, username: 'bob', password: 'bob-pass', timeoutMs: 60_000 });
-    // The host verified and tried to call back while nobody listened.
+    // The host verified and tried to call back while nobody listened; the edge comes back only
+    // after the host's last delivery attempt (a quick restart would still catch that one).
     await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('verified'), { timeout: 60_000, interval: 500 });
+    const verified = await hostCeremonyState(episode.ceremony_id);
+    const decidedAt = decodeJwt(verified.event!).decided_at_ms as number;
+    const lastAttemptAt = decidedAt + DELIVERY_BACKOFF_MS.reduce((total, delay) => total + delay, 0) + 1_000;
+    await vi.waitFor(() => expect(Date.now()).toBeGreaterThan(lastAttemptAt), { timeout: 10_000, interval: 250 });
     await stack.startEdge();
     expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
 
