@@ -1,5 +1,5 @@
 import { hostProfileId } from '../edge/profiles/bindings.ts';
-import { ActivityList, GrantView, NoticeList, type RunView } from '../shared/api.ts';
+import { ActivityList, GrantView, type RunView } from '../shared/api.ts';
 import type { AccountSite } from './account-site.ts';
 import { ApiClient, observationOf } from './api-client.ts';
 import { refOf } from './aria-refs.ts';
@@ -98,7 +98,7 @@ export async function runSignInJourney(stack: LocalStack, site: AccountSite, own
 
   const activity = (await owner.request('GET', `/v1/runs/${run.id}/activity`, ActivityList)).body.activity;
   const createdAt = Date.parse(run.created_at);
-  const ownerNotices = (await owner.request('GET', '/v1/notices', NoticeList)).body.notices.filter((n) => n.run_id === run.id);
+  const ownerNotices = await owner.noticesFor(run.id);
   const timeline = [
     ...activity
       .filter((entry) => entry.kind !== 'effect')

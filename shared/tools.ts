@@ -130,17 +130,6 @@ export type ToolInvocation = {
   [N in ToolName]: { tool: N; version: ToolVersion; arguments: (typeof TOOLS)[N] extends ToolDefinition<N, infer A> ? A : never };
 }[ToolName];
 
-/** A tool's contract at one version: its argument schema and its classification. */
-export interface ToolContract {
-  readonly arguments: z.ZodType;
-  readonly classification: ToolClassification;
-}
-
-/** The contract of `tool` at `version`. Both are already validated enums, so this never misses. */
-export function toolContract(tool: ToolName, version: ToolVersion): ToolContract {
-  return { arguments: TOOLS[tool].arguments[version], classification: TOOLS[tool].classification };
-}
-
 /** The versions every tool accepts, newest first (what `GET /v1/health` reports). */
 export function toolVersions(): Record<ToolName, ToolVersion[]> {
   return Object.fromEntries(ToolName.options.map((name) => [name, Object.keys(TOOLS[name].arguments) as ToolVersion[]])) as Record<ToolName, ToolVersion[]>;

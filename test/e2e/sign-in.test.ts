@@ -90,10 +90,6 @@ async function hostCeremonyState(ceremonyId: string) {
   }
 }
 
-function noticesFor(runId: string) {
-  return owner.noticesFor(runId);
-}
-
 describe('a run that meets a sign-in wall', () => {
   it('parks, the owner signs in once in the headed browser, and it resumes by itself without a second prompt', async () => {
     const run = await newRun('reporter');
@@ -140,7 +136,7 @@ describe('a run that meets a sign-in wall', () => {
     expect(site.counters().reports_filed).toBe(1);
     expect(site.counters().filed['alice@example.test']).toEqual(['Week 48']);
 
-    const notices = await noticesFor(run.id);
+    const notices = await owner.noticesFor(run.id);
     expect(notices).toHaveLength(1);
     expect(notices[0]!.resolved_at).not.toBeNull();
     const [approvals] = await stack.queryD1(`SELECT count(*) AS n FROM approvals WHERE run_id = '${run.id}'`);
@@ -170,7 +166,7 @@ describe('a run that meets a sign-in wall', () => {
     const after = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports?week=48` })).body);
     expect(after.snapshot).toContain('Week 48');
     expect(site.counters().reports_filed).toBe(1);
-    expect(await noticesFor(run.id)).toHaveLength(2);
+    expect(await owner.noticesFor(run.id)).toHaveLength(2);
     expect((await agent.report(run.id, 'completed', 'Filed "Week 48" once.')).state).toBe('completed');
 
     // A later run on the same profile reuses the valid session: no wall, no notice.
@@ -178,7 +174,7 @@ describe('a run that meets a sign-in wall', () => {
     const read = (await agent.propose(later.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
     expect(read.state).toBe('succeeded');
     expect(observationOf(read).snapshot).toContain('Week 48');
-    expect(await noticesFor(later.id)).toHaveLength(0);
+    expect(await owner.noticesFor(later.id)).toHaveLength(0);
     await agent.report(later.id, 'completed', 'One report: Week 48.');
   });
 
@@ -208,7 +204,7 @@ describe('a run that meets a sign-in wall', () => {
     expect(page.snapshot).toContain('Signed in as bob@example.test');
     const event = await firstRow(`SELECT via, applied FROM ceremony_events WHERE ceremony_id = '${episode.ceremony_id}' AND outcome = 'verified'`);
     expect(event).toEqual({ via: 'reconciliation', applied: 1 });
-    expect(await noticesFor(run.id)).toHaveLength(1);
+    expect(await owner.noticesFor(run.id)).toHaveLength(1);
     // Ending the run gives its browser back: the next tests' verifications need the room.
     await agent.report(run.id, 'completed', 'Signed in as bob; no reports.');
   });
@@ -224,7 +220,7 @@ describe('a run that meets a sign-in wall', () => {
     expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
     const signIns = (await owner.request('GET', '/v1/sign-ins?state=open', SignInList)).body.sign_ins.find((s) => s.id === episode.id);
     expect(signIns?.ceremony_state).toBe('challenge');
-    expect(await noticesFor(run.id)).toHaveLength(1);
+    expect(await owner.noticesFor(run.id)).toHaveLength(1);
     // Nobody waits once the run is cancelled: the cron pass abandons the episode and ends the
     // ceremony, which gives the profile's browser back to admission.
     await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
