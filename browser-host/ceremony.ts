@@ -136,6 +136,8 @@ export class Ceremonies {
       return this.#answer(record);
     }
     record.hold = browser;
+    // The person may go through the site's sign-in page, on its own or an identity provider's origin.
+    browser.confinement.ceremonyOrigins = [params.origin, ...(httpOrigin(params.sign_in_url) ?? [])];
 
     const check = await verifyCeremony(record, browser, this.#services.verifier, INITIAL_CHECK_MS);
     if (check?.outcome === 'verified' || check?.outcome === 'account_mismatch') {
@@ -214,6 +216,7 @@ export class Ceremonies {
     record.state = outcome;
     record.life.dispose();
     const { admission } = this.#services;
+    if (record.hold !== undefined) record.hold.confinement.ceremonyOrigins = [];
     if (record.hold !== undefined && admission.browserOf(params.profile_id) === record.hold) admission.release(params.profile_id);
     record.hold = undefined;
     if (!this.#closing.signal.aborted && this.#services.edgeUrl !== undefined) this.#deliver(this.#services.edgeUrl, record.claims);

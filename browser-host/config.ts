@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { SiteVerificationDefinition } from '../shared/authentication.ts';
+import { canonicalOrigins, Origin } from '../shared/origin.ts';
 import { MIN_SHARED_SECRET_BYTES } from '../shared/wire-auth.ts';
 import { BUILT_IN_SITE_DEFINITIONS, readSiteCatalog, SiteCatalogError } from './site-verification/catalog.ts';
 
@@ -65,6 +66,16 @@ export interface HostConfig {
   readonly personDebugging: boolean;
   /** Spacing of a ceremony's surface polls, in ms. */
   readonly ceremonyPollMs: number;
+  /**
+   * The operator's egress origins (README "Confinement"): `allow`, origins pages may reach as
+   * subresources even on a non-public address; `deny`, origins pages never reach.
+   */
+  readonly egress: { readonly allow: readonly string[]; readonly deny: readonly string[] };
+  /**
+   * How long an act's target may take to become able to receive the input (visible, stable,
+   * enabled, not covered) before it fails `not_actionable` with nothing sent, in ms.
+   */
+  readonly actionabilityMs: number;
 }
 
 /** Invalid configuration: the message names the variable and what it must be. */
@@ -87,6 +98,16 @@ export const DEFAULT_SETTLE_CONFIG: SettleConfig = { budgetMs: 2_000, quietMs: 3
 
 const integer = (min: number, max: number) => z.string().regex(/^\d+$/, 'a whole number').transform(Number).pipe(z.int().min(min).max(max));
 const flag = z.enum(['1', '0', 'true', 'false', '']).transform((v) => v === '1' || v === 'true');
+
+/** A comma-separated list of http(s) origins, e.g. `https://cdn.example,http://10.0.0.5:8080`. */
+const originList = z
+  .string()
+  .transform((text) => text.split(',').map((part) => part.trim()).filter((part) => part !== ''))
+  .pipe(z.array(Origin))
+  .transform((origins) => canonicalOrigins(origins));
+
+/** Default of `HOST_ACTIONABILITY_MS`, in ms. */
+export const DEFAULT_ACTIONABILITY_MS = 5_000;
 
 const EnvSchema = z.object({
   HOST_PORT: integer(0, 65_535).default(8790),
@@ -111,6 +132,9 @@ const EnvSchema = z.object({
     .optional(),
   HOST_PERSON_DEBUGGING: flag.default(false),
   HOST_CEREMONY_POLL_MS: integer(100, 60_000).default(1_000),
+  HOST_EGRESS_ALLOW: originList.default([]),
+  HOST_EGRESS_DENY: originList.default([]),
+  HOST_ACTIONABILITY_MS: integer(100, 60_000).default(DEFAULT_ACTIONABILITY_MS),
   DISPLAY: z.string().optional(),
 });
 
@@ -128,7 +152,9 @@ const EnvSchema = z.object({
  * `HOST_EDGE_URL` (base URL of the edge, e.g. http://127.0.0.1:8787, for ceremony event
  * callbacks; default none: the edge asks `ceremony.status`), `HOST_PERSON_DEBUGGING=1` (default
  * off: a loopback DevTools port per profile browser, for the scripted person of tests and demos)
- * and `HOST_CEREMONY_POLL_MS` (default 1,000 ms, 100-60,000).
+ * and `HOST_CEREMONY_POLL_MS` (default 1,000 ms, 100-60,000); for the confinement (README
+ * "Confinement"): `HOST_EGRESS_ALLOW` and `HOST_EGRESS_DENY` (comma-separated origins; default
+ * none) and `HOST_ACTIONABILITY_MS` (default 5,000 ms, 100-60,000).
  * @throws ConfigError naming every invalid variable or unknown flag, or a catalog file that cannot
  *   be read or does not validate.
  */
@@ -169,5 +195,7 @@ export function parseHostConfig(env: Readonly<Record<string, string | undefined>
     edgeUrl: e.HOST_EDGE_URL,
     personDebugging: e.HOST_PERSON_DEBUGGING,
     ceremonyPollMs: e.HOST_CEREMONY_POLL_MS,
+    egress: { allow: e.HOST_EGRESS_ALLOW, deny: e.HOST_EGRESS_DENY },
+    actionabilityMs: e.HOST_ACTIONABILITY_MS,
   };
 }

@@ -62,11 +62,14 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
   // a fresh host starts counting at its start time in ms, above anything an earlier host issued
   // (one capture per ms at most), so a plan made on an old page can never match a new one.
   const lastRevisions = new Map<string, number>();
+  // The host's own port, known once the wire server listens, is never reachable from a page.
+  const hostPorts: number[] = [];
+  const egress = { allow: config.egress.allow, deny: config.egress.deny, hostPorts: () => hostPorts };
   const revisionBase = Date.now();
   const launch = async (profileId: string): Promise<ProfileBrowser> => {
     const deadline = Deadline.after(config.launchTimeoutMs);
     try {
-      const browser = await ProfileBrowser.launch(deadline, profileId, launchOptions, lastRevisions.get(profileId) ?? revisionBase);
+      const browser = await ProfileBrowser.launch(deadline, profileId, launchOptions, lastRevisions.get(profileId) ?? revisionBase, egress);
       browser.onClosed(() => lastRevisions.set(profileId, browser.revision));
       return browser;
     } finally {
@@ -79,7 +82,17 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     launch,
     onBrowserLost: (profileId) => leases.interruptProfile(profileId),
   });
-  const leases: LeaseTable = new LeaseTable({ onEnded: (lease) => admission.release(lease.profile_id) });
+  const leases: LeaseTable = new LeaseTable({
+    onEnded: (lease, why) => {
+      const browser = admission.browserOf(lease.profile_id);
+      // Nothing is navigable between leases; a run that ended leaves no page running behind it.
+      if (browser !== undefined) {
+        browser.confinement.leaseOrigins = [];
+        if (why !== 'interrupted') void browser.blank();
+      }
+      admission.release(lease.profile_id);
+    },
+  });
   const observations = new ObservationLog();
   const catalog = new SiteCatalog(config.siteDefinitions);
   const verifier = new SessionVerifier({ admission, catalog, launchOptions, profilesDir: config.profilesDir, reserveWaitMs: config.admissionWaitMs });
@@ -119,6 +132,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
   let server: WireServer;
   try {
     server = await startWireServer({ bind: config.bind, port: config.port, sharedSecret: config.sharedSecret, hostId: config.hostId, handlers });
+    hostPorts.push(server.port);
   } catch (error) {
     await display?.close();
     throw error;

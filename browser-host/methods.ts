@@ -40,6 +40,8 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   lost answer), then admits the profile (see {@link Admission.admit}: `admission_full`,
  *   `host_unavailable`) and grants a lease with the profile's next generation. The browser's
  *   earlier references are invalidated: a new lease observes before it acts (`page_changed`).
+ *   The run's `origins` become the browser's navigable origins until the lease ends
+ *   (README "Confinement").
  * - `lease.renew`: `lease_lost` unless live. `lease.release`: `{released}`; the browser stays
  *   open and idle.
  * - `page.navigate`, `page.act`, plain `page.observe`: `lease_lost` unless live (checked before
@@ -82,11 +84,15 @@ export function methodHandlers(services: HostServices): MethodHandlers {
   };
 
   return {
-    'lease.acquire': async ({ run_id, profile_id, ttl_ms, wait_ms }) => {
+    'lease.acquire': async ({ run_id, profile_id, origins, ttl_ms, wait_ms }) => {
       leases.releaseHeldBy(profile_id, run_id);
       const browser = await admission.admit(profile_id, wait_ms ?? config.admissionWaitMs);
       if (browser.latest !== undefined) browser.invalidate('a new lease began');
-      return leases.grant(profile_id, ttl_ms, run_id);
+      const grant = leases.grant(profile_id, ttl_ms, run_id);
+      // The new run's page starts with its own record and its own origins (README "Confinement").
+      browser.events.drain();
+      browser.confinement.leaseOrigins = origins;
+      return grant;
     },
     'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),

@@ -45,8 +45,9 @@ export function observationOf(captured: CapturedRevision, start: number, context
 }
 
 /**
- * The wire observation of a full capture (navigate, act, plain observe): its first window plus,
- * when the page asks for sign-in, the `sign_in` signal (see {@link signInSignal}; bounded by the
+ * The wire observation of a full capture (navigate, act, plain observe): its first window, what
+ * the page tried since the last such observation (`blocked`, `dialogs`; see PageEvents), the
+ * capture's `frames`, and, when the page asks for sign-in, the `sign_in` signal (see {@link signInSignal}; bounded by the
  * operation's deadline, and a check that fails simply adds no signal). Continuation reads never
  * carry the signal.
  */
@@ -57,9 +58,16 @@ export async function hostObservationOf(
   context: ObservationContext,
   catalog: SiteCatalog,
 ): Promise<HostObservation> {
-  const observation = observationOf(captured, 0, context);
+  const window = observationOf(captured, 0, context);
   const page = browser.openPage;
   const signal = page === undefined ? undefined : await signInSignal(deadline, page, captured, catalog).catch(() => undefined);
+  const { blocked, dialogs } = browser.events.drain();
+  const observation: HostObservation = {
+    ...window,
+    ...(blocked.length > 0 ? { blocked } : {}),
+    ...(dialogs.length > 0 ? { dialogs } : {}),
+    ...(captured.frames.length > 0 ? { frames: [...captured.frames] } : {}),
+  };
   return signal === undefined ? observation : { ...observation, sign_in: signal };
 }
 

@@ -19,6 +19,8 @@ export const CHROMIUM_ARGS: readonly string[] = [
   '--disable-sync',
   '--no-first-run',
   '--disable-quic',
+  // WebRTC must not open UDP paths around the egress proxy.
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
 ];
 
 /** How to start Chromium for a profile. */
@@ -34,6 +36,11 @@ export interface LaunchOptions {
    * tests and demos (`HOST_PERSON_DEBUGGING`). Never for control loads.
    */
   readonly personDebugging?: boolean;
+  /**
+   * The egress proxy every request of this browser goes through (`http://127.0.0.1:<port>`,
+   * loopback included; see egress/egress-proxy.ts). Profiles always have one.
+   */
+  readonly proxyServer?: string;
 }
 
 /** The environment Chromium (and every page's renderer) gets: the host's, minus its secret. */
@@ -74,6 +81,10 @@ export async function launchProfileContext(deadline: Deadline, profileId: string
       env: chromiumEnv(options, options.headless),
       // A page must not be able to write files onto the host's disk.
       acceptDownloads: false,
+      // A service worker's requests would bypass the page guards: none are registered.
+      serviceWorkers: 'block',
+      // Playwright sends loopback through the proxy too (`<-loopback>`), so nothing bypasses it.
+      ...(options.proxyServer === undefined ? {} : { proxy: { server: options.proxyServer } }),
       timeout: Math.max(1, deadline.remainingMs()),
     });
   } catch (error) {

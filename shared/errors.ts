@@ -35,6 +35,8 @@ export const ErrorCode = z.enum([
   'outcome_unknown',
   'navigation_failed',
   'action_failed',
+  'not_actionable',
+  'target_changed',
   'host_unavailable',
   'deadline_exceeded',
   // wire protocol only
@@ -83,6 +85,8 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'outcome_unknown':
     case 'navigation_failed':
     case 'action_failed':
+    case 'not_actionable':
+    case 'target_changed':
       return 409;
     case 'payload_too_large':
       return 413;

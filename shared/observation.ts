@@ -55,6 +55,58 @@ export const ConditionResult = z.strictObject({
 });
 export type ConditionResult = z.infer<typeof ConditionResult>;
 
+/** Longest dialog message an observation carries, in characters (the rest is cut). */
+export const MAX_DIALOG_MESSAGE_LENGTH = 300;
+
+/**
+ * What kind of request the host's egress confinement stopped (README "Confinement"):
+ * `navigation` (the main frame), `frame` (an iframe's document), `popup` (a window the page
+ * opened), `form` (a form submission to another origin) and `subresource` (a script, image,
+ * fetch, WebSocket or other request to a forbidden address).
+ */
+export const BlockedKind = z.enum(['navigation', 'frame', 'popup', 'form', 'subresource']);
+export type BlockedKind = z.infer<typeof BlockedKind>;
+
+/**
+ * One request the host blocked before any byte left: the origin it was for (never a path or a
+ * query string), what kind of request it was, why, and when (ISO 8601).
+ */
+export const BlockedRequest = z.strictObject({
+  origin: z.string().max(300),
+  kind: BlockedKind,
+  reason: z.enum(['outside_run_origins', 'forbidden_address', 'operator_denied', 'popup_refused']),
+  at: z.string().max(40),
+});
+export type BlockedRequest = z.infer<typeof BlockedRequest>;
+
+/**
+ * One JavaScript dialog the page raised and how the host answered it (README "Confinement"):
+ * `alert` accepted, `confirm` and `prompt` dismissed, `beforeunload` accepted only on a
+ * navigation the agent asked for; `page_closed` when a dialog loop made the host close the page.
+ * `message` is cut to 300 characters.
+ */
+export const PageDialog = z.strictObject({
+  type: z.enum(['alert', 'confirm', 'prompt', 'beforeunload']),
+  message: z.string().max(MAX_DIALOG_MESSAGE_LENGTH),
+  answer: z.enum(['accepted', 'dismissed', 'page_closed']),
+  at: z.string().max(40),
+});
+export type PageDialog = z.infer<typeof PageDialog>;
+
+/**
+ * One iframe of the page: the `[ref=...]` of the iframe element, the prefix of the references
+ * inside it (`f1` for `f1e3`), its document's origin (`null` when it has none, e.g. a blocked
+ * load) and whether its content was withheld from the snapshot because that origin is not one
+ * of the run's.
+ */
+export const FrameSummary = z.strictObject({
+  reference: z.string().max(32),
+  prefix: z.string().max(32).optional(),
+  origin: z.string().max(300),
+  withheld: z.boolean(),
+});
+export type FrameSummary = z.infer<typeof FrameSummary>;
+
 /**
  * What the host saw: the page revision the snapshot's `[ref=...]` markers belong to, the URL and
  * title, settling metadata and a bounded window of Playwright's AI-mode aria snapshot.
@@ -68,8 +120,17 @@ export const Observation = z.strictObject({
   snapshot: z.string(),
   /** Added by the edge when the call carried a postcondition or `wait_for` (1.2.0). */
   condition: ConditionResult.optional(),
+  /** Requests blocked since the previous observation of this lease, oldest first (1.3.0). */
+  blocked: z.array(BlockedRequest).max(64).optional(),
+  /** Dialogs the page raised since the previous observation of this lease, oldest first (1.3.0). */
+  dialogs: z.array(PageDialog).max(32).optional(),
+  /** The page's iframes with their origins, in snapshot order (1.3.0). */
+  frames: z.array(FrameSummary).max(128).optional(),
 });
 export type Observation = z.infer<typeof Observation>;
+
+/** The 1.3.0 additions to an observation: what the page tried and what frames it holds. */
+export const CONFINEMENT_FIELDS = ['blocked', 'dialogs', 'frames'] as const;
 
 /**
  * An observation left out of a result because it did not fit the result size budget. The
@@ -91,7 +152,7 @@ export type OmittedObservation = z.infer<typeof OmittedObservation>;
  * recorded in the call's phases). Strict, like every other contract: a 1.1.0 client never
  * receives a field it does not know.
  */
-export const ObservationV1_1 = Observation.omit({ settle: true, condition: true });
+export const ObservationV1_1 = Observation.omit({ settle: true, condition: true, blocked: true, dialogs: true, frames: true });
 export type ObservationV1_1 = z.infer<typeof ObservationV1_1>;
 
 /** {@link OmittedObservation} in the 1.1.0 result shape: without `condition`, a 1.2.0 addition. */
@@ -102,13 +163,26 @@ export type OmittedObservationV1_1 = z.infer<typeof OmittedObservationV1_1>;
 export const ToolResultV1_1 = z.union([ObservationV1_1, OmittedObservationV1_1]);
 export type ToolResultV1_1 = z.infer<typeof ToolResultV1_1>;
 
+/**
+ * An observation in the 1.2.0 result shape: without the 1.3.0 additions (`blocked`, `dialogs`,
+ * `frames`), which a call pinned to 1.2.0 never receives (the host still reports them; they are
+ * kept in the call's stored result and phases).
+ */
+export const ObservationV1_2 = Observation.omit({ blocked: true, dialogs: true, frames: true });
+export type ObservationV1_2 = z.infer<typeof ObservationV1_2>;
+
 /** What a call pinned to 1.2.0 returns as its result: an observation, or the explicit marker. */
-export const ToolResultV1_2 = z.union([Observation, OmittedObservation]);
+export const ToolResultV1_2 = z.union([ObservationV1_2, OmittedObservation]);
 export type ToolResultV1_2 = z.infer<typeof ToolResultV1_2>;
+
+/** What a call pinned to 1.3.0 returns as its result: an observation, or the explicit marker. */
+export const ToolResultV1_3 = z.union([Observation, OmittedObservation]);
+export type ToolResultV1_3 = z.infer<typeof ToolResultV1_3>;
 
 /**
  * A call's result at whichever version it was pinned to. The 1.2.0 shapes come first: a 1.1.0
  * observation lacks `settle`, so it never parses as a 1.2.0 one, and vice versa (all strict).
  */
 export const ToolResult = z.union([Observation, OmittedObservation, ObservationV1_1, OmittedObservationV1_1]);
+// (A 1.2.0 result is a 1.3.0 observation without the optional 1.3.0 fields: `Observation` parses it.)
 export type ToolResult = z.infer<typeof ToolResult>;

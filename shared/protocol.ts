@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CEREMONY_METHODS, HostObservation } from './authentication.ts';
 import { ErrorDetail } from './errors.ts';
+import { Origin } from './origin.ts';
 import { BrowserAction, ContinuationCursor, MAX_URL_LENGTH } from './tool-arguments.ts';
 
 /**
@@ -19,6 +20,21 @@ import { BrowserAction, ContinuationCursor, MAX_URL_LENGTH } from './tool-argume
 export const LeaseId = z.string().regex(/^lease_[A-Za-z0-9_-]{8,64}$/);
 /** Identifier of a sealed browser profile (one persistent user-data directory). */
 export const ProfileId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and -, at most 64');
+
+/** Most origins one run (and so one lease) may name. */
+export const MAX_RUN_ORIGINS = 32;
+
+/**
+ * What the element an act targets must still be right before the input (README "Confinement"):
+ * its ARIA role and accessible name as the observation showed them, and the origin of the frame
+ * holding it. The host fails the act `target_changed`, with nothing sent, when it is not.
+ */
+export const ExpectedTarget = z.strictObject({
+  role: z.string().min(1).max(64),
+  name: z.string().max(1000),
+  frame_origin: z.string().max(300),
+});
+export type ExpectedTarget = z.infer<typeof ExpectedTarget>;
 
 /** Longest a single host operation may be given, in ms. */
 export const MAX_OPERATION_TIMEOUT_MS = 120_000;
@@ -60,6 +76,11 @@ export const HOST_METHODS = {
     params: z.strictObject({
       run_id: z.string().min(1).max(64),
       profile_id: ProfileId,
+      /**
+       * The run's origins: the only ones the page may navigate to, frame or open while the lease
+       * lives (README "Confinement").
+       */
+      origins: z.array(Origin).min(1).max(MAX_RUN_ORIGINS),
       /** Lease time-to-live in ms. */
       ttl_ms: z.int().min(1_000).max(3_600_000),
       /** How long to wait for an admission slot before failing `admission_full`, in ms. */
@@ -84,7 +105,7 @@ export const HOST_METHODS = {
     result: HostObservation,
   },
   'page.act': {
-    params: z.strictObject({ lease_id: LeaseId, action: BrowserAction, timeout_ms: timeoutMs }),
+    params: z.strictObject({ lease_id: LeaseId, action: BrowserAction, target: ExpectedTarget.optional(), timeout_ms: timeoutMs }),
     result: HostObservation,
   },
   'host.status': {

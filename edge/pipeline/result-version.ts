@@ -6,8 +6,10 @@ import { projectObservation } from './projection.ts';
  * A call's stored observation as the result its pinned tool version defines, within the result
  * size budget (DESIGN.md section 4, step 8).
  *
- * - 1.2.0 (and anything not 1.1.0): the observation as stored, with `settle` and any `condition`,
- *   or the explicit omission marker when it does not fit (see `projectObservation`).
+ * - 1.3.0 (and anything not older): the observation as stored, with `settle`, any `condition`
+ *   and the confinement report (`blocked`, `dialogs`, `frames`), or the explicit omission marker
+ *   when it does not fit (see `projectObservation`).
+ * - 1.2.0: the same without the 1.3.0 additions (`blocked`, `dialogs`, `frames`).
  * - 1.1.0: shared/observation.ts `ObservationV1_1`, `{revision, url, title, window, snapshot}`:
  *   the 1.2.0 additions (`settle`, `condition`; ADR-0159) are dropped, so a pinned 1.1.0 client
  *   keeps receiving exactly the shape it was written for. The budget is applied to that shape,
@@ -20,8 +22,13 @@ import { projectObservation } from './projection.ts';
  * @param budgetBytes largest JSON result, in bytes.
  */
 export function resultForVersion(version: string, observation: Observation, budgetBytes: number): ToolResult {
-  if (ToolVersion.safeParse(version).data !== '1.1.0') return projectObservation(observation, budgetBytes);
-  const { settle: _settle, condition: _condition, ...shaped } = observation;
+  const pinned = ToolVersion.safeParse(version).data;
+  if (pinned === '1.2.0') {
+    const { blocked: _blocked, dialogs: _dialogs, frames: _frames, ...shaped } = observation;
+    return projectObservation(shaped, budgetBytes);
+  }
+  if (pinned !== '1.1.0') return projectObservation(observation, budgetBytes);
+  const { settle: _settle, condition: _condition, blocked: _b, dialogs: _d, frames: _f, ...shaped } = observation;
   return fitV1_1(shaped, budgetBytes);
 }
 

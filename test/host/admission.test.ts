@@ -23,7 +23,7 @@ describe('admission and leases', () => {
     expect(new Set(leases.map((l) => l.profile_id))).toEqual(new Set(['p1', 'p2', 'p3']));
     expect(await client.call('host.status', {})).toMatchObject({ browsers: 3, leases: 3 });
 
-    const fourth = client.request('lease.acquire', { run_id: 'r4', profile_id: 'p4', ttl_ms: 60_000, wait_ms: 1_000 });
+    const fourth = client.request('lease.acquire', { run_id: 'r4', profile_id: 'p4', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 1_000 });
     await statusBecomes(client, { waiting: 1 });
     expect(await fourth).toMatchObject({ error: { code: 'admission_full' } });
     expect(await client.call('host.status', {})).toMatchObject({ browsers: 3, leases: 3, waiting: 0 });
@@ -46,10 +46,10 @@ describe('admission and leases', () => {
 
   test('the same profile cannot be leased twice at once; its next lease has the next generation', async ({ client }) => {
     const first = await acquire(client, 'p1');
-    const second = await client.request('lease.acquire', { run_id: 'other', profile_id: 'p1', ttl_ms: 60_000, wait_ms: 300 });
+    const second = await client.request('lease.acquire', { run_id: 'other', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 300 });
     expect(second).toMatchObject({ error: { code: 'admission_full' } });
 
-    const waiting = client.call('lease.acquire', { run_id: 'other', profile_id: 'p1', ttl_ms: 60_000, wait_ms: 30_000 });
+    const waiting = client.call('lease.acquire', { run_id: 'other', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 30_000 });
     await statusBecomes(client, { waiting: 1 });
     await client.call('lease.release', { lease_id: first.lease_id });
     const next = await waiting;
@@ -108,13 +108,13 @@ describe('admission and leases', () => {
   });
 
   test('a run that lost the answer to its acquisition gets a fresh lease at once; its orphan is ended', async ({ client }) => {
-    const orphan = await client.call('lease.acquire', { run_id: 'run-lost', profile_id: 'p2', ttl_ms: 60_000, wait_ms: 30_000 });
+    const orphan = await client.call('lease.acquire', { run_id: 'run-lost', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 30_000 });
     // The edge never saw that grant and asks again for the same run: no wait for the orphan's TTL.
-    const fresh = await client.call('lease.acquire', { run_id: 'run-lost', profile_id: 'p2', ttl_ms: 60_000, wait_ms: 300 });
+    const fresh = await client.call('lease.acquire', { run_id: 'run-lost', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 300 });
     expect(fresh.generation).toBe(orphan.generation + 1);
     expect(await client.request('lease.renew', { lease_id: orphan.lease_id, ttl_ms: 60_000 })).toMatchObject({ error: { code: 'lease_lost' } });
     // Another run still cannot share the profile.
-    expect(await client.request('lease.acquire', { run_id: 'someone-else', profile_id: 'p2', ttl_ms: 60_000, wait_ms: 300 })).toMatchObject({
+    expect(await client.request('lease.acquire', { run_id: 'someone-else', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 300 })).toMatchObject({
       error: { code: 'admission_full' },
     });
     await client.call('lease.release', { lease_id: fresh.lease_id });

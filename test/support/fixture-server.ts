@@ -18,6 +18,16 @@ export interface FixtureServer {
   close(): Promise<void>;
 }
 
+const startedOrigins = new Set<string>();
+
+/**
+ * The origins of every fixture server this test file started so far: what a test lease names as
+ * its run's origins unless the test says otherwise (each test file runs in its own module scope).
+ */
+export function fixtureOrigins(): string[] {
+  return [...startedOrigins];
+}
+
 /** Largest delay the `/delay`, `/slow`, `/fail` and `/events` routes accept, in ms. */
 const MAX_DELAY_MS = 30_000;
 /** Spacing of the comment lines `/events` sends to keep its stream open, in ms. */
@@ -110,6 +120,7 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
 
   const files = await startStaticServer(root, { handle });
   const origin = files.origin;
+  startedOrigins.add(origin);
   return {
     origin,
     url: (pathname) => new URL(pathname, `${origin}/`).href,

@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'vitest';
-import { DEFAULT_SETTLE_CONFIG, DEFAULT_WINDOW_CAPS, type HostConfig } from '../../browser-host/config.ts';
+import { DEFAULT_ACTIONABILITY_MS, DEFAULT_SETTLE_CONFIG, DEFAULT_WINDOW_CAPS, type HostConfig } from '../../browser-host/config.ts';
 import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
 import type { LeaseGrant } from '../../shared/protocol.ts';
-import { type FixtureServer, startFixtureServer } from './fixture-server.ts';
+import { type FixtureServer, fixtureOrigins, startFixtureServer } from './fixture-server.ts';
 import { connectHost, type HostClient } from './host-client.ts';
 
 /** The secret tests share between the host and the edge stand-in (>= 32 bytes). */
@@ -35,6 +35,8 @@ export function testHostConfig(profilesDir: string, overrides: Partial<HostConfi
     edgeUrl: undefined,
     personDebugging: false,
     ceremonyPollMs: 1_000,
+    egress: { allow: [], deny: [] },
+    actionabilityMs: DEFAULT_ACTIONABILITY_MS,
     ...overrides,
   };
 }
@@ -45,11 +47,16 @@ export async function temporaryDirectory(prefix: string): Promise<{ dir: string;
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
-/** Leases a profile with a one-minute TTL (no admission wait beyond the host default). */
-export function acquire(client: HostClient, profileId: string, ttlMs = 60_000, waitMs?: number): Promise<LeaseGrant> {
+/**
+ * Leases a profile with a one-minute TTL (no admission wait beyond the host default) for a run
+ * whose origins are `origins`: by default those of the fixture servers this file started (or a
+ * placeholder when it started none, for tests that never load a page).
+ */
+export function acquire(client: HostClient, profileId: string, ttlMs = 60_000, waitMs?: number, origins = fixtureOrigins()): Promise<LeaseGrant> {
   return client.call('lease.acquire', {
     run_id: `run-${profileId}`,
     profile_id: profileId,
+    origins: origins.length > 0 ? origins : ['http://127.0.0.1:9'],
     ttl_ms: ttlMs,
     ...(waitMs === undefined ? {} : { wait_ms: waitMs }),
   });
@@ -85,8 +92,8 @@ export function hostTest(overrides: Partial<HostConfig> = {}) {
       onCleanup(() => client.close());
       return client;
     })
-    .extend('lease', async ({ client }, { onCleanup }): Promise<LeaseGrant> => {
-      const lease = await acquire(client, 'main');
+    .extend('lease', async ({ client, fixtures }, { onCleanup }): Promise<LeaseGrant> => {
+      const lease = await acquire(client, 'main', 60_000, undefined, [fixtures.origin, ...fixtureOrigins()]);
       onCleanup(async () => {
         if (client.open) await client.call('lease.release', { lease_id: lease.lease_id });
       });

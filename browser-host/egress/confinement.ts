@@ -1,0 +1,190 @@
+import type { BrowserContext, CDPSession, Page } from 'playwright-core';
+import type { BlockedKind, BlockedRequest } from '../../shared/observation.ts';
+import type { PageEvents } from '../page-events.ts';
+import { isAddressLiteral, isPublicAddress, type PinnedAddress, resolveChecked } from './address-policy.ts';
+
+/** Origins the operator configured for this host (README "Confinement"). */
+export interface EgressSettings {
+  /** Origins pages may reach as subresources even on a non-public address (an internal CDN, say). */
+  readonly allow: readonly string[];
+  /** Origins pages never reach, not even when a run names them. */
+  readonly deny: readonly string[];
+  /** The host's own listening ports: never reachable from a page on a non-public address. */
+  readonly hostPorts: () => readonly number[];
+}
+
+/** Why a request was refused. */
+export type BlockReason = BlockedRequest['reason'];
+
+/** A connection's verdict: the pinned address to connect to, or why not. */
+export type ConnectionVerdict = { readonly pinned: PinnedAddress; readonly refused?: undefined } | { readonly refused: BlockReason };
+
+/** Schemes a navigation may use without any network request (nothing leaves the browser). */
+const LOCAL_SCHEMES = new Set(['about:', 'data:', 'blob:', 'javascript:']);
+
+/**
+ * The boundary between one profile's pages and the network (README "Confinement"; DESIGN.md
+ * section 5, "egress ... checks remain"), enforced in the host before any byte leaves:
+ *
+ * - documents (top-level navigations, frames, form submissions, each redirect hop) may only
+ *   load from the navigable origins: the live lease's run origins, and while a sign-in ceremony
+ *   is open, the ceremony's origin and its sign-in page's origin; never an operator-denied one.
+ *   Between leases nothing is navigable.
+ * - every connection (subresources, fetches, WebSockets, documents too) goes through the
+ *   browser's egress proxy, which allows public addresses, and non-public ones (loopback,
+ *   private, link-local, metadata) only for a navigable or operator-allowed host and port, never
+ *   the host's own ports (see {@link connection}).
+ * - pages the page opens (popups) are refused: closed before they load.
+ *
+ * Every refusal is recorded in `events` and reported on the next observation (`blocked`).
+ */
+export class Confinement {
+  readonly events: PageEvents;
+  readonly #settings: EgressSettings;
+  #leaseOrigins: readonly string[] = [];
+  #ceremonyOrigins: readonly string[] = [];
+
+  constructor(settings: EgressSettings, events: PageEvents) {
+    this.#settings = settings;
+    this.events = events;
+  }
+
+  /** The live lease's run origins (canonical `scheme://host[:port]`); `[]` when no lease lives. */
+  set leaseOrigins(origins: readonly string[]) {
+    this.#leaseOrigins = origins.map(canonical);
+  }
+
+  /** The open ceremony's origins (its origin and its sign-in page's); `[]` when none is open. */
+  set ceremonyOrigins(origins: readonly string[]) {
+    this.#ceremonyOrigins = origins.map(canonical);
+  }
+
+  /** Origins documents may load from right now. */
+  get navigableOrigins(): readonly string[] {
+    return [...this.#leaseOrigins, ...this.#ceremonyOrigins].filter((origin) => !this.#settings.deny.includes(origin));
+  }
+
+  /**
+   * Whether a document may load from `url`: undefined when it may, else why not. URLs that need
+   * no network (about:, data:, blob:, javascript:) always may; anything else must be http(s) on a
+   * navigable origin.
+   */
+  documentVerdict(url: string): BlockReason | undefined {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return 'outside_run_origins';
+    }
+    if (LOCAL_SCHEMES.has(parsed.protocol)) return undefined;
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'outside_run_origins';
+    if (this.#settings.deny.includes(parsed.origin)) return 'operator_denied';
+    return this.navigableOrigins.includes(parsed.origin) ? undefined : 'outside_run_origins';
+  }
+
+  /**
+   * The verdict on one connection to `hostname:port`, made before it is opened: an
+   * operator-denied host and port is refused; the host's own ports on a non-public address are
+   * refused; a navigable or operator-allowed host and port may use any address; anything else
+   * must resolve to public addresses only. The answer pins the address to connect to.
+   */
+  async connection(hostname: string, port: number): Promise<ConnectionVerdict> {
+    const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    const matches = (origin: string): boolean => {
+      const url = new URL(origin);
+      const originPort = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+      return url.hostname.replace(/^\[|\]$/g, '') === host && originPort === port;
+    };
+    if (this.#settings.deny.some(matches)) return { refused: 'operator_denied' };
+    const trusted = this.navigableOrigins.some(matches) || this.#settings.allow.some(matches);
+    const ownPort = this.#settings.hostPorts().includes(port);
+    if (ownPort && isAddressLiteral(host) && !isPublicAddress(host)) return { refused: 'forbidden_address' };
+    const resolved = await resolveChecked(host, trusted && !ownPort);
+    if (resolved === 'unresolvable') return { refused: 'forbidden_address' };
+    if (resolved === 'forbidden_address') return { refused: 'forbidden_address' };
+    return { pinned: resolved };
+  }
+
+  /**
+   * Puts `context` under this confinement: every request of a page the host did not open itself
+   * (`ownPages`; a popup) is refused and the page closed, and such pages are closed as they
+   * appear. Requests of the host's own pages fall through to their page guard and the proxy.
+   */
+  async confineContext(context: BrowserContext, isOwnPage: (page: Page) => boolean): Promise<void> {
+    await context.route('**/*', async (route) => {
+      const request = route.request();
+      let page: Page | undefined;
+      try {
+        page = request.frame().page();
+      } catch {
+        page = undefined;
+      }
+      if (page !== undefined && isOwnPage(page)) {
+        // A frame's first load in another renderer process reaches only this route: check it here.
+        if (request.isNavigationRequest()) {
+          const verdict = this.documentVerdict(request.url());
+          if (verdict !== undefined) {
+            this.#recordDocument(request.url(), request.frame() === page.mainFrame() ? (request.method() === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
+            return route.abort('blockedbyclient').catch(() => {});
+          }
+        }
+        return route.fallback().catch(() => {});
+      }
+      if (request.isNavigationRequest()) this.#recordDocument(request.url(), 'popup', 'popup_refused');
+      await route.abort('blockedbyclient').catch(() => {});
+      if (page !== undefined) void page.close().catch(() => {});
+    });
+  }
+
+  /**
+   * Guards one of the host's own pages at the Chromium network boundary (CDP Fetch, request
+   * stage, documents only), which also stops each redirect hop of a document load: a hop to an
+   * origin that is not navigable fails (`ERR_BLOCKED_BY_CLIENT`) before it is sent.
+   * @returns a function that stops guarding; never throws.
+   */
+  async guardPage(page: Page): Promise<() => void> {
+    let session: CDPSession;
+    try {
+      session = await page.context().newCDPSession(page);
+    } catch {
+      return () => {};
+    }
+    let mainFrameId: string | undefined;
+    try {
+      const tree = (await session.send('Page.getFrameTree')) as { frameTree: { frame: { id: string } } };
+      mainFrameId = tree.frameTree.frame.id;
+    } catch {
+      mainFrameId = undefined;
+    }
+    session.on('Fetch.requestPaused', (event) => {
+      const { requestId, request, frameId } = event as { requestId: string; request: { url: string; method: string }; frameId: string };
+      const verdict = this.documentVerdict(request.url);
+      if (verdict === undefined) {
+        session.send('Fetch.continueRequest', { requestId }).catch(() => {});
+        return;
+      }
+      this.#recordDocument(request.url, frameId === mainFrameId ? (request.method === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
+      session.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
+    });
+    await session.send('Fetch.enable', { patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] }).catch(() => {});
+    return () => void session.detach().catch(() => {});
+  }
+
+  #recordDocument(url: string, kind: BlockedKind, reason: BlockReason): void {
+    let origin: string;
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      origin = 'null';
+    }
+    this.events.blocked({ origin, kind, reason });
+  }
+}
+
+function canonical(origin: string): string {
+  try {
+    return new URL(origin).origin;
+  } catch {
+    return origin;
+  }
+}
