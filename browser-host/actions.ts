@@ -1,4 +1,5 @@
 import type { Locator, Page } from 'playwright-core';
+import type { ExpectedTarget } from '../shared/protocol.ts';
 import type { BrowserAction } from '../shared/tool-arguments.ts';
 import { captureReserveMs, captureRevision } from './capture.ts';
 import type { SettleConfig } from './config.ts';
@@ -6,6 +7,7 @@ import type { Deadline } from './deadline.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, type SettleEntry, settle } from './settle.ts';
+import { checkTarget } from './target-check.ts';
 
 /** How much earlier than the deadline Playwright's action timeout fires, in ms. */
 const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
@@ -21,10 +23,12 @@ const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
  *    states it needs), which send no input, else `action_failed`;
  * 5. `stillLeased` must not throw: the lease is checked once more right before the input, so a
  *    run cancelled while the prechecks waited sends nothing (`lease_lost`);
+ * 6. when `expected` is given, the element must still have that role, name and frame
+ *    (`target_changed`, see {@link checkTarget});
  * nothing is dispatched when any of these fails. Then settling is entered and the input is sent
  * once (never retried), bounded by the deadline; the page settles and is captured.
- * @throws HostError('stale_revision' | 'page_changed' | 'action_failed' | 'lease_lost') with
- *   nothing dispatched;
+ * @throws HostError('stale_revision' | 'page_changed' | 'action_failed' | 'lease_lost' |
+ *   'target_changed' | 'outside_run_origins') with nothing dispatched;
  *   HostError('outcome_unknown') when the input may have reached the page but the outcome cannot
  *   be known (the input phase did not finish, or settling or the capture after it failed:
  *   ADR-0159 "loss of usable evidence after an action"); the page's references are then
@@ -36,6 +40,7 @@ export async function actOnPage(
   action: BrowserAction,
   config: SettleConfig,
   stillLeased: () => void = () => {},
+  expected?: ExpectedTarget,
 ): Promise<CapturedRevision> {
   if (action.revision !== browser.revision) {
     throw new HostError('stale_revision', `revision ${action.revision} is not the page's latest (${browser.revision}); nothing was dispatched`);
@@ -63,6 +68,8 @@ export async function actOnPage(
     // The prechecks may have waited (a disabled button, say) while the run was cancelled and its
     // lease released: the last moment to refuse, with nothing sent.
     stillLeased();
+    // The element must still be what the call was decided (and approved) on.
+    if (expected !== undefined) await checkTarget(actionDeadline, browser, page, action.reference, expected);
     // Settling entry: just before the input, so what the input starts joins the request set.
     entry = enterSettling(browser.traffic, config);
     try {

@@ -1,6 +1,7 @@
 import { errors } from 'playwright-core';
 import type { SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
+import { confineFrames } from './frame-confinement.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
 
@@ -21,7 +22,8 @@ export function captureReserveMs(deadline: Deadline): number {
  * Takes a full capture of the browser's page: Playwright's AI-mode aria snapshot
  * (`page.ariaSnapshot({mode: 'ai'})`, `[ref=eN]` markers that `page.getByRef` resolves), the title
  * and the URL, recorded as the page's next revision together with `settle`, the report of the
- * settling that preceded it.
+ * settling that preceded it, and the page's frames, content of frames outside the run's origins
+ * withheld (see {@link confineFrames}).
  *
  * Capture cancellation (ADR-0159): if the capture fails or outlives the deadline, it is aborted
  * through its signal and joined (its Playwright calls awaited until they have finished, at most
@@ -43,7 +45,9 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
   );
   try {
     const { text, title } = await capture.race(reading);
-    return browser.recordCapture({ url: page.url(), title, lines: text === '' ? [] : text.split('\n'), settle });
+    const url = page.url();
+    const { lines, frames } = await capture.race(confineFrames(capture, page, text === '' ? [] : text.split('\n'), browser.confinement));
+    return browser.recordCapture({ url, title, lines, frames, settle });
   } catch (error) {
     capture.dispose();
     await join(reading);

@@ -88,7 +88,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
       // Nothing is navigable between leases; a run that ended leaves no page running behind it.
       if (browser !== undefined) {
         browser.confinement.leaseOrigins = [];
-        if (why !== 'interrupted') void browser.blank();
+        if (why !== 'interrupted') void browser.suspend();
       }
       admission.release(lease.profile_id);
     },

@@ -1,5 +1,5 @@
 import type { BrowserContext, Page } from 'playwright-core';
-import type { SettleReport } from '../shared/observation.ts';
+import type { FrameSummary, SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
 import { Confinement, type EgressSettings } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
@@ -9,22 +9,24 @@ import { PageTraffic } from './page-traffic.ts';
 import { type LaunchOptions, launchProfileContext } from './profiles.ts';
 import { SerialLock } from './serial-lock.ts';
 
-/** Longest leaving a page for `about:blank` at a lease's end may take, in ms. */
-const BLANK_TIMEOUT_MS = 5_000;
+/** Longest freezing or thawing the page may take, in ms. */
+const LIFECYCLE_TIMEOUT_MS = 2_000;
 
 /** No operator-configured origins and no known host ports. */
 const NO_EGRESS_SETTINGS: EgressSettings = { allow: [], deny: [], hostPorts: () => [] };
 
 /**
  * One full capture of the page: the revision it was given, the document's URL and title, the
- * AI-mode aria snapshot split into lines (one line is one node) and the report of the settling
- * that preceded it (`not_waited` for a plain observe).
+ * AI-mode aria snapshot split into lines (one line is one node), its frames and the report of the
+ * settling that preceded it (`not_waited` for a plain observe).
  */
 export interface CapturedRevision {
   readonly revision: number;
   readonly url: string;
   readonly title: string;
   readonly lines: readonly string[];
+  /** The page's iframes, in snapshot order; foreign ones withheld from `lines` (frame-confinement.ts). */
+  readonly frames: readonly FrameSummary[];
   readonly settle: SettleReport;
 }
 
@@ -49,6 +51,7 @@ export class ProfileBrowser {
   /** Pages the host opened itself; any other page is a popup and is closed. */
   readonly #ownPages = new WeakSet<Page>();
   #opening = 0;
+  #lifecycle: Promise<void> = Promise.resolve();
   #page: Page | undefined;
   #detachPage: () => void = () => {};
   #revision: number;
@@ -72,7 +75,13 @@ export class ProfileBrowser {
    * run's origins), and adopts its first page.
    * @throws HostError('host_unavailable') when Chromium or its proxy does not start before the deadline.
    */
-  static async launch(deadline: Deadline, profileId: string, options: LaunchOptions, firstRevision = 0, egress: EgressSettings = NO_EGRESS_SETTINGS): Promise<ProfileBrowser> {
+  static async launch(
+    deadline: Deadline,
+    profileId: string,
+    options: LaunchOptions,
+    firstRevision = 0,
+    egress: EgressSettings = NO_EGRESS_SETTINGS,
+  ): Promise<ProfileBrowser> {
     const confinement = new Confinement(egress, new PageEvents());
     let proxy: EgressProxy;
     try {
@@ -118,9 +127,11 @@ export class ProfileBrowser {
       void opening.then((late) => late.close()).catch(() => {});
       throw error;
     } finally {
-      void opening.finally(() => {
-        this.#opening -= 1;
-      }).catch(() => {});
+      void opening
+        .finally(() => {
+          this.#opening -= 1;
+        })
+        .catch(() => {});
     }
   }
 
@@ -237,25 +248,37 @@ export class ProfileBrowser {
   }
 
   /**
-   * Leaves whatever page the last lease was on for `about:blank`, in the page's turn (after any
-   * operation still running), so no page keeps running after its run (README "Confinement").
-   * Bounded by 5,000 ms; never throws (a page that does not go is replaced by the next lease's
-   * first operation, since a new lease invalidates references anyway).
+   * Freezes the driven page between leases (CDP `Page.setWebLifecycleState` `frozen`: no script,
+   * timer or new request of the page runs), so no page keeps acting after its run ended (README
+   * "Confinement"); {@link resume} thaws it for the next lease. Changes are applied in call order;
+   * never throws (a page that cannot be frozen is also not navigable: nothing is, between leases).
    */
-  async blank(): Promise<void> {
-    const deadline = Deadline.after(BLANK_TIMEOUT_MS);
-    try {
-      await this.lock.run(deadline, async () => {
-        const page = this.openPage;
-        if (page === undefined || page.url() === 'about:blank') return;
-        await page.goto('about:blank', { timeout: Math.max(1, deadline.remainingMs()), signal: deadline.signal });
-        this.invalidate('the last lease ended');
-      });
-    } catch {
-      // best effort
-    } finally {
-      deadline.dispose();
-    }
+  suspend(): Promise<void> {
+    return this.#setLifecycle('frozen');
+  }
+
+  /** Thaws the page {@link suspend} froze, before a new lease's first operation. Never throws. */
+  resume(): Promise<void> {
+    return this.#setLifecycle('active');
+  }
+
+  #setLifecycle(state: 'frozen' | 'active'): Promise<void> {
+    this.#lifecycle = this.#lifecycle.then(async () => {
+      const page = this.openPage;
+      if (page === undefined || this.closed) return;
+      const session = await this.#context.newCDPSession(page).catch(() => undefined);
+      if (session === undefined) return;
+      const limit = Deadline.after(LIFECYCLE_TIMEOUT_MS);
+      try {
+        await limit.race(session.send('Page.setWebLifecycleState', { state }));
+      } catch {
+        // best effort, see above
+      } finally {
+        limit.dispose();
+        void session.detach().catch(() => {});
+      }
+    });
+    return this.#lifecycle;
   }
 
   /** Closes the browser (idempotent); waits for Chromium to exit. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ActTarget } from './act-target.ts';
 import { ErrorDetail } from './errors.ts';
 import { SettleReport, ToolResult } from './observation.ts';
 import { Origin } from './origin.ts';
@@ -220,6 +221,8 @@ export const CallPhases = z.strictObject({
     .optional(),
   settle: SettleReport.optional(),
   postcondition: z.strictObject({ status: ConditionStatus, observations: z.int().min(1), elapsed_ms: z.int().min(0) }).optional(),
+  /** An act's target as the observation showed it; checked by the host right before the input. */
+  target: ActTarget.optional(),
 });
 export type CallPhases = z.infer<typeof CallPhases>;
 
@@ -255,6 +258,10 @@ export const ApprovalView = z.strictObject({
   arguments: z.unknown(),
   arguments_hash: z.string(),
   policy_hash: z.string(),
+  /** What the call will do, in words (shared/act-target.ts `describeAct`; navigations name the URL). */
+  summary: z.string(),
+  /** An act's target as the observation showed it; null for other tools. */
+  target: ActTarget.nullable(),
   created_at: z.string(),
   decided_at: z.string().nullable(),
 });

@@ -126,3 +126,15 @@ export function textOf(node: AriaNode): string {
   visit(node);
   return parts.join(' ').replace(/\s+/g, ' ').trim();
 }
+
+/**
+ * Role and accessible name of one snapshot line (`- button "Save draft" [ref=e3]`), or undefined
+ * for a text node or a line that is not a node. A line YAML had to quote as a whole
+ * (`- 'heading "Post #10" [ref=e4]'`, for names with `#`, `:` and the like) is unquoted first.
+ */
+export function nodeOfSnapshotLine(line: string): { role: string; name: string | undefined; ref: string | undefined } | undefined {
+  const quoted = /^(\s*- )'(.*)'(:?)$/.exec(line);
+  const plain = quoted ? `${quoted[1]}${(quoted[2] ?? '').replace(/''/g, "'")}${quoted[3]}` : line;
+  const node = parseAriaSnapshot(plain.trimStart())[0];
+  return node === undefined || node.role === 'text' ? undefined : { role: node.role, name: node.name, ref: node.ref };
+}

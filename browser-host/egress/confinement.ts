@@ -17,7 +17,7 @@ export interface EgressSettings {
 export type BlockReason = BlockedRequest['reason'];
 
 /** A connection's verdict: the pinned address to connect to, or why not. */
-export type ConnectionVerdict = { readonly pinned: PinnedAddress; readonly refused?: undefined } | { readonly refused: BlockReason };
+export type ConnectionVerdict = { readonly pinned: PinnedAddress; readonly refused?: undefined } | { readonly refused: BlockReason | 'unresolvable' };
 
 /** Schemes a navigation may use without any network request (nothing leaves the browser). */
 const LOCAL_SCHEMES = new Set(['about:', 'data:', 'blob:', 'javascript:']);
@@ -100,7 +100,7 @@ export class Confinement {
     const ownPort = this.#settings.hostPorts().includes(port);
     if (ownPort && isAddressLiteral(host) && !isPublicAddress(host)) return { refused: 'forbidden_address' };
     const resolved = await resolveChecked(host, trusted && !ownPort);
-    if (resolved === 'unresolvable') return { refused: 'forbidden_address' };
+    if (resolved === 'unresolvable') return { refused: 'unresolvable' };
     if (resolved === 'forbidden_address') return { refused: 'forbidden_address' };
     return { pinned: resolved };
   }

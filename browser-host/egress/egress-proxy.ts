@@ -19,7 +19,10 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
  * (HTTPS, WebSockets), is checked by {@link Confinement.connection} on the address its host name
  * resolves to, and then made to exactly that address (the resolution is pinned), so a DNS answer
  * that changes between the check and the connection cannot reach a forbidden address. A refused
- * connection answers 403 before any byte goes out and is recorded as a blocked `subresource`.
+ * connection answers 403 before any byte goes out and is recorded as a blocked `subresource`
+ * (a tunnel's scheme is read off its port: 443 https, else http); a name that does not resolve
+ * answers 502 and is not recorded (it would have failed anyway; Chromium's own background
+ * look-ups end there too).
  * @throws Error when it cannot listen.
  */
 export async function startEgressProxy(confinement: Confinement): Promise<EgressProxy> {
@@ -29,8 +32,13 @@ export async function startEgressProxy(confinement: Confinement): Promise<Egress
     verbose: false,
     prepareRequestFunction: async ({ hostname, port, isHttp, request }) => {
       const verdict = await confinement.connection(hostname, port);
+      if (verdict.refused === 'unresolvable') throw new RequestError('the host name does not resolve', 502);
       if (verdict.refused !== undefined) {
-        confinement.events.blocked({ origin: connectionOrigin(hostname, port, isHttp ? request.url : undefined), kind: 'subresource', reason: verdict.refused });
+        confinement.events.blocked({
+          origin: connectionOrigin(hostname, port, isHttp ? request.url : undefined),
+          kind: 'subresource',
+          reason: verdict.refused,
+        });
         throw new RequestError(`blocked by the browser host's egress confinement: ${verdict.refused}`, 403);
       }
       const pinned = verdict.pinned;
@@ -62,6 +70,8 @@ function connectionOrigin(hostname: string, port: number, requestUrl: string | u
       // fall through to the host and port
     }
   }
+  // A tunnel (HTTPS, WebSocket) does not say its scheme: 443 reads as https, anything else as http.
   const host = hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]` : hostname;
-  return port === 443 ? `https://${host}` : `https://${host}:${port}`;
+  if (port === 443) return `https://${host}`;
+  return port === 80 ? `http://${host}` : `http://${host}:${port}`;
 }

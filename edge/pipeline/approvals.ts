@@ -74,7 +74,7 @@ export async function decideApproval(
   const invocation = revalidatedInvocation(call, approval, await canonicalHash({ tool: call.tool, version: call.version, arguments: call.arguments }));
   // Revalidate under the policy in force now (DESIGN.md section 5): an approval made under an
   // older profile hash is never silently carried over.
-  const current = await decideForRun(ports.db, run, invocation, call.arguments, approvalStance(invocation, phases.decision));
+  const current = await decideForRun(ports.db, run, invocation, call.arguments, approvalStance(invocation, phases.decision), phases.target);
   if (current.effect === 'deny') {
     return settleDenied(
       ports,

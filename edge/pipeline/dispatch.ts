@@ -1,3 +1,5 @@
+import type { ActTarget } from '../../shared/act-target.ts';
+import type { CallPhases } from '../../shared/api.ts';
 import { splitSignIn } from '../../shared/authentication.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import type { Observation } from '../../shared/observation.ts';
@@ -37,7 +39,8 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     const lease = await ensureLease(ports, session, run, isWrite, remaining());
     const timeout = Math.max(100, Math.min(remaining(), MAX_OPERATION_TIMEOUT_MS));
     sent = true;
-    const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, traits.command, timeout));
+    const target = (call.phases as CallPhases).target;
+    const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, traits.command, timeout, target));
     outcome = {
       state: 'succeeded',
       observation,
@@ -63,16 +66,21 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
   return recorded;
 }
 
-/** Sends the call's one host command with the lease and timeout of this dispatch. */
-function sendCommand(session: HostSession, leaseId: string, command: ToolCommand, timeoutMs: number): Promise<Observation> {
+/**
+ * Sends the call's one host command with the lease and timeout of this dispatch; an act carries
+ * the role, name and frame its target must still have (`target_changed` otherwise).
+ */
+function sendCommand(session: HostSession, leaseId: string, command: ToolCommand, timeoutMs: number, target: ActTarget | undefined): Promise<Observation> {
   const wire = { lease_id: leaseId, timeout_ms: timeoutMs };
   switch (command.method) {
     case 'page.navigate':
       return session.call(command.method, { ...wire, ...command.params }, timeoutMs + 1_000);
     case 'page.observe':
       return session.call(command.method, { ...wire, ...command.params }, timeoutMs + 1_000);
-    case 'page.act':
-      return session.call(command.method, { ...wire, ...command.params }, timeoutMs + 1_000);
+    case 'page.act': {
+      const expected = target === undefined ? {} : { target: { role: target.role, name: target.name, frame_origin: target.frame_origin } };
+      return session.call(command.method, { ...wire, ...command.params, ...expected }, timeoutMs + 1_000);
+    }
   }
 }
 

@@ -32,7 +32,13 @@ export async function ensureLease(ports: Ports, session: HostSession, run: RunRo
   }
   const grant = await session.call(
     'lease.acquire',
-    { run_id: run.id, profile_id: await hostProfileId(run.ownerId, run.profileId), origins: run.origins, ttl_ms: ports.config.leaseTtlMs, wait_ms: ports.config.admissionWaitMs },
+    {
+      run_id: run.id,
+      profile_id: await hostProfileId(run.ownerId, run.profileId),
+      origins: run.origins,
+      ttl_ms: ports.config.leaseTtlMs,
+      wait_ms: ports.config.admissionWaitMs,
+    },
     timeoutMs,
   );
   await ports.db

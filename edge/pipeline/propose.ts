@@ -1,7 +1,9 @@
 import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
+import type { ActTarget } from '../../shared/act-target.ts';
 import type { DecisionRecord, ProposeBody } from '../../shared/api.ts';
 import { originOf } from '../../shared/origin.ts';
+import { wireAction } from '../../shared/tool-arguments.ts';
 import { callTraits, parseInvocation } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { translateConstraint } from '../db/constraints.ts';
@@ -15,6 +17,7 @@ import { decideForRun } from '../policy/decision-input.ts';
 import type { Ports } from '../ports.ts';
 import { assertProfileActive } from '../profiles/bindings.ts';
 import { holdRun } from '../runs/lifecycle.ts';
+import { actTarget } from './act-target.ts';
 import { beginDispatch, type NewCall } from './begin-dispatch.ts';
 import { dispatchCall } from './dispatch.ts';
 import { settleIfLost } from './lost-dispatch.ts';
@@ -30,11 +33,13 @@ export interface ProposalOutcome {
 /**
  * The tool pipeline for one proposed call (DESIGN.md section 4): validate against the pinned
  * version; hold the run; refuse a repeat of a call whose outcome is unknown; check the revision;
- * decide by policy (authority, taint, profile, overlays); then deny, park for the owner, let a
+ * bind an act to its target as the run's observations showed it (`phases.target`); decide by policy (authority, taint, profile, overlays); then deny, park for the owner, let a
  * grant cover it, or dispatch exactly one command and record its outcome.
  * @throws DomainError('invalid_arguments') for arguments the pinned schema rejects (the rejection is
  *   stored); DomainError('outcome_unknown') for a repeat of an uncertain call (never resent);
  *   DomainError('stale_revision') for an act on anything but the latest revision;
+ *   DomainError('invalid_arguments') for an act on a reference no observation of that revision
+ *   the run received shows;
  *   DomainError('policy_denied') with the deciding rule; DomainError('run_not_active' |
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now; DomainError('profile_revoked')
  *   when the owner revoked the run's profile.
@@ -101,19 +106,38 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     throw new DomainError('stale_revision', message);
   }
 
+  // An act is bound to its target as the agent was shown it (README "Confinement").
+  let target: ActTarget | undefined;
+  if (invocation.tool === 'browser.act') {
+    const action = wireAction(invocation.arguments);
+    target = await actTarget(ports, run, action);
+    if (target === undefined) {
+      const message = `reference ${action.reference} is in no observation of revision ${action.revision} this run received; observe (or read the continuation) first`;
+      await reject('invalid_arguments', message);
+      throw new DomainError('invalid_arguments', message);
+    }
+  }
+
   const turn = await turnContext(ports, run);
-  const decision = await decideForRun(ports.db, run, invocation, body.arguments, {
-    authority: turn.authority,
-    tainted: turn.tainted,
-    pageDerived: await carriesPageDerivedReferences(ports, run, invocation, turn),
-  });
+  const decision = await decideForRun(
+    ports.db,
+    run,
+    invocation,
+    body.arguments,
+    {
+      authority: turn.authority,
+      tainted: turn.tainted,
+      pageDerived: await carriesPageDerivedReferences(ports, run, invocation, turn),
+    },
+    target,
+  );
   const decided: NewCall = {
     ...base,
     id: newId('call'),
     decisionEffect: decision.effect,
     decisionRule: decision.rule,
     policyHash: decision.policy_hash,
-    phases: { decision },
+    phases: { decision, ...(target !== undefined ? { target } : {}) },
   };
 
   if (decision.effect === 'deny') {
@@ -122,10 +146,11 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   }
 
   if (decision.effect === 'approval') {
-    const pageOrigin = run.latestUrl === null ? undefined : originOf(run.latestUrl);
-    const grant = await coveringGrant(ports, run.ownerId, invocation, pageOrigin);
+    // A grant covers what the act touches: the frame holding the target (the page's for the main frame).
+    const touchedOrigin = target?.frame_origin ?? (run.latestUrl === null ? undefined : originOf(run.latestUrl));
+    const grant = await coveringGrant(ports, run.ownerId, invocation, touchedOrigin);
     if (grant) {
-      const covered = { ...decided, phases: { decision: { ...decision, grant_id: grant.id } } };
+      const covered = { ...decided, phases: { ...decided.phases, decision: { ...decision, grant_id: grant.id } } };
       const started = await beginDispatch(ports, run, covered, invocation, { by: 'grant', grant }).catch((error: unknown) => {
         // The grant ran out between the look-up and the batch: ask the owner instead.
         if (error instanceof DomainError && error.code === 'already_decided') return undefined;
@@ -151,7 +176,7 @@ async function park(ports: Ports, run: RunRow, decided: NewCall, decision: Decis
     errorCode: null,
     errorMessage: null,
     retryable: null,
-    phases: { decision, approval: { approval_id: approvalId, decision: 'pending', at: iso(now) } },
+    phases: { ...decided.phases, approval: { approval_id: approvalId, decision: 'pending', at: iso(now) } },
     deadlineAt: null,
   };
   try {

@@ -1,7 +1,7 @@
-import { and, eq } from 'drizzle-orm';
+import { and, eq, gt, sql } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
 import type { Observation, OmittedObservation } from '../../shared/observation.ts';
-import { effects, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { effects, grants, grantUses, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import type { Ports } from '../ports.ts';
 import type { DispatchOutcome } from './dispatch-outcome.ts';
@@ -11,7 +11,8 @@ import { projectObservation } from './projection.ts';
  * Records how a dispatch ended in one batch, only while the call is still `dispatching`: the
  * call's state, result (whole, or the omission marker past {@link MAX_STORED_RESULT_BYTES}),
  * error and phases (dispatch, settle, postcondition); the effect's outcome for a write; the
- * run's latest page. A result that cannot be stored still leaves the outcome recorded.
+ * run's latest page; a grant use given back when the host proved the target changed (nothing
+ * sent). A result that cannot be stored still leaves the outcome recorded.
  * @param startedAt epoch ms at which the dispatch began.
  * @returns the call row as stored afterwards.
  */
@@ -48,6 +49,7 @@ export async function recordOutcome(
     updatedAt: now,
   };
   const statements = [
+    ...refundStatements(ports, call, outcome),
     ports.db
       .update(toolCalls)
       .set(update)
@@ -100,6 +102,26 @@ export async function recordOutcome(
     ]);
   }
   return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? { ...call, ...update };
+}
+
+/**
+ * A grant use given back (README "Confinement"): when the host answered `target_changed`, nothing
+ * was sent, so the grant that covered the act is charged nothing. Runs first in the outcome's
+ * batch, only while the call is still `dispatching` and its use is still recorded, so a use is
+ * never given back twice.
+ */
+function refundStatements(ports: Ports, call: ToolCallRow, outcome: DispatchOutcome) {
+  const grantId = (call.phases as CallPhases).decision?.grant_id;
+  if (outcome.error?.code !== 'target_changed' || grantId === undefined) return [];
+  const stillOpen = sql`exists (select 1 from ${toolCalls} where ${toolCalls.id} = ${call.id} and ${toolCalls.state} = 'dispatching')`;
+  const charged = sql`exists (select 1 from ${grantUses} where ${grantUses.toolCallId} = ${call.id})`;
+  return [
+    ports.db
+      .update(grants)
+      .set({ uses: sql`${grants.uses} - 1` })
+      .where(and(eq(grants.id, grantId), gt(grants.uses, 0), stillOpen, charged)),
+    ports.db.delete(grantUses).where(and(eq(grantUses.toolCallId, call.id), stillOpen)),
+  ];
 }
 
 /** Largest observation stored with a call, in bytes of JSON (D1 rows are limited to 2 MB). */

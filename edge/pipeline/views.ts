@@ -1,6 +1,9 @@
+import { describeAct } from '../../shared/act-target.ts';
 import type { ApprovalView, CallPhases, ToolCallView } from '../../shared/api.ts';
 import { ErrorCode } from '../../shared/errors.ts';
 import { Observation, OmittedObservation } from '../../shared/observation.ts';
+import { wireAction } from '../../shared/tool-arguments.ts';
+import { parseInvocation, ToolName, ToolVersion } from '../../shared/tools.ts';
 import type { ApprovalRow, ToolCallRow } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { resultForVersion } from './result-version.ts';
@@ -33,6 +36,27 @@ export function toolCallView(row: ToolCallRow, approvalId: string | null, result
   };
 }
 
+/**
+ * What a stored call will do, in words an owner can judge: an act through `describeAct` with its
+ * bound target, a navigation by its URL, an observation as a read.
+ */
+export function callSummary(call: ToolCallRow): string {
+  const target = (call.phases as CallPhases).target;
+  const parsed = ToolVersion.safeParse(call.version);
+  const tool = ToolName.safeParse(call.tool);
+  const invocation = parsed.success && tool.success ? parseInvocation(tool.data, parsed.data, call.arguments) : undefined;
+  if (!invocation?.success) return `${call.tool} with arguments the pipeline rejected`;
+  const { invocation: valid } = invocation;
+  switch (valid.tool) {
+    case 'browser.act':
+      return target === undefined ? `${valid.arguments.action} on ${valid.arguments.reference}` : describeAct(wireAction(valid.arguments), target);
+    case 'browser.navigate':
+      return `Open ${valid.arguments.url}`;
+    case 'browser.observe':
+      return 'Read the page';
+  }
+}
+
 /** The API view of an approval, with the exact call it covers. */
 export function approvalView(row: ApprovalRow, call: ToolCallRow): ApprovalView {
   return {
@@ -45,6 +69,8 @@ export function approvalView(row: ApprovalRow, call: ToolCallRow): ApprovalView 
     arguments: call.arguments,
     arguments_hash: row.argumentsHash,
     policy_hash: row.policyHash,
+    summary: callSummary(call),
+    target: (call.phases as CallPhases).target ?? null,
     created_at: iso(row.createdAt),
     decided_at: row.decidedAt === null ? null : iso(row.decidedAt),
   };

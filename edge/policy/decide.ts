@@ -21,6 +21,11 @@ export interface DecisionInput {
   readonly runOrigins: readonly string[];
   /** Origin of the page an act would touch (the run's latest observed URL), if known. */
   readonly pageOrigin: string | undefined;
+  /**
+   * Origin of the frame holding an act's target, as the observation showed it (the page's own
+   * for the main frame), if known: what an act touches, and what grants and origin rules decide on.
+   */
+  readonly frameOrigin?: string | undefined;
   readonly authority: Authority;
   /** The turn has received page-derived tool results. */
   readonly tainted: boolean;
@@ -37,7 +42,8 @@ const DEFAULTS: Record<ToolInvocation['tool'], { effect: PolicyEffect; reason: s
 
 /**
  * Decides one validated call (DESIGN.md section 5), in this order: hardline rules; authority (a
- * turn without it is denied); an act on a page outside the run's origins is denied; the profile's operator denies (a deny always wins); the profile's
+ * turn without it is denied); an act on a page, or on an element inside a frame, outside the run's
+ * origins is denied; the profile's operator denies (a deny always wins); the profile's
  * rules, first match wins (exact tool, effect, optional condition); the tool's default; then the
  * external-untrusted overlay: page-derived arguments turn an allow into approval unless the
  * matching rule's condition is `bounded_browser_scroll` (ADR-0168).
@@ -67,9 +73,13 @@ export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRe
   if (traits.actionKind !== undefined && input.pageOrigin !== undefined && !input.runOrigins.includes(input.pageOrigin)) {
     return record('deny', 'hardline.page_origin', `the page is at ${input.pageOrigin}, outside the run's origins`);
   }
+  // Nor may an element inside a frame of another origin (its content was withheld anyway).
+  if (traits.actionKind !== undefined && input.frameOrigin !== undefined && !input.runOrigins.includes(input.frameOrigin)) {
+    return record('deny', 'hardline.frame_origin', `the target is inside a frame of ${input.frameOrigin}, outside the run's origins`);
+  }
 
   const targetOrigin = traits.targetUrl === undefined ? undefined : originOf(traits.targetUrl);
-  const touchedOrigin = traits.targetUrl === undefined ? input.pageOrigin : targetOrigin;
+  const touchedOrigin = traits.targetUrl === undefined ? (input.frameOrigin ?? input.pageOrigin) : targetOrigin;
   for (const deny of profile.body.denies) {
     if (deny.tool !== invocation.tool) continue;
     if (deny.actions && !(traits.actionKind !== undefined && deny.actions.includes(traits.actionKind))) continue;

@@ -1,3 +1,4 @@
+import type { ActTarget } from '../../shared/act-target.ts';
 import type { DecisionRecord } from '../../shared/api.ts';
 import { originOf } from '../../shared/origin.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
@@ -18,7 +19,7 @@ export interface ProposalStance {
 /**
  * The input of {@link decide} for a call on `run`: the validated invocation, the arguments as
  * proposed, the run's origins, the origin of the page an act would touch (the run's latest
- * observed URL) and the proposal's stance. The one place both the proposal and the approval
+ * observed URL), the origin of the frame holding an act's `target` and the proposal's stance. The one place both the proposal and the approval
  * path assemble it.
  */
 export function decisionInput(
@@ -26,12 +27,14 @@ export function decisionInput(
   invocation: ToolInvocation,
   proposed: unknown,
   stance: ProposalStance,
+  target?: ActTarget,
 ): DecisionInput {
   return {
     invocation,
     proposed,
     runOrigins: run.origins,
     pageOrigin: run.latestUrl === null ? undefined : originOf(run.latestUrl),
+    ...(target !== undefined ? { frameOrigin: target.frame_origin } : {}),
     ...stance,
   };
 }
@@ -60,6 +63,7 @@ export async function decideForRun(
   invocation: ToolInvocation,
   proposed: unknown,
   stance: ProposalStance,
+  target?: ActTarget,
 ): Promise<DecisionRecord> {
-  return decide(decisionInput(run, invocation, proposed, stance), await profileInForce(db, run.policyProfile));
+  return decide(decisionInput(run, invocation, proposed, stance, target), await profileInForce(db, run.policyProfile));
 }

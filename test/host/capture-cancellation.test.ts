@@ -134,6 +134,7 @@ describe('captureRevision', () => {
     const config = testHostConfig(profiles.dir);
     const launch = Deadline.after(config.launchTimeoutMs);
     const browser = await ProfileBrowser.launch(launch, 'join', { ...config, profilesDir: profiles.dir }).finally(() => launch.dispose());
+    browser.confinement.leaseOrigins = [fixtures.origin];
     try {
       const setup = Deadline.after(60_000);
       try {

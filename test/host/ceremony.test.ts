@@ -19,7 +19,9 @@ describe('sign-in ceremonies with a reviewed site definition', () => {
     expect(started).toEqual({ ceremony_id: id, state: 'awaiting_person' });
     expect(await client.call('host.status', {})).toMatchObject({ ceremonies_open: 1, verification_loads: 0 });
     // The person holds the profile: no agent lease meanwhile.
-    expect(await client.request('lease.acquire', { run_id: 'agent', profile_id: 'alice-verified', ttl_ms: 60_000, wait_ms: 300 })).toMatchObject({
+    expect(
+      await client.request('lease.acquire', { run_id: 'agent', profile_id: 'alice-verified', origins: [world.site.origin], ttl_ms: 60_000, wait_ms: 300 }),
+    ).toMatchObject({
       error: { code: 'admission_full' },
     });
 
@@ -47,7 +49,7 @@ describe('sign-in ceremonies with a reviewed site definition', () => {
     expect(await client.call('host.status', {})).toMatchObject({ ceremonies_open: 0, verification_loads: 0 });
 
     // The hold is gone and the browser stays open: a run's fresh lease reads the signed-in page.
-    const lease = await acquire(client, 'alice-verified', 60_000, 0);
+    const lease = await acquire(client, 'alice-verified', 60_000, 0, [world.site.origin]);
     const page = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 15_000 });
     expect(page.snapshot).toContain('Signed in as alice@example.test');
     expect(page).not.toHaveProperty('sign_in');
@@ -94,7 +96,7 @@ describe('sign-in ceremonies with a reviewed site definition', () => {
 
   test('a planted sid cookie without a session is not proof: not_verified at the timeout', async ({ world, client }) => {
     // The profile's browser runs (a lease launches it); something plants a cookie in it.
-    const lease = await acquire(client, 'planted');
+    const lease = await acquire(client, 'planted', 60_000, undefined, [world.site.origin]);
     await client.call('lease.release', { lease_id: lease.lease_id });
     await plantCookie({ profileDir: profileDir(world, 'planted'), origin: world.site.origin, name: 'sid', value: 'forged-session-id', timeoutMs: 10_000 });
     const denied = world.site.counters().protected_denied;
@@ -124,7 +126,7 @@ describe('sign-in ceremonies with a reviewed site definition', () => {
   });
 
   test("begin interrupts the profile's live lease: its next page.act and page.observe fail lease_lost", async ({ world, client }) => {
-    const lease = await acquire(client, 'interrupted');
+    const lease = await acquire(client, 'interrupted', 60_000, undefined, [world.site.origin]);
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.site.origin}/public`, timeout_ms: 15_000 });
     const id = ceremonyId();
     await begin(client, world, 'interrupted', { id });

@@ -111,7 +111,7 @@ async function beginAndEnd(client: HostClient, profileId: string, origin: string
 
 /** The run meets the wall as it would: its lease browses `paths`, the last one showing a password field. */
 async function meetWall(client: HostClient, profileId: string, origin: string, paths: string[]): Promise<void> {
-  const lease = await acquire(client, profileId);
+  const lease = await acquire(client, profileId, 60_000, undefined, [origin]);
   let last: Awaited<ReturnType<HostClient['call']>> | undefined;
   for (const path of paths) last = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${origin}${path}`, timeout_ms: 15_000 });
   expect((last as { sign_in?: unknown }).sign_in).toMatchObject({ origin, evidence: 'password_field' });

@@ -114,7 +114,7 @@ const test = plain
 
 describe('the sign-in signal', () => {
   test('a sign-in page of a site with a definition is flagged by the definition; of an unknown site, by its password field', async ({ world, client }) => {
-    const lease = await acquire(client, 'signal');
+    const lease = await acquire(client, 'signal', 60_000, undefined, [world.known.origin, world.unknown.origin]);
     try {
       const known = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.known.origin}/signin`, timeout_ms: 15_000 });
       expect(known.sign_in).toEqual({ origin: world.known.origin, evidence: 'definition', definition: { id: 'fixture-reports', version: 1 } });
@@ -134,7 +134,7 @@ describe('the sign-in signal', () => {
   });
 
   test('a challenge page is flagged by the definition; public pages carry no signal', async ({ world, client }) => {
-    const lease = await acquire(client, 'signal');
+    const lease = await acquire(client, 'signal', 60_000, undefined, [world.known.origin, world.unknown.origin]);
     try {
       const challenge = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.known.origin}/challenge`, timeout_ms: 15_000 });
       expect(challenge.sign_in).toMatchObject({ evidence: 'definition' });
@@ -153,7 +153,7 @@ describe('the sign-in signal', () => {
   });
 
   test('an act that lands on a sign-in form is flagged (a wrong password shows the form again)', async ({ world, client }) => {
-    const lease = await acquire(client, 'signal');
+    const lease = await acquire(client, 'signal', 60_000, undefined, [world.known.origin, world.unknown.origin]);
     try {
       let page = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.unknown.origin}/signin`, timeout_ms: 15_000 });
       page = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 15_000 });

@@ -51,6 +51,7 @@ const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAE
  * - `GET /fail?ms=N`: after N ms, headers promising 1,000 bytes, six of them, then the connection is
  *   destroyed: the request fails (`net::ERR_CONTENT_LENGTH_MISMATCH` or similar) rather than
  *   finishing, and no byte-less reset invites Chromium to retry it.
+ * - `GET /redirect?to=URL`: a 302 to URL.
  * Delayed, hanging and streaming responses still open at close are dropped.
  */
 export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<FixtureServer> {
@@ -95,6 +96,8 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
       later(ms, () => response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify({ n })));
     } else if (url.pathname === '/events') {
       later(Number(url.searchParams.get('headers_after_ms') ?? '0'), () => streamEvents(response));
+    } else if (url.pathname === '/redirect') {
+      response.writeHead(302, { location: url.searchParams.get('to') ?? '/', 'cache-control': 'no-store' }).end();
     } else if (url.pathname === '/fail') {
       later(ms, () => {
         response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });

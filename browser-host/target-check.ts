@@ -1,0 +1,77 @@
+import type { Page } from 'playwright-core';
+import { nodeOfSnapshotLine } from '../shared/aria-snapshot.ts';
+import type { ExpectedTarget } from '../shared/protocol.ts';
+import type { Deadline } from './deadline.ts';
+import { firstLineOf, HostError } from './host-error.ts';
+import type { ProfileBrowser } from './profile-browser.ts';
+
+/**
+ * Checks, right before an act's input, that the element `reference` names is still what the
+ * owner (or the policy) was shown (README "Confinement": approvals bound to what the owner saw):
+ * a fresh AI-mode snapshot of the page must still carry `[ref=<reference>]` (Playwright keeps an
+ * element's ref only while its role and accessible name stay the same) with `expected.role` and
+ * `expected.name`, and the element's frame must still be of `expected.frame_origin` and one the
+ * page may navigate to. The snapshot assigns refs afresh only to elements that changed, so the
+ * revision's other references keep working. Sends no input.
+ * @throws HostError('target_changed') when the element is gone, relabelled, re-roled or now in
+ *   another frame; HostError('outside_run_origins') when its frame is not of the run's origins;
+ *   HostError('action_failed') when the check itself fails; nothing is sent in any case.
+ */
+export async function checkTarget(deadline: Deadline, browser: ProfileBrowser, page: Page, reference: string, expected: ExpectedTarget): Promise<void> {
+  const timeout = Math.max(1, deadline.remainingMs());
+  let text: string;
+  try {
+    text = await browser.trackCapture(page.ariaSnapshot({ mode: 'ai', timeout, signal: deadline.signal }));
+  } catch (error) {
+    throw new HostError('action_failed', `could not check the target ${reference}: ${firstLineOf(error)}; nothing was dispatched`);
+  }
+  const marker = `[ref=${reference}]`;
+  const line = text.split('\n').find((candidate) => candidate.includes(marker));
+  const node = line === undefined ? undefined : nodeOfSnapshotLine(line);
+  const shown = `the ${expected.role} ${JSON.stringify(expected.name)}`;
+  if (node === undefined) {
+    throw new HostError('target_changed', `${reference} is no longer ${shown}: it was relabelled, re-roled or removed; nothing was dispatched`);
+  }
+  if (node.role !== expected.role || (node.name ?? '') !== expected.name) {
+    throw new HostError('target_changed', `${reference} is now the ${node.role} ${JSON.stringify(node.name ?? '')}, not ${shown}; nothing was dispatched`);
+  }
+  const origin = await frameOriginOf(page, reference, timeout);
+  if (origin !== expected.frame_origin) {
+    throw new HostError(
+      'target_changed',
+      `${reference} is now in a frame of ${origin ?? 'an unknown origin'}, not ${expected.frame_origin}; nothing was dispatched`,
+    );
+  }
+  if (browser.confinement.documentVerdict(`${origin}/`) !== undefined) {
+    throw new HostError('outside_run_origins', `${reference} is inside a frame of ${origin}, outside the run's origins; nothing was dispatched`);
+  }
+}
+
+/** The origin of the frame holding the element; a local document (about:, srcdoc) has its parent's. */
+async function frameOriginOf(page: Page, reference: string, timeoutMs: number): Promise<string | undefined> {
+  try {
+    const element = await page.getByRef(reference).elementHandle({ timeout: Math.min(timeoutMs, 2_000) });
+    try {
+      let frame = await element.ownerFrame();
+      while (frame !== null) {
+        const origin = httpOriginOf(frame.url());
+        if (origin !== undefined) return origin;
+        frame = frame.parentFrame();
+      }
+      return undefined;
+    } finally {
+      void element.dispose().catch(() => {});
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+function httpOriginOf(url: string): string | undefined {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,51 @@
+import { and, desc, eq, isNotNull, sql } from 'drizzle-orm';
+import type { ActTarget } from '../../shared/act-target.ts';
+import { nodeOfSnapshotLine } from '../../shared/aria-snapshot.ts';
+import { Observation } from '../../shared/observation.ts';
+import { originOf } from '../../shared/origin.ts';
+import type { BrowserAction } from '../../shared/tool-arguments.ts';
+import { type RunRow, toolCalls } from '../db/schema.ts';
+import type { Ports } from '../ports.ts';
+
+/** Most stored results searched for a reference. */
+const MAX_RESULTS_SEARCHED = 32;
+
+/**
+ * The element `action` targets as the run's stored observations of `revision` showed it (see
+ * shared/act-target.ts `ActTarget`): the snapshot line carrying `[ref=<reference>]` in any window
+ * of that revision the run received (first windows and continuations alike), its role and
+ * accessible name, the origin of its frame (from the observation's `frames` for a reference
+ * inside an iframe, else the page's), the page's URL and title, and the input the act would send.
+ * @returns undefined when no observation of that revision the run received shows the reference.
+ */
+export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction): Promise<ActTarget | undefined> {
+  const marker = `[ref=${action.reference}]`;
+  const rows = await ports.db
+    .select({ result: toolCalls.result })
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, run.id), isNotNull(toolCalls.result), sql`instr(${toolCalls.result}, ${marker}) > 0`))
+    .orderBy(desc(toolCalls.updatedAt))
+    .limit(MAX_RESULTS_SEARCHED);
+  for (const row of rows) {
+    const observation = Observation.safeParse(row.result);
+    if (!observation.success || observation.data.revision !== action.revision) continue;
+    const line = observation.data.snapshot.split('\n').find((candidate) => candidate.includes(marker));
+    const node = line === undefined ? undefined : nodeOfSnapshotLine(line);
+    if (node === undefined) continue;
+    const prefix = /^(f\d+)e\d+$/.exec(action.reference)?.[1];
+    const frame = prefix === undefined ? undefined : observation.data.frames?.find((candidate) => candidate.prefix === prefix);
+    const pageOrigin = originOf(observation.data.url) ?? 'null';
+    return {
+      reference: action.reference,
+      role: node.role,
+      name: node.name ?? '',
+      frame_origin: prefix === undefined ? pageOrigin : (frame?.origin ?? 'null'),
+      page_url: observation.data.url,
+      page_title: observation.data.title,
+      ...(action.action === 'type' ? { text: action.text } : {}),
+      ...(action.action === 'select' ? { option: action.value } : {}),
+      ...(action.action === 'press' ? { key: action.key } : {}),
+    };
+  }
+  return undefined;
+}
