@@ -138,6 +138,33 @@ export async function row(sql: string, ...binds: unknown[]) {
 /** Sets the page revision the edge believes is latest, as a completed observe would. */
 export async function setLatestRevision(runId: string, revision: number): Promise<void> {
   await env.DB.prepare('UPDATE runs SET latest_revision = ? WHERE id = ?').bind(revision, runId).run();
+  const run = await env.DB.prepare('SELECT latest_url FROM runs WHERE id = ?').bind(runId).first<{ latest_url: string | null }>();
+  await recordObservedPage(runId, revision, run?.latest_url ?? 'http://127.0.0.1:8123/');
+}
+
+/** The controls every stand-in observation shows: `button "Control eN" [ref=eN]` for e1 to e9. */
+export const OBSERVED_CONTROLS = Array.from({ length: 9 }, (_, index) => `  - button "Control e${index + 1}" [ref=e${index + 1}]`).join('\n');
+
+/**
+ * Stores an observation of `revision` at `url` among the run's calls, as if the agent had read
+ * it (long before the current turn, so it does not taint it): acts must name a reference some
+ * observation of the revision showed. Its snapshot holds {@link OBSERVED_CONTROLS}.
+ */
+export async function recordObservedPage(runId: string, revision: number, url: string): Promise<void> {
+  const observation = {
+    revision,
+    url,
+    title: 'Observed page',
+    settle: { outcome: 'not_waited', elapsed_ms: 0, pending_at_entry: 0, overflow: false },
+    window: { scope: { start_node: 0, end_node: 10, total_nodes: 10 }, truncated: false },
+    snapshot: `- main [ref=e0]:\n${OBSERVED_CONTROLS}`,
+  };
+  await env.DB.prepare(
+    `INSERT OR REPLACE INTO tool_calls (id, run_id, principal_id, tool, version, arguments, arguments_hash, state, result, phases, created_at, updated_at)
+     VALUES (?, ?, 'fixture', 'browser.observe', '1.2.0', '{}', 'fixture', 'succeeded', ?, '{}', 0, 0)`,
+  )
+    .bind(`call_seen_${runId}_${revision}`, runId, JSON.stringify(observation))
+    .run();
 }
 
 /** Row counts of the tables a request could change. */
@@ -154,6 +181,7 @@ export async function counts(): Promise<Record<string, number>> {
 /** Sets the page the edge believes the run is on: its latest revision and URL. */
 export async function setLatestPage(runId: string, revision: number, url: string): Promise<void> {
   await env.DB.prepare('UPDATE runs SET latest_revision = ?, latest_url = ? WHERE id = ?').bind(revision, url, runId).run();
+  await recordObservedPage(runId, revision, url);
 }
 
 /** Background tasks the pipeline handed off (a sign-in ceremony's start), not yet finished. */
