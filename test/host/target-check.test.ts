@@ -1,0 +1,79 @@
+import { describe, expect } from 'vitest';
+import { refOf } from '../../scripts/aria-refs.ts';
+import type { Observation } from '../../shared/observation.ts';
+import type { HostClient } from '../support/host-client.ts';
+import { hostTest } from '../support/host-fixture.ts';
+
+const test = hostTest();
+
+function navigate(client: HostClient, leaseId: string, url: string): Promise<Observation> {
+  return client.call('page.navigate', { lease_id: leaseId, url, timeout_ms: 15_000 });
+}
+
+describe('the host re-checks an act target right before the input', () => {
+  test('a button relabelled and rewired after the observation fails target_changed and its new handler never runs', async ({ client, lease, fixtures }) => {
+    const page = await navigate(client, lease.lease_id, fixtures.url('confinement/relabel.html?rewire_after_ms=800'));
+    const reference = refOf(page.snapshot, 'button', 'Save draft');
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const response = await client.request('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: page.revision, reference },
+      target: { role: 'button', name: 'Save draft', frame_origin: fixtures.origin },
+      timeout_ms: 15_000,
+    });
+    expect(response).toMatchObject({ error: { code: 'target_changed' } });
+    expect(fixtures.hits('delete')).toBe(0);
+    expect(fixtures.hits('save')).toBe(0);
+  });
+
+  test('an unchanged target passes the check and the act runs once', async ({ client, lease, fixtures }) => {
+    const before = fixtures.hits('save');
+    const page = await navigate(client, lease.lease_id, fixtures.url('confinement/relabel.html'));
+    const after = await client.call('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Save draft') },
+      target: { role: 'button', name: 'Save draft', frame_origin: fixtures.origin },
+      timeout_ms: 15_000,
+    });
+    expect(after.revision).toBe(page.revision + 1);
+    await expect.poll(() => fixtures.hits('save')).toBe(before + 1);
+  });
+
+  test('a target expected in another frame than it is in fails target_changed', async ({ client, lease, fixtures }) => {
+    const page = await navigate(client, lease.lease_id, fixtures.url('confinement/relabel.html'));
+    const response = await client.request('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Save draft') },
+      target: { role: 'button', name: 'Save draft', frame_origin: 'https://widgets.example' },
+      timeout_ms: 15_000,
+    });
+    expect(response).toMatchObject({ error: { code: 'target_changed' } });
+  });
+
+  test('a button inside a frame of the page itself is checked by that frame', async ({ client, lease, fixtures }) => {
+    const page = await navigate(client, lease.lease_id, fixtures.url('confinement/frames.html'));
+    const after = await client.call('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Inside own frame') },
+      target: { role: 'button', name: 'Inside own frame', frame_origin: fixtures.origin },
+      timeout_ms: 15_000,
+    });
+    expect(after.revision).toBe(page.revision + 1);
+  });
+});
+
+describe('between leases the page is frozen', () => {
+  test('a page that keeps sending requests stops when its lease ends and runs again under the next lease', async ({ client, fixtures }) => {
+    const first = await client.call('lease.acquire', { run_id: 'ticking-1', profile_id: 'ticking', origins: [fixtures.origin], ttl_ms: 60_000 });
+    await navigate(client, first.lease_id, fixtures.url('confinement/ticking.html'));
+    await expect.poll(() => fixtures.hits('tick'), { timeout: 5_000 }).toBeGreaterThan(2);
+    await client.call('lease.release', { lease_id: first.lease_id });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const frozenAt = fixtures.hits('tick');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(fixtures.hits('tick')).toBe(frozenAt);
+    const second = await client.call('lease.acquire', { run_id: 'ticking-2', profile_id: 'ticking', origins: [fixtures.origin], ttl_ms: 60_000 });
+    await expect.poll(() => fixtures.hits('tick'), { timeout: 5_000 }).toBeGreaterThan(frozenAt);
+    await client.call('lease.release', { lease_id: second.lease_id });
+  });
+});
