@@ -21,9 +21,9 @@ export interface ConfinedFrames {
  * Frames in an observation (README "Confinement"): every `iframe` node of the AI-mode snapshot
  * gets a summary (its ref, the prefix of the refs inside it, its document's origin) and, when
  * that origin is not one the page may navigate to (the run's), its subtree is removed from the
- * lines and the summary says `withheld`. A frame with a local document (about:blank, srcdoc,
- * data:, blob:) has the origin of the frame that holds it. A frame whose load was blocked has the
- * origin of its `src` and is withheld. A frame whose origin cannot be read in time is withheld.
+ * lines and the summary says `withheld`. A frame without an http(s) document has the origin its
+ * `src` asks for (a blocked or pending load: withheld unless it is the run's), or else, with only
+ * a local document (srcdoc, about:blank), the origin of the frame that holds it. A frame whose origin cannot be read in time is withheld.
  * Reads the page only (element handles and frame URLs); never throws for a page that changed.
  */
 export async function confineFrames(deadline: Deadline, page: Page, lines: readonly string[], confinement: Confinement): Promise<ConfinedFrames> {
@@ -65,13 +65,14 @@ async function frameOrigin(deadline: Deadline, page: Page, reference: string): P
     try {
       const content = await element.contentFrame();
       const holder = await element.ownerFrame();
-      const url = content?.url() ?? '';
-      const own = originOfUrl(url);
+      const own = originOfUrl(content?.url() ?? '');
       if (own !== undefined) return own;
-      if (/^(about|data|blob):/.test(url) || url === '') return originOfUrl(holder?.url() ?? '') ?? undefined;
-      // A blocked load shows Chromium's error page: the frame is what its src asked for.
+      // No http(s) document (yet): a load that was blocked or is still pending is what its src
+      // asked for; a frame with a local document only (srcdoc, about:blank) is its holder's.
+      const holderUrl = holder?.url() ?? page.url();
       const source = await element.getAttribute('src');
-      return source === null ? undefined : originOfUrl(new URL(source, holder?.url() ?? page.url()).href);
+      const requested = source === null || source.trim() === '' ? undefined : originOfUrl(new URL(source, holderUrl).href);
+      return requested ?? originOfUrl(holderUrl);
     } finally {
       void element.dispose().catch(() => {});
     }

@@ -125,7 +125,7 @@ export class Confinement {
           const verdict = this.documentVerdict(request.url());
           if (verdict !== undefined) {
             this.#recordDocument(request.url(), request.frame() === page.mainFrame() ? (request.method() === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
-            return route.abort('blockedbyclient').catch(() => {});
+            return route.abort('aborted').catch(() => {});
           }
         }
         return route.fallback().catch(() => {});
@@ -139,7 +139,7 @@ export class Confinement {
   /**
    * Guards one of the host's own pages at the Chromium network boundary (CDP Fetch, request
    * stage, documents only), which also stops each redirect hop of a document load: a hop to an
-   * origin that is not navigable fails (`ERR_BLOCKED_BY_CLIENT`) before it is sent.
+   * origin that is not navigable fails (`ERR_ABORTED`) before it is sent.
    * @returns a function that stops guarding; never throws.
    */
   async guardPage(page: Page): Promise<() => void> {
@@ -164,7 +164,9 @@ export class Confinement {
         return;
       }
       this.#recordDocument(request.url, frameId === mainFrameId ? (request.method === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
-      session.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
+      // Aborted, not BlockedByClient: an aborted navigation commits no error page, so a page whose
+      // own navigation was stopped stays the page it was (and an agent's load fails as it should).
+      session.send('Fetch.failRequest', { requestId, errorReason: 'Aborted' }).catch(() => {});
     });
     await session.send('Fetch.enable', { patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] }).catch(() => {});
     return () => void session.detach().catch(() => {});

@@ -32,6 +32,8 @@ export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction
     const line = observation.data.snapshot.split('\n').find((candidate) => candidate.includes(marker));
     const node = line === undefined ? undefined : nodeOfSnapshotLine(line);
     if (node === undefined) continue;
+    // A prefix alone does not make a frame (the main frame's refs may carry one too): the
+    // observation's frames say which prefixes belong to iframes.
     const prefix = /^(f\d+)e\d+$/.exec(action.reference)?.[1];
     const frame = prefix === undefined ? undefined : observation.data.frames?.find((candidate) => candidate.prefix === prefix);
     const pageOrigin = originOf(observation.data.url) ?? 'null';
@@ -39,7 +41,7 @@ export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction
       reference: action.reference,
       role: node.role,
       name: node.name ?? '',
-      frame_origin: prefix === undefined ? pageOrigin : (frame?.origin ?? 'null'),
+      frame_origin: frame?.origin ?? pageOrigin,
       page_url: observation.data.url,
       page_title: observation.data.title,
       ...(action.action === 'type' ? { text: action.text } : {}),

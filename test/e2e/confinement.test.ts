@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
+import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import type { RunView } from '../../shared/api.ts';
+import type { BlockedRequest, Observation } from '../../shared/observation.ts';
+import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { type RequestCounter, startRequestCounter } from '../support/request-counter.ts';
+
+// The boundary toward the page, end to end: the real edge (wrangler dev) and the real host
+// (headed Chromium under Xvfb), driven over HTTP. A second loopback server, on another port and
+// never one of the run's origins, counts every connection it gets: it must count zero.
+
+let stack: LocalStack;
+let site: FixtureServer;
+let other: RequestCounter;
+let agent: ApiClient;
+let owner: ApiClient;
+
+beforeAll(async () => {
+  site = await startFixtureServer();
+  other = await startRequestCounter();
+  stack = await startLocalStack({ database: 'fresh', headless: false });
+  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await other?.close();
+  await site?.close();
+});
+
+async function newRun(intent: string): Promise<RunView> {
+  return owner.createRun({ profile_id: 'confinement', intent, origins: [site.origin] });
+}
+
+async function open(run: RunView, url: string): Promise<Observation> {
+  const answer = await agent.propose(run.id, 'browser.navigate', { url }, '1.3.0');
+  expect(answer.body, JSON.stringify(answer.body.error)).toMatchObject({ state: 'succeeded' });
+  return observationOf(answer.body);
+}
+
+async function observeAfterAMoment(run: RunView): Promise<Observation> {
+  await new Promise((resolve) => setTimeout(resolve, 700));
+  return observationOf((await agent.propose(run.id, 'browser.observe', {}, '1.3.0')).body);
+}
+
+describe('egress confinement through the HTTP API', () => {
+  it('redirects, meta refresh, script navigation, form posts, subresources, popups and frames send nothing to another origin', async () => {
+    const run = await newRun('visit hostile pages');
+    const blocked: BlockedRequest[] = [];
+    try {
+      for (const mode of ['meta-refresh', 'script-navigation', 'form-post', 'subresources', 'popup', 'frame', 'top-navigation-from-frame']) {
+        const page = await open(run, site.url(`confinement/hostile.html?mode=${mode}&to=${encodeURIComponent(other.origin)}`));
+        const later = await observeAfterAMoment(run);
+        expect(later.url, mode).toBe(page.url);
+        blocked.push(...(page.blocked ?? []), ...(later.blocked ?? []));
+      }
+      const redirected = await agent.propose(
+        run.id,
+        'browser.navigate',
+        { url: site.url(`redirect?to=${encodeURIComponent(`${other.origin}/landed`)}`) },
+        '1.3.0',
+      );
+      expect(redirected.body).toMatchObject({ state: 'failed', error: { code: 'navigation_failed' } });
+      expect(other.connections()).toBe(0);
+      expect(new Set(blocked.map((entry) => entry.kind))).toEqual(new Set(['navigation', 'form', 'subresource', 'popup', 'frame']));
+      expect(blocked.every((entry) => entry.origin === other.origin)).toBe(true);
+    } finally {
+      await agent.report(run.id, 'completed', 'visited').catch(() => undefined);
+    }
+  });
+
+  it("a page cannot reach the host's own WebSocket port or the edge", async () => {
+    const run = await newRun('probe the host and the edge');
+    try {
+      const hostOrigin = stack.hostUrl.replace(/^ws:/, 'http:');
+      for (const target of [hostOrigin, stack.edgeUrl]) {
+        const page = await open(run, site.url(`confinement/hostile.html?mode=subresources&to=${encodeURIComponent(target)}`));
+        const later = await observeAfterAMoment(run);
+        expect([...(page.blocked ?? []), ...(later.blocked ?? [])], target).toContainEqual(
+          expect.objectContaining({ origin: new URL(target).origin, kind: 'subresource', reason: 'forbidden_address' }),
+        );
+      }
+    } finally {
+      await agent.report(run.id, 'completed', 'probed').catch(() => undefined);
+    }
+  });
+
+  it('a pinned 1.2.0 call never sees the 1.3.0 fields', async () => {
+    const run = await newRun('old client');
+    try {
+      const answer = await agent.propose(
+        run.id,
+        'browser.navigate',
+        { url: site.url(`confinement/frames.html?foreign=${encodeURIComponent(other.origin)}`) },
+        '1.2.0',
+      );
+      const observation = observationOf(answer.body);
+      for (const field of ['blocked', 'dialogs', 'frames']) expect(observation).not.toHaveProperty(field);
+      expect(observation.snapshot).not.toContain('Inside foreign frame');
+    } finally {
+      await agent.report(run.id, 'completed', 'read').catch(() => undefined);
+    }
+  });
+});
+
+describe('approvals bound to what the owner saw', () => {
+  it('the owner reads the target in words; a page that relabels and rewires the button meanwhile ends target_changed and nothing runs', async () => {
+    const run = await newRun('save my draft');
+    try {
+      const page = await open(run, site.url('confinement/relabel.html?rewire_after_ms=1500'));
+      const proposal = await agent.propose(
+        run.id,
+        'browser.act',
+        { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Save draft') },
+        '1.3.0',
+      );
+      expect(proposal.status).toBe(202);
+      const pending = (await owner.pendingApprovals()).find((approval) => approval.tool_call_id === proposal.body.id);
+      expect(pending?.summary).toBe(`Click the button "Save draft" on "Drafts" (${site.url('confinement/relabel.html?rewire_after_ms=1500')})`);
+      expect(pending?.target).toMatchObject({ role: 'button', name: 'Save draft', frame_origin: site.origin, page_title: 'Drafts' });
+      // The page rewires the button while the owner reads.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const decided = await owner.decide(pending!.id, 'approve');
+      expect(decided.tool_call).toMatchObject({ state: 'failed', error: { code: 'target_changed' } });
+      expect(site.hits('delete')).toBe(0);
+      expect(site.hits('save')).toBe(0);
+    } finally {
+      await agent.report(run.id, 'failed', 'the button changed').catch(() => undefined);
+    }
+  });
+});
