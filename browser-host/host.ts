@@ -51,7 +51,11 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
       deadline.dispose();
     }
   }
+  // The host's own port, known once the wire server listens, is never reachable from a page.
+  const hostPorts: number[] = [];
+  const egress = { allow: config.egress.allow, deny: config.egress.deny, hostPorts: () => hostPorts };
   const launchOptions = {
+    egress,
     chromiumPath: config.chromiumPath,
     headless: config.headless,
     display: display?.name ?? config.display,
@@ -62,14 +66,11 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
   // a fresh host starts counting at its start time in ms, above anything an earlier host issued
   // (one capture per ms at most), so a plan made on an old page can never match a new one.
   const lastRevisions = new Map<string, number>();
-  // The host's own port, known once the wire server listens, is never reachable from a page.
-  const hostPorts: number[] = [];
-  const egress = { allow: config.egress.allow, deny: config.egress.deny, hostPorts: () => hostPorts };
   const revisionBase = Date.now();
   const launch = async (profileId: string): Promise<ProfileBrowser> => {
     const deadline = Deadline.after(config.launchTimeoutMs);
     try {
-      const browser = await ProfileBrowser.launch(deadline, profileId, launchOptions, lastRevisions.get(profileId) ?? revisionBase, egress);
+      const browser = await ProfileBrowser.launch(deadline, profileId, launchOptions, lastRevisions.get(profileId) ?? revisionBase);
       browser.onClosed(() => lastRevisions.set(profileId, browser.revision));
       return browser;
     } finally {

@@ -5,7 +5,10 @@ import path from 'node:path';
 import { type BrowserContext, chromium } from 'playwright-core';
 import { ProfileId } from '../shared/protocol.ts';
 import type { Deadline } from './deadline.ts';
+import { Confinement, type EgressSettings } from './egress/confinement.ts';
+import { startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
+import { PageEvents } from './page-events.ts';
 
 /**
  * Chromium flags every browser gets: no sandbox (containers), no GPU, and none of the background
@@ -41,6 +44,8 @@ export interface LaunchOptions {
    * loopback included; see egress/egress-proxy.ts). Profiles always have one.
    */
   readonly proxyServer?: string;
+  /** The operator's egress origins and the host's own ports (README "Confinement"). */
+  readonly egress?: EgressSettings;
 }
 
 /** The environment Chromium (and every page's renderer) gets: the host's, minus its secret. */
@@ -103,11 +108,24 @@ export interface ControlBrowser {
  * Launches a clean control browser (ADR-0164, unknown sites): a fresh Chromium with the same flags
  * as the profiles' and a fresh temporary user-data directory, in the profiles' launch mode (headed
  * on the host's display when they are), no DevTools port, presenting `userAgent` when given (the
- * profile's own), so a site cannot tell the two loads apart.
+ * profile's own), so a site cannot tell the two loads apart; behind its own egress proxy, which
+ * lets it reach `origins` at any address and everything else only on public addresses.
  * @throws HostError('host_unavailable') when it does not start before the deadline (its
  *   directory is deleted again).
  */
-export async function launchControlBrowser(deadline: Deadline, options: LaunchOptions, userAgent?: string): Promise<ControlBrowser> {
+export async function launchControlBrowser(
+  deadline: Deadline,
+  options: LaunchOptions,
+  userAgent?: string,
+  origins: readonly string[] = [],
+): Promise<ControlBrowser> {
+  // The control load goes wherever the site sends a first-time visitor (its sign-in page, an
+  // identity provider), but through its own egress proxy: never to a forbidden address.
+  const confinement = new Confinement(options.egress ?? { allow: [], deny: [], hostPorts: () => [] }, new PageEvents());
+  confinement.leaseOrigins = origins;
+  const proxy = await startEgressProxy(confinement).catch((error: unknown) => {
+    throw new HostError('host_unavailable', `the control browser's egress proxy did not start: ${firstLineOf(error)}`, { cause: error });
+  });
   const dir = await mkdtemp(path.join(tmpdir(), 'host-control-'));
   let context: BrowserContext;
   try {
@@ -119,6 +137,8 @@ export async function launchControlBrowser(deadline: Deadline, options: LaunchOp
       args: [...CHROMIUM_ARGS],
       env: chromiumEnv(options, options.headless),
       acceptDownloads: false,
+      serviceWorkers: 'block',
+      proxy: { server: proxy.url },
       ...(userAgent ? { userAgent } : {}),
       timeout: Math.max(1, deadline.remainingMs()),
     });
@@ -130,6 +150,7 @@ export async function launchControlBrowser(deadline: Deadline, options: LaunchOp
       await new Promise((resolve) => setTimeout(resolve, 500));
       if (!existsSync(dir)) break;
     }
+    await proxy.close();
     throw new HostError('host_unavailable', `the control browser did not start: ${firstLineOf(error)}`, { cause: error });
   }
   let closing: Promise<void> | undefined;
@@ -138,6 +159,7 @@ export async function launchControlBrowser(deadline: Deadline, options: LaunchOp
     close: () =>
       (closing ??= (async () => {
         await context.close().catch(() => {});
+        await proxy.close();
         await rm(dir, { recursive: true, force: true }).catch(() => {});
       })()),
   };

@@ -7,7 +7,11 @@ export function describeStep(index: number, step: JourneyStep): string[] {
   const lines = [`[${index}] ${step.label}`, `    ${call.tool} ${call.version} ${JSON.stringify(call.arguments)}`];
   if (decision) lines.push(`    policy: ${decision.effect} by rule ${decision.rule} (${decision.reason})`);
   if (step.proposalStatus === 202) lines.push(`    proposal answered 202: waiting_for_approval, approval ${step.proposed.approval_id}`);
-  if (step.approval) lines.push(`    owner: ${step.approval.state} approval ${step.approval.id} at ${step.approval.decided_at}`);
+  if (step.approval) {
+    // What the owner read before deciding: the target in words, as the observation showed it.
+    lines.push(`    the owner is asked: ${step.approval.summary}`);
+    lines.push(`    owner: ${step.approval.state} approval ${step.approval.id} at ${step.approval.decided_at}`);
+  }
   if (call.phases.watermark) lines.push(`    effect watermark ${call.phases.watermark.effect_id} committed before dispatch`);
   const observation = call.result && 'snapshot' in call.result ? call.result : undefined;
   const settle = call.phases.settle;

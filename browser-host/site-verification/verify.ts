@@ -169,7 +169,7 @@ export class SessionVerifier {
     // The control visits once before the load that counts: the profile has been to the site before
     // (that is how it met the wall), and whatever a first visit leaves (a tracking or consent
     // cookie) must not pass for a session.
-    const controlLoad = await withControlBrowser(deadline, this.#options.launchOptions, profileLoad.userAgent, async (page) => {
+    const controlLoad = await withControlBrowser(deadline, this.#options.launchOptions, profileLoad.userAgent, [new URL(protectedUrl).origin], async (page) => {
       await loadForEvidence(deadline, page, protectedUrl);
       return loadForEvidence(deadline, page, protectedUrl);
     });
@@ -322,8 +322,14 @@ async function withTemporaryPage<T>(deadline: Deadline, browser: ProfileBrowser,
 }
 
 /** Runs `use` on the page of a fresh control browser; the browser and its directory are removed afterwards. */
-async function withControlBrowser<T>(deadline: Deadline, options: LaunchOptions, userAgent: string | undefined, use: (page: Page) => Promise<T>): Promise<T> {
-  const control: ControlBrowser = await launchControlBrowser(deadline, options, userAgent);
+async function withControlBrowser<T>(
+  deadline: Deadline,
+  options: LaunchOptions,
+  userAgent: string | undefined,
+  origins: readonly string[],
+  use: (page: Page) => Promise<T>,
+): Promise<T> {
+  const control: ControlBrowser = await launchControlBrowser(deadline, options, userAgent, origins);
   try {
     const page = control.context.pages()[0] ?? (await deadline.race(control.context.newPage()));
     page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));

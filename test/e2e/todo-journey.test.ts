@@ -50,6 +50,10 @@ describe.each(EDGE_RUNTIMES)('the demo journey end to end, edge on %s', (runtime
       expect(act.proposalStatus).toBe(202);
       expect(act.proposed).toMatchObject({ state: 'waiting_for_approval', phases: { decision: { effect: 'approval', rule: 'act.approval' } } });
       expect(act.approval).toMatchObject({ state: 'approved', tool_call_id: act.proposed.id });
+      // The owner was asked in words, about the target as the observation showed it.
+      expect(act.approval?.summary).toMatch(
+        /^(Type "[^"]+" into the textbox "What needs to be done\?" and press Enter|Click the checkbox .+) on "VanillaJS • TodoMVC" \(/,
+      );
       expect(act.finished.state).toBe('succeeded');
       expect(act.finished.phases.watermark?.effect_id).toMatch(/^eff_/);
       expect(act.finished.phases.settle?.elapsed_ms).toBeLessThanOrEqual(2_500);

@@ -133,7 +133,7 @@ describe('captureRevision', () => {
     const profiles = await temporaryDirectory('capture-join-');
     const config = testHostConfig(profiles.dir);
     const launch = Deadline.after(config.launchTimeoutMs);
-    const browser = await ProfileBrowser.launch(launch, 'join', { ...config, profilesDir: profiles.dir }).finally(() => launch.dispose());
+    const browser = await ProfileBrowser.launch(launch, 'join', { ...config, egress: undefined, profilesDir: profiles.dir }).finally(() => launch.dispose());
     browser.confinement.leaseOrigins = [fixtures.origin];
     try {
       const setup = Deadline.after(60_000);
