@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ActTarget } from './act-target.ts';
 import { ErrorDetail } from './errors.ts';
-import { SettleReport, ToolResult } from './observation.ts';
+import { BlockedRequest, PageDialog, SettleReport, ToolResult } from './observation.ts';
 import { Origin } from './origin.ts';
 import { PolicyEffect } from './policy.ts';
 import { ConditionStatus } from './predicate.ts';
@@ -223,6 +223,9 @@ export const CallPhases = z.strictObject({
   postcondition: z.strictObject({ status: ConditionStatus, observations: z.int().min(1), elapsed_ms: z.int().min(0) }).optional(),
   /** An act's target as the observation showed it; checked by the host right before the input. */
   target: ActTarget.optional(),
+  /** What the host's confinement blocked and which dialogs it answered, as the observation reported them. */
+  blocked: z.array(BlockedRequest).optional(),
+  dialogs: z.array(PageDialog).optional(),
 });
 export type CallPhases = z.infer<typeof CallPhases>;
 

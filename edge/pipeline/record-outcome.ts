@@ -35,6 +35,9 @@ export async function recordOutcome(
       ...(outcome.leaseGeneration !== undefined ? { lease_generation: outcome.leaseGeneration } : {}),
     },
     ...(outcome.settle ? { settle: outcome.settle } : {}),
+    // The operator's record keeps what the page tried, whatever version the agent reads.
+    ...(outcome.observation?.blocked ? { blocked: outcome.observation.blocked } : {}),
+    ...(outcome.observation?.dialogs ? { dialogs: outcome.observation.dialogs } : {}),
     ...(outcome.condition
       ? { postcondition: { status: outcome.condition.status, observations: outcome.condition.observations, elapsed_ms: outcome.condition.elapsed_ms } }
       : {}),

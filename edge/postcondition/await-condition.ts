@@ -25,7 +25,8 @@ export class ConditionDeadlineExceeded extends Error {
  * condition's budget (`timeout_ms`, default 2,000 ms) ends (ADR-0159, ADR-0164 part 1). The
  * window is never expanded to search. Reads that the outer deadline cuts short throw.
  * @param outerDeadlineAt epoch ms of the tool deadline (already capped by the run deadline).
- * @returns the last observation read and the report.
+ * @returns the last observation read, carrying what every read reported the page tried
+ *   (`blocked`, `dialogs`, the newest 64 and 32), and the report.
  * @throws ConditionDeadlineExceeded when `outerDeadlineAt` passes before the budget ends or a
  *   read fails; errors of the session otherwise.
  */
@@ -40,6 +41,9 @@ export async function awaitCondition(
   const startedAt = clock.now();
   const budgetEnd = startedAt + (condition.timeout_ms ?? DEFAULT_PREDICATE_TIMEOUT_MS);
   let latest = initial;
+  // What the page tried is reported once by the host: keep every read's, not just the last.
+  const blocked = [...(initial.blocked ?? [])];
+  const dialogs = [...(initial.dialogs ?? [])];
   let observations = 1;
   let status = conditionStatus(condition, latest);
   const report = (): ConditionResult => ({ status, observations, elapsed_ms: clock.now() - startedAt, window_scope: latest.window.scope });
@@ -61,8 +65,14 @@ export async function awaitCondition(
       throw error;
     }
     lastAnswerAt = clock.now();
+    blocked.push(...(latest.blocked ?? []));
+    dialogs.push(...(latest.dialogs ?? []));
     observations++;
     status = conditionStatus(condition, latest);
   }
-  return { observation: latest, report: report() };
+  const { blocked: _blocked, dialogs: _dialogs, ...last } = latest;
+  return {
+    observation: { ...last, ...(blocked.length > 0 ? { blocked: blocked.slice(-64) } : {}), ...(dialogs.length > 0 ? { dialogs: dialogs.slice(-32) } : {}) },
+    report: report(),
+  };
 }

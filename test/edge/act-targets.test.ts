@@ -157,6 +157,28 @@ describe('a target that changed', () => {
   });
 });
 
+describe("the call's phases", () => {
+  it('keep what the host blocked and the dialogs it answered, whatever version the agent reads', async () => {
+    const at = '2026-12-01T00:00:00.000Z';
+    const blocked = [{ origin: 'http://127.0.0.1:9', kind: 'navigation', reason: 'outside_run_origins', at }];
+    const dialogs = [{ type: 'confirm', message: 'Delete this?', answer: 'dismissed', at }];
+    const host = draftsHost(() => ({ ...draftsPage(2), blocked, dialogs }));
+    const granted = await call<GrantView>('POST', '/v1/grants', {
+      token: parties.owner.token,
+      body: { tool: 'browser.act', origin: ORIGIN, ttl_ms: 600_000, max_uses: 1 },
+    });
+    expect(granted.status).toBe(201);
+    const { ports, runId } = await observedRun(host);
+    const agent = { id: parties.agent.id, kind: 'agent' as const, ownerId: parties.owner.id };
+    const answered = await proposeToolCall(ports, agent, await loadRun(ports, agent, runId), {
+      tool: 'browser.act',
+      version: '1.2.0',
+      arguments: { action: 'click', revision: 1, reference: 'e2' },
+    });
+    expect(answered.call.phases).toMatchObject({ blocked, dialogs });
+  });
+});
+
 describe('result versions', () => {
   it('a 1.3.0 result keeps blocked, dialogs and frames; 1.2.0 and 1.1.0 results never carry them', () => {
     const observation = {
