@@ -1,5 +1,5 @@
 import type { BrowserContext, Page } from 'playwright-core';
-import type { SettleReport } from '../shared/observation.ts';
+import type { FrameSummary, SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
 import { Confinement, type EgressSettings } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
@@ -17,14 +17,16 @@ const NO_EGRESS_SETTINGS: EgressSettings = { allow: [], deny: [], hostPorts: () 
 
 /**
  * One full capture of the page: the revision it was given, the document's URL and title, the
- * AI-mode aria snapshot split into lines (one line is one node) and the report of the settling
- * that preceded it (`not_waited` for a plain observe).
+ * AI-mode aria snapshot split into lines (one line is one node), its frames and the report of the
+ * settling that preceded it (`not_waited` for a plain observe).
  */
 export interface CapturedRevision {
   readonly revision: number;
   readonly url: string;
   readonly title: string;
   readonly lines: readonly string[];
+  /** The page's iframes, in snapshot order; foreign ones withheld from `lines` (frame-confinement.ts). */
+  readonly frames: readonly FrameSummary[];
   readonly settle: SettleReport;
 }
 
@@ -214,10 +216,13 @@ export class ProfileBrowser {
     return this.#latest;
   }
 
-  /** Records a successful full capture as the next revision; clears any invalidation. */
-  recordCapture(capture: Omit<CapturedRevision, 'revision'>): CapturedRevision {
+  /**
+   * Records a successful full capture as the next revision; clears any invalidation. A capture
+   * without `frames` records none.
+   */
+  recordCapture(capture: Omit<CapturedRevision, 'revision' | 'frames'> & Partial<Pick<CapturedRevision, 'frames'>>): CapturedRevision {
     this.#revision += 1;
-    this.#latest = { ...capture, revision: this.#revision };
+    this.#latest = { frames: [], ...capture, revision: this.#revision };
     this.#invalidation = undefined;
     return this.#latest;
   }
