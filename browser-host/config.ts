@@ -102,7 +102,12 @@ const flag = z.enum(['1', '0', 'true', 'false', '']).transform((v) => v === '1' 
 /** A comma-separated list of http(s) origins, e.g. `https://cdn.example,http://10.0.0.5:8080`. */
 const originList = z
   .string()
-  .transform((text) => text.split(',').map((part) => part.trim()).filter((part) => part !== ''))
+  .transform((text) =>
+    text
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part !== ''),
+  )
   .pipe(z.array(Origin))
   .transform((origins) => canonicalOrigins(origins));
 

@@ -74,7 +74,13 @@ export class ProfileBrowser {
    * run's origins), and adopts its first page.
    * @throws HostError('host_unavailable') when Chromium or its proxy does not start before the deadline.
    */
-  static async launch(deadline: Deadline, profileId: string, options: LaunchOptions, firstRevision = 0, egress: EgressSettings = NO_EGRESS_SETTINGS): Promise<ProfileBrowser> {
+  static async launch(
+    deadline: Deadline,
+    profileId: string,
+    options: LaunchOptions,
+    firstRevision = 0,
+    egress: EgressSettings = NO_EGRESS_SETTINGS,
+  ): Promise<ProfileBrowser> {
     const confinement = new Confinement(egress, new PageEvents());
     let proxy: EgressProxy;
     try {
@@ -120,9 +126,11 @@ export class ProfileBrowser {
       void opening.then((late) => late.close()).catch(() => {});
       throw error;
     } finally {
-      void opening.finally(() => {
-        this.#opening -= 1;
-      }).catch(() => {});
+      void opening
+        .finally(() => {
+          this.#opening -= 1;
+        })
+        .catch(() => {});
     }
   }
 

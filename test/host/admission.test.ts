@@ -108,13 +108,21 @@ describe('admission and leases', () => {
   });
 
   test('a run that lost the answer to its acquisition gets a fresh lease at once; its orphan is ended', async ({ client }) => {
-    const orphan = await client.call('lease.acquire', { run_id: 'run-lost', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 30_000 });
+    const orphan = await client.call('lease.acquire', {
+      run_id: 'run-lost',
+      profile_id: 'p2',
+      origins: ['http://127.0.0.1:9'],
+      ttl_ms: 60_000,
+      wait_ms: 30_000,
+    });
     // The edge never saw that grant and asks again for the same run: no wait for the orphan's TTL.
     const fresh = await client.call('lease.acquire', { run_id: 'run-lost', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 300 });
     expect(fresh.generation).toBe(orphan.generation + 1);
     expect(await client.request('lease.renew', { lease_id: orphan.lease_id, ttl_ms: 60_000 })).toMatchObject({ error: { code: 'lease_lost' } });
     // Another run still cannot share the profile.
-    expect(await client.request('lease.acquire', { run_id: 'someone-else', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 300 })).toMatchObject({
+    expect(
+      await client.request('lease.acquire', { run_id: 'someone-else', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 300 }),
+    ).toMatchObject({
       error: { code: 'admission_full' },
     });
     await client.call('lease.release', { lease_id: fresh.lease_id });
