@@ -74,7 +74,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     const deadline = Deadline.after(timeoutMs);
     try {
       const browser = leasedBrowser(leaseId);
-      return await browser.lock.run(deadline, () => {
+      return await browser.run(deadline, () => {
         leasedBrowser(leaseId);
         return operation(deadline, browser, { caps: config.window, cursors, leaseId });
       });

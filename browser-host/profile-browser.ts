@@ -1,10 +1,13 @@
 import type { BrowserContext, Page } from 'playwright-core';
+import type { ErrorCode } from '../shared/errors.ts';
 import type { FrameSummary, SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
 import { Confinement, type EgressSettings } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
+import { PageDialogs } from './page-dialogs.ts';
 import { PageEvents } from './page-events.ts';
+import { closePage } from './page-recovery.ts';
 import { PageTraffic } from './page-traffic.ts';
 import { type LaunchOptions, launchProfileContext } from './profiles.ts';
 import { SerialLock } from './serial-lock.ts';
@@ -35,6 +38,10 @@ export interface CapturedRevision {
  * state every page operation shares: the serial lock, the traffic tracker for settling, the
  * latest capture and whether earlier references may no longer be trusted.
  *
+ * The driven page's dialogs are answered by {@link PageDialogs}. A page that cannot go on (a
+ * dialog loop) is ended: closed, its references invalidated, and replaced by a fresh page at the
+ * next {@link page}; an operation it was ended under fails (see {@link run}).
+ *
  * Revisions are per page and monotonic; they continue from `firstRevision` so a relaunched
  * profile never reuses a number.
  */
@@ -50,9 +57,16 @@ export class ProfileBrowser {
   readonly #proxy: EgressProxy;
   /** Pages the host opened itself; any other page is a popup and is closed. */
   readonly #ownPages = new WeakSet<Page>();
+  readonly #dialogs: PageDialogs;
   #opening = 0;
   #page: Page | undefined;
   #detachPage: () => void = () => {};
+  /** Why the last driven page went away, until a fresh one is adopted. */
+  #ended: string | undefined;
+  /** The operation {@link run} is running, if any (a token). */
+  #operation: object | undefined;
+  /** The operation the last driven page went away under, if it did. */
+  #lostIn: object | undefined;
   #revision: number;
   #latest: CapturedRevision | undefined;
   #invalidation: string | undefined;
@@ -65,6 +79,7 @@ export class ProfileBrowser {
     this.#revision = firstRevision;
     this.confinement = confinement;
     this.events = confinement.events;
+    this.#dialogs = new PageDialogs(this.events);
     this.#proxy = proxy;
   }
 
@@ -171,22 +186,62 @@ export class ProfileBrowser {
   }
 
   /**
-   * The page operations drive. When a person or the site closed it, a fresh page is opened and
-   * earlier references are invalidated (`page_changed` until the next full capture).
-   * @throws HostError('page_changed') when the browser is gone.
+   * The page operations drive. When it went away (a person or the site closed it, or the host
+   * ended it), a fresh page is opened and earlier references are invalidated (`page_changed`
+   * until the next full capture); but not for the operation it went away under, which must not
+   * go on with another page.
+   * @throws HostError('page_changed') when the browser is gone, or the page went away during the
+   *   operation {@link run} is running.
    */
   async page(deadline: Deadline): Promise<Page> {
+    if (this.#operation !== undefined && this.#lostIn === this.#operation) {
+      throw new HostError('page_changed', `the page went away during this operation: ${this.#ended ?? 'it was closed'}`);
+    }
     if (this.#page && !this.#page.isClosed()) return this.#page;
     if (this.closed) throw new HostError('page_changed', 'the browser was closed');
     try {
+      const why = this.#ended ?? 'the page was closed';
       const page = await this.#openOwnPage(deadline);
       await this.#adopt(page);
-      this.invalidate('the page was closed and reopened');
+      this.invalidate(`${why}; a fresh page was opened`);
       return page;
     } catch (error) {
       if (error instanceof HostError) throw error;
       throw new HostError('page_changed', `could not reopen the page: ${firstLineOf(error)}`);
     }
+  }
+
+  /**
+   * Runs one operation on the page (navigate, act, observe, leaving for `about:blank`) in its
+   * turn, after every earlier one (see {@link SerialLock}). When the driven page goes away while
+   * it runs, {@link page} refuses to open another for it, and a failure other than
+   * `outcome_unknown` (the input may have reached the page) or `lease_lost` is answered
+   * `page_changed`: whatever the operation could not do, the page it was for is gone.
+   * @throws HostError('deadline_exceeded') when its turn does not come before `deadline`;
+   *   whatever `operation` throws, as above.
+   */
+  run<T>(deadline: Deadline, operation: () => Promise<T>): Promise<T> {
+    return this.lock.run(deadline, async () => {
+      const token = {};
+      this.#operation = token;
+      try {
+        return await operation();
+      } catch (error) {
+        if (this.#lostIn !== token || !(error instanceof HostError) || KEPT_WHEN_PAGE_LOST.has(error.code)) throw error;
+        throw new HostError('page_changed', `the page went away during this operation (${this.#ended ?? 'it was closed'}): ${error.message}`);
+      } finally {
+        this.#operation = undefined;
+      }
+    });
+  }
+
+  /**
+   * Runs `navigation`, one the host itself performs on the driven page (the agent's
+   * `page.navigate`, leaving for `about:blank` when a lease ends, showing a sign-in page): a
+   * `beforeunload` dialog raised meanwhile is accepted (see {@link PageDialogs}).
+   */
+  hostNavigation<T>(navigation: () => Promise<T>): Promise<T> {
+    return this.#dialogs.hostNavigation(navigation);
   }
 
   /** The page operations drive, if it is open; never opens one (see {@link page}). */
@@ -196,7 +251,7 @@ export class ProfileBrowser {
 
   /**
    * A new page in this profile's context for a temporary load (a verification's protected load,
-   * ADR-0164), apart from the page operations drive; dialogs on it are dismissed. The caller
+   * ADR-0164), apart from the page operations drive; dialogs on it are dismissed, unrecorded. The caller
    * closes it.
    * @throws HostError('page_changed') when the browser is gone or the page cannot be opened in time.
    */
@@ -251,17 +306,18 @@ export class ProfileBrowser {
 
   /**
    * Leaves whatever page the last lease was on for `about:blank`, in the page's turn (after any
-   * operation still running), so no page keeps running after its run (README "Confinement").
-   * Bounded by 5,000 ms; never throws (a page that does not go is replaced by the next lease's
-   * first operation, since a new lease invalidates references anyway).
+   * operation still running), so no page keeps running after its run (README "Confinement"); a
+   * `beforeunload` dialog is accepted. Bounded by 5,000 ms; never throws (a page that does not go
+   * is replaced by the next lease's first operation, since a new lease invalidates references
+   * anyway).
    */
   async blank(): Promise<void> {
     const deadline = Deadline.after(BLANK_TIMEOUT_MS);
     try {
-      await this.lock.run(deadline, async () => {
+      await this.run(deadline, async () => {
         const page = this.openPage;
         if (page === undefined || page.url() === 'about:blank') return;
-        await page.goto('about:blank', { timeout: Math.max(1, deadline.remainingMs()), signal: deadline.signal });
+        await this.hostNavigation(() => page.goto('about:blank', { timeout: Math.max(1, deadline.remainingMs()), signal: deadline.signal }));
         this.invalidate('the last lease ended');
       });
     } catch {
@@ -284,17 +340,45 @@ export class ProfileBrowser {
   async #adopt(page: Page): Promise<void> {
     this.#detachPage();
     this.#page = page;
+    this.#ended = undefined;
     const unguard = await this.confinement.guardPage(page);
     const detachTraffic = this.traffic.attach(page);
-    // A dialog would block every later evaluation and capture; the host answers none of them.
-    const onDialog = (dialog: { dismiss(): Promise<void> }): void => {
-      dialog.dismiss().catch(() => {});
+    const detachDialogs = this.#dialogs.attach(page, () => void this.#endPage(page, 'the page raised a dialog loop and was closed'));
+    const onClose = (): void => {
+      this.#wentAway(page, 'the page was closed');
     };
-    page.on('dialog', onDialog);
+    page.once('close', onClose);
     this.#detachPage = () => {
       unguard();
       detachTraffic();
-      page.off('dialog', onDialog);
+      detachDialogs();
+      page.off('close', onClose);
     };
   }
+
+  /** Notes that the driven page `page` went away, and under which operation; false if it is not the driven page. */
+  #wentAway(page: Page, why: string): boolean {
+    if (this.#page !== page) return false;
+    this.#page = undefined;
+    this.#ended = why;
+    this.invalidate(why);
+    if (this.#operation !== undefined) this.#lostIn = this.#operation;
+    return true;
+  }
+
+  /**
+   * Ends the driven page `page` because it cannot go on: from now on it is not the driven page
+   * (the next {@link page} opens a fresh one and invalidates references), and it is closed
+   * without its `beforeunload` handlers (see {@link closePage}). It is unguarded only once it is
+   * closed, so a page that would not close stays confined. Never throws.
+   */
+  async #endPage(page: Page, why: string): Promise<void> {
+    if (!this.#wentAway(page, why)) return;
+    const detach = this.#detachPage;
+    this.#detachPage = () => {};
+    if (await closePage(page)) detach();
+  }
 }
+
+/** Failures an operation keeps when its page went away under it (see {@link ProfileBrowser.run}). */
+const KEPT_WHEN_PAGE_LOST: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['outcome_unknown', 'lease_lost', 'page_changed']);
