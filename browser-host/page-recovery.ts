@@ -1,5 +1,6 @@
 import type { Page } from 'playwright-core';
 import { Deadline } from './deadline.ts';
+import { HostError } from './host-error.ts';
 
 /** Longest each way of closing a page may take (Playwright's close, then its target's), in ms. */
 const PAGE_CLOSE_MS = 2_000;
@@ -49,5 +50,23 @@ async function within(ms: number, work: Promise<boolean>): Promise<boolean> {
     return false;
   } finally {
     deadline.dispose();
+  }
+}
+
+/**
+ * Whether `page`'s main thread still runs script: false only when a trivial evaluation (`1`)
+ * gets no answer within `ms` (a script that never ends, or one that has run for longer than
+ * that); true when it answers, or fails for a reason other than time (its document changed under
+ * the evaluation, the page closed or crashed). Never throws.
+ */
+export async function pageAnswers(page: Page, ms: number): Promise<boolean> {
+  const probe = Deadline.after(ms);
+  try {
+    await probe.race(page.evaluate('1'));
+    return true;
+  } catch (error) {
+    return !(error instanceof HostError);
+  } finally {
+    probe.dispose();
   }
 }
