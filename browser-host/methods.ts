@@ -115,7 +115,13 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     },
     'page.act': ({ lease_id, action, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
-        hostObservationOf(deadline, browser, await actOnPage(deadline, browser, action, config.settle, () => void leases.check(lease_id)), context, catalog),
+        hostObservationOf(
+          deadline,
+          browser,
+          await actOnPage(deadline, browser, action, { ...config.settle, actionabilityMs: config.actionabilityMs }, () => void leases.check(lease_id)),
+          context,
+          catalog,
+        ),
       ),
     'host.status': async () => services.status(),
     'ceremony.begin': (params) => ceremonies.begin(params),
