@@ -16,8 +16,8 @@ import { SerialLock } from './serial-lock.ts';
 const BLANK_TIMEOUT_MS = 5_000;
 /**
  * How long the page gets to answer a trivial evaluation after an operation on it failed, in ms;
- * a page that does not has stopped answering and is ended. Longer than a heavy script's few
- * seconds, which the page survives (capture-cancellation.test.ts), and than a second.
+ * a page that does not has stopped answering and is ended. Long enough that a page busy for a few
+ * seconds (a heavy script) survives and is observed afterwards (capture-cancellation.test.ts).
  */
 const HUNG_PAGE_MS = 5_000;
 
