@@ -1,4 +1,4 @@
-import type { Locator, Page } from 'playwright-core';
+import { errors, type Locator, type Page } from 'playwright-core';
 import type { ExpectedTarget } from '../shared/protocol.ts';
 import type { BrowserAction } from '../shared/tool-arguments.ts';
 import { captureReserveMs, captureRevision } from './capture.ts';
@@ -13,6 +13,15 @@ import { checkTarget } from './target-check.ts';
 const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
 
 /**
+ * What an act is configured with: the settling numbers (ADR-0159) and `actionabilityMs`, the
+ * longest the prechecks may wait for the target to become able to take the input, in ms
+ * (HostConfig `actionabilityMs`, default 5,000).
+ */
+export interface ActConfig extends SettleConfig {
+  readonly actionabilityMs: number;
+}
+
+/**
  * Performs one agent action on the element its reference names, settles (ADR-0159) and captures
  * the next revision. In order:
  * 1. `action.revision` must be the page's latest revision, else `stale_revision`;
@@ -20,15 +29,18 @@ const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
  *    cancelled, the page was replaced, or the lease is new: observe first);
  * 3. `page.getByRef(action.reference)` must match an element, else `action_failed`;
  * 4. the element must pass the action's prechecks (Playwright's trial run of it, or the element
- *    states it needs), which send no input, else `action_failed`;
+ *    states it needs), which send no input, within `config.actionabilityMs` (and the deadline),
+ *    else `not_actionable` with Playwright's reason ("element is not visible", "<div id=cover>
+ *    intercepts pointer events", ...), or `action_failed` when the action cannot apply to the
+ *    element at all;
  * 5. `stillLeased` must not throw: the lease is checked once more right before the input, so a
  *    run cancelled while the prechecks waited sends nothing (`lease_lost`);
  * 6. when `expected` is given, the element must still have that role, name and frame
  *    (`target_changed`, see {@link checkTarget});
  * nothing is dispatched when any of these fails. Then settling is entered and the input is sent
  * once (never retried), bounded by the deadline; the page settles and is captured.
- * @throws HostError('stale_revision' | 'page_changed' | 'action_failed' | 'lease_lost' |
- *   'target_changed' | 'outside_run_origins') with nothing dispatched;
+ * @throws HostError('stale_revision' | 'page_changed' | 'action_failed' | 'not_actionable' |
+ *   'lease_lost' | 'target_changed' | 'outside_run_origins') with nothing dispatched;
  *   HostError('outcome_unknown') when the input may have reached the page but the outcome cannot
  *   be known (the input phase did not finish, or settling or the capture after it failed:
  *   ADR-0159 "loss of usable evidence after an action"); the page's references are then
@@ -38,7 +50,7 @@ export async function actOnPage(
   deadline: Deadline,
   browser: ProfileBrowser,
   action: BrowserAction,
-  config: SettleConfig,
+  config: ActConfig,
   stillLeased: () => void = () => {},
   expected?: ExpectedTarget,
 ): Promise<CapturedRevision> {
@@ -61,10 +73,16 @@ export async function actOnPage(
   // Settling, then the capture, keep their share; the action's own checks get the rest.
   const reserve = Math.min(config.budgetMs + captureReserveMs(deadline), deadline.remainingMs() / 2);
   const actionDeadline = deadline.leaving(reserve);
-  const plan = dispatchPlan(page, target, action, () => Math.max(1, actionDeadline.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS));
+  // The prechecks get at most `actionabilityMs` of it, the input whatever is left.
+  const checks = actionDeadline.child(config.actionabilityMs);
+  let phase = checks;
+  const plan = dispatchPlan(page, target, action, () => Math.max(1, phase.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS));
   let entry: SettleEntry;
   try {
-    await precheck(actionDeadline, plan, action);
+    await precheck(checks, plan, action).finally(() => {
+      checks.dispose();
+      phase = actionDeadline;
+    });
     // The prechecks may have waited (a disabled button, say) while the run was cancelled and its
     // lease released: the last moment to refuse, with nothing sent.
     stillLeased();
@@ -116,7 +134,7 @@ function dispatchPlan(page: Page, target: Locator, action: BrowserAction, timeou
   const require =
     (state: string, check: () => Promise<boolean>): Step =>
     async () => {
-      if (!(await check())) throw new Error(`the element is not ${state}`);
+      if (!(await check())) throw new NotActionable(`element is not ${state}`);
     };
   switch (action.action) {
     case 'click':
@@ -176,20 +194,61 @@ async function wheelPoint(page: Page, target: Locator, timeoutMs: number): Promi
   return { x: (left + right) / 2, y: (top + bottom) / 2 };
 }
 
+/** A state the element must be in for the action (editable, enabled) that it is not in. */
+class NotActionable extends Error {}
+
 /**
- * Runs the plan's prechecks (see {@link DispatchPlan}). They send no input, so their failure, or
- * the deadline passing during them, means nothing was dispatched.
- * @throws HostError('action_failed')
+ * Runs the plan's prechecks (see {@link DispatchPlan}) within `deadline`, the action's share
+ * bounded by `actionabilityMs`. They send no input, so their failure, or the deadline passing
+ * during them, means nothing was dispatched.
+ * @throws HostError('not_actionable') when the element did not become able to take the input in
+ *   time, with Playwright's reason (see {@link actionabilityReason});
+ *   HostError('action_failed') when the action cannot apply to the element (checking a button,
+ *   say).
  */
 async function precheck(deadline: Deadline, plan: DispatchPlan, action: BrowserAction): Promise<void> {
   for (const step of plan.precheck) {
     try {
-      await deadline.race(step(), 'action_failed', `${action.action} on ${action.reference} ran out of time before any input; nothing was dispatched`);
+      await deadline.race(
+        step(),
+        'not_actionable',
+        `${action.action} on ${action.reference}: the element did not become actionable in time; nothing was dispatched`,
+      );
     } catch (error) {
       if (error instanceof HostError) throw error;
+      if (error instanceof errors.TimeoutError || error instanceof NotActionable) {
+        throw new HostError('not_actionable', `${action.action} on ${action.reference}: ${actionabilityReason(error)}; nothing was dispatched`);
+      }
       throw new HostError('action_failed', `${action.action} on ${action.reference}: ${firstLineOf(error)}; nothing was dispatched`);
     }
   }
+}
+
+/** ANSI escape sequences (Playwright dims its call log lines with them). */
+const ANSI_ESCAPE = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
+/** A call-log line that says why the element could not take the input. */
+const ACTIONABILITY_REASON = /intercepts pointer events$|^element is (?:not [a-z]+|outside of the viewport|inert)$|^locator resolved to hidden /;
+
+/**
+ * Why the element could not take the input: the last reason in Playwright's call log (a timed-out
+ * action logs each failed attempt: "element is not visible", "element is not enabled", "element
+ * is not stable", "element is outside of the viewport", "<div id=\"cover\"></div> intercepts
+ * pointer events", ...), or the first line of the message when it names none.
+ */
+function actionabilityReason(error: Error): string {
+  if (error instanceof NotActionable) return error.message;
+  const lines = error.message
+    .replace(ANSI_ESCAPE, '')
+    .split('\n')
+    .map((line) =>
+      line
+        .trim()
+        .replace(/^- /, '')
+        .replace(/^\d+ × /, ''),
+    );
+  const reason = lines.findLast((line) => ACTIONABILITY_REASON.test(line));
+  if (reason === undefined) return firstLineOf(error);
+  return reason.startsWith('locator resolved to hidden') ? 'element is not visible' : reason;
 }
 
 /**

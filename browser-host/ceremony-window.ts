@@ -19,7 +19,9 @@ export async function showSignIn(record: Ceremony, browser: ProfileBrowser): Pro
     await browser.lock.run(show, async () => {
       const page = await browser.page(show);
       browser.invalidate('a person took the page over for sign-in');
-      await show.race(page.goto(record.params.sign_in_url, { waitUntil: 'domcontentloaded', timeout: Math.max(1, show.remainingMs()) }));
+      await show.race(
+        browser.hostNavigation(() => page.goto(record.params.sign_in_url, { waitUntil: 'domcontentloaded', timeout: Math.max(1, show.remainingMs()) })),
+      );
     });
   } catch {
     // The site may be down or slow; the person still sees the window, and polling goes on.

@@ -46,7 +46,9 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   open and idle.
  * - `page.navigate`, `page.act`, plain `page.observe`: `lease_lost` unless live (checked before
  *   and again when the operation's turn comes), then serialized per page and bounded by
- *   `timeout_ms`; see {@link navigatePage}, {@link actOnPage} and, for a plain observe,
+ *   `timeout_ms` (see `ProfileBrowser.run`: a page that went away under the operation fails it
+ *   `page_changed` or `outcome_unknown`, and one that stopped answering is replaced after it);
+ *   see {@link navigatePage}, {@link actOnPage} and, for a plain observe,
  *   {@link captureRevision} (`not_waited`). Each answers a full capture's first window with the
  *   wire-only `sign_in` signal when the page asks for sign-in ({@link hostObservationOf}).
  * - `page.observe {continuation}`: `lease_lost` unless live; served from the cached revision
@@ -74,7 +76,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     const deadline = Deadline.after(timeoutMs);
     try {
       const browser = leasedBrowser(leaseId);
-      return await browser.lock.run(deadline, () => {
+      return await browser.run(deadline, () => {
         leasedBrowser(leaseId);
         return operation(deadline, browser, { caps: config.window, cursors, leaseId });
       });
@@ -117,7 +119,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
         hostObservationOf(
           deadline,
           browser,
-          await actOnPage(deadline, browser, action, config.settle, () => void leases.check(lease_id), target),
+          await actOnPage(deadline, browser, action, { ...config.settle, actionabilityMs: config.actionabilityMs }, () => void leases.check(lease_id), target),
           context,
           catalog,
         ),

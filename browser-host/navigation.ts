@@ -31,7 +31,8 @@ export function navigableUrl(url: string): URL {
  * Loads `url` in the browser's page, settles (ADR-0159) and captures the next revision.
  * The load waits only for commit (the response arrived and the new document exists); readiness
  * is settling's job, so slow subresources never hold it back. Time is split so that settling
- * and the capture keep a share of `deadline`.
+ * and the capture keep a share of `deadline`. The host performs this navigation itself, so a
+ * `beforeunload` dialog of the page being left is accepted (see `ProfileBrowser.hostNavigation`).
  * @throws HostError('invalid_params') for a non-http(s) URL (before anything is loaded);
  *   HostError('navigation_failed') when the load fails or times out (earlier references are then
  *   invalidated); HostError('deadline_exceeded' | 'page_changed') when the capture fails.
@@ -42,7 +43,7 @@ export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, 
   const entry = enterSettling(browser.traffic, config);
   const load = deadline.leaving(captureReserveMs(deadline) + Math.min(config.budgetMs, deadline.remainingMs() / 3));
   try {
-    await page.goto(target.href, { waitUntil: 'commit', timeout: Math.max(1, load.remainingMs()), signal: load.signal });
+    await browser.hostNavigation(() => page.goto(target.href, { waitUntil: 'commit', timeout: Math.max(1, load.remainingMs()), signal: load.signal }));
   } catch (error) {
     entry.requests.dispose();
     browser.invalidate('a navigation failed');

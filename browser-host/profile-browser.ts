@@ -1,16 +1,25 @@
 import type { BrowserContext, Page } from 'playwright-core';
+import type { ErrorCode } from '../shared/errors.ts';
 import type { FrameSummary, SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
 import { Confinement, type EgressSettings } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
+import { PageDialogs } from './page-dialogs.ts';
 import { PageEvents } from './page-events.ts';
+import { closePage, pageAnswers } from './page-recovery.ts';
 import { PageTraffic } from './page-traffic.ts';
 import { type LaunchOptions, launchProfileContext } from './profiles.ts';
 import { SerialLock } from './serial-lock.ts';
 
 /** Longest freezing or thawing the page may take, in ms. */
 const LIFECYCLE_TIMEOUT_MS = 2_000;
+/**
+ * How long the page gets to answer a trivial evaluation after an operation on it failed, in ms;
+ * a page that does not has stopped answering and is ended. Long enough that a page busy for a few
+ * seconds (a heavy script) survives and is observed afterwards (capture-cancellation.test.ts).
+ */
+const HUNG_PAGE_MS = 5_000;
 
 /** No operator-configured origins and no known host ports. */
 const NO_EGRESS_SETTINGS: EgressSettings = { allow: [], deny: [], hostPorts: () => [] };
@@ -35,6 +44,13 @@ export interface CapturedRevision {
  * state every page operation shares: the serial lock, the traffic tracker for settling, the
  * latest capture and whether earlier references may no longer be trusted.
  *
+ * The driven page's dialogs are answered by {@link PageDialogs}. A page that cannot go on (a
+ * dialog loop, a crashed renderer, a main thread that stopped answering) is ended: closed, its
+ * references invalidated, and replaced by a fresh page at the next {@link page}; an operation it
+ * was ended under fails (see {@link run}). The browser itself is relaunched only when it is gone
+ * (crashed or quit): it then closes itself, admission forgets it and interrupts its lease, and the
+ * next `lease.acquire` launches a new one.
+ *
  * Revisions are per page and monotonic; they continue from `firstRevision` so a relaunched
  * profile never reuses a number.
  */
@@ -50,10 +66,21 @@ export class ProfileBrowser {
   readonly #proxy: EgressProxy;
   /** Pages the host opened itself; any other page is a popup and is closed. */
   readonly #ownPages = new WeakSet<Page>();
+  readonly #dialogs: PageDialogs;
   #opening = 0;
   #lifecycle: Promise<void> = Promise.resolve();
   #page: Page | undefined;
   #detachPage: () => void = () => {};
+  /** Why the last driven page went away, until a fresh one is adopted. */
+  #ended: string | undefined;
+  /** The operation {@link run} is running, if any (a token). */
+  #operation: object | undefined;
+  /** The operation {@link page} last handed the driven page to. */
+  #handedTo: object | undefined;
+  /** The operation the last driven page went away under after it was handed the page, if one did. */
+  #lostIn: object | undefined;
+  /** The check that the page still answers after a failed operation, while it runs. */
+  #probing: Promise<void> | undefined;
   #revision: number;
   #latest: CapturedRevision | undefined;
   #invalidation: string | undefined;
@@ -66,6 +93,7 @@ export class ProfileBrowser {
     this.#revision = firstRevision;
     this.confinement = confinement;
     this.events = confinement.events;
+    this.#dialogs = new PageDialogs(this.events);
     this.#proxy = proxy;
   }
 
@@ -97,6 +125,8 @@ export class ProfileBrowser {
       throw error;
     }
     const browser = new ProfileBrowser(profileId, context, firstRevision, confinement, proxy);
+    // Chromium crashed or quit: nothing is left to drive, and the egress proxy goes with it.
+    context.once('close', () => void browser.close());
     for (const page of context.pages()) browser.#ownPages.add(page);
     context.on('page', (page) => browser.#onNewPage(page));
     await confinement.confineContext(context, (page) => browser.#ownPages.has(page));
@@ -172,22 +202,76 @@ export class ProfileBrowser {
   }
 
   /**
-   * The page operations drive. When a person or the site closed it, a fresh page is opened and
-   * earlier references are invalidated (`page_changed` until the next full capture).
-   * @throws HostError('page_changed') when the browser is gone.
+   * The page operations drive. When it went away (a person or the site closed it, or the host
+   * ended it), a fresh page is opened and earlier references are invalidated (`page_changed`
+   * until the next full capture); but not for the operation it went away under, which must not
+   * go on with another page (an operation that had not been handed the page yet gets the fresh one).
+   * While the page is being checked after a failed operation (see {@link run}), waits for the
+   * verdict first, so a page that stopped answering is replaced rather than used.
+   * @throws HostError('page_changed') when the browser is gone, or the page went away during the
+   *   operation {@link run} is running; HostError('deadline_exceeded') when the check outlasts
+   *   `deadline`.
    */
   async page(deadline: Deadline): Promise<Page> {
-    if (this.#page && !this.#page.isClosed()) return this.#page;
+    if (this.#probing !== undefined) await deadline.race(this.#probing);
+    if (this.#operation !== undefined && this.#lostIn === this.#operation) {
+      throw new HostError('page_changed', `the page went away during this operation: ${this.#ended ?? 'it was closed'}`);
+    }
+    if (this.#page && !this.#page.isClosed()) {
+      this.#handedTo = this.#operation;
+      return this.#page;
+    }
     if (this.closed) throw new HostError('page_changed', 'the browser was closed');
     try {
+      const why = this.#ended ?? 'the page was closed';
       const page = await this.#openOwnPage(deadline);
       await this.#adopt(page);
-      this.invalidate('the page was closed and reopened');
+      this.invalidate(`${why}; a fresh page was opened`);
+      this.#handedTo = this.#operation;
       return page;
     } catch (error) {
       if (error instanceof HostError) throw error;
       throw new HostError('page_changed', `could not reopen the page: ${firstLineOf(error)}`);
     }
+  }
+
+  /**
+   * Runs one operation on the page (navigate, act, observe, leaving for `about:blank`) in its
+   * turn, after every earlier one (see {@link SerialLock}). When the driven page goes away while
+   * it runs, {@link page} refuses to open another for it, and a failure other than
+   * `outcome_unknown` (the input may have reached the page) or `lease_lost` is answered
+   * `page_changed`: whatever the operation could not do, the page it was for is gone.
+   *
+   * After any failure the page is checked (a trivial evaluation, at most 5,000 ms), without
+   * holding up the answer or the page's turn: a page that does not answer (a script that never
+   * ends, started by a click, say) is ended and replaced, so it never wedges the profile; the next
+   * {@link page} waits for that verdict.
+   * @throws HostError('deadline_exceeded') when its turn does not come before `deadline`;
+   *   whatever `operation` throws, as above.
+   */
+  run<T>(deadline: Deadline, operation: () => Promise<T>): Promise<T> {
+    return this.lock.run(deadline, async () => {
+      const token = {};
+      this.#operation = token;
+      try {
+        return await operation();
+      } catch (error) {
+        this.#checkAnswering();
+        if (this.#lostIn !== token || !(error instanceof HostError) || KEPT_WHEN_PAGE_LOST.has(error.code)) throw error;
+        throw new HostError('page_changed', `the page went away during this operation (${this.#ended ?? 'it was closed'}): ${error.message}`);
+      } finally {
+        this.#operation = undefined;
+      }
+    });
+  }
+
+  /**
+   * Runs `navigation`, one the host itself performs on the driven page (the agent's
+   * `page.navigate`, leaving for `about:blank` when a lease ends, showing a sign-in page): a
+   * `beforeunload` dialog raised meanwhile is accepted (see {@link PageDialogs}).
+   */
+  hostNavigation<T>(navigation: () => Promise<T>): Promise<T> {
+    return this.#dialogs.hostNavigation(navigation);
   }
 
   /** The page operations drive, if it is open; never opens one (see {@link page}). */
@@ -197,7 +281,7 @@ export class ProfileBrowser {
 
   /**
    * A new page in this profile's context for a temporary load (a verification's protected load,
-   * ADR-0164), apart from the page operations drive; dialogs on it are dismissed. The caller
+   * ADR-0164), apart from the page operations drive; dialogs on it are dismissed, unrecorded. The caller
    * closes it.
    * @throws HostError('page_changed') when the browser is gone or the page cannot be opened in time.
    */
@@ -294,17 +378,62 @@ export class ProfileBrowser {
   async #adopt(page: Page): Promise<void> {
     this.#detachPage();
     this.#page = page;
+    this.#ended = undefined;
     const unguard = await this.confinement.guardPage(page);
     const detachTraffic = this.traffic.attach(page);
-    // A dialog would block every later evaluation and capture; the host answers none of them.
-    const onDialog = (dialog: { dismiss(): Promise<void> }): void => {
-      dialog.dismiss().catch(() => {});
+    const detachDialogs = this.#dialogs.attach(page, () => void this.#endPage(page, 'the page raised a dialog loop and was closed'));
+    const onClose = (): void => {
+      this.#wentAway(page, 'the page was closed');
     };
-    page.on('dialog', onDialog);
+    const onCrash = (): void => void this.#endPage(page, 'the page crashed and was closed');
+    page.once('close', onClose);
+    page.once('crash', onCrash);
     this.#detachPage = () => {
       unguard();
       detachTraffic();
-      page.off('dialog', onDialog);
+      detachDialogs();
+      page.off('close', onClose);
+      page.off('crash', onCrash);
     };
   }
+
+  /** Starts checking that the driven page still answers (see {@link run}), unless a check runs already. */
+  #checkAnswering(): void {
+    const page = this.openPage;
+    if (page === undefined || this.#probing !== undefined) return;
+    this.#probing = (async () => {
+      if (!(await pageAnswers(page, HUNG_PAGE_MS))) await this.#endPage(page, 'the page stopped answering and was closed');
+    })()
+      .catch(() => {})
+      .finally(() => {
+        this.#probing = undefined;
+      });
+  }
+
+  /** Notes that the driven page `page` went away, and under which operation; false if it is not the driven page. */
+  #wentAway(page: Page, why: string): boolean {
+    if (this.#page !== page) return false;
+    this.#page = undefined;
+    this.#ended = why;
+    this.invalidate(why);
+    if (this.#operation !== undefined && this.#handedTo === this.#operation) this.#lostIn = this.#operation;
+    return true;
+  }
+
+  /**
+   * Ends the driven page `page` because it cannot go on (a dialog loop, a crash, no answer):
+   * from now on it is not the driven page
+   * (the next {@link page} opens a fresh one and invalidates references), and it is closed
+   * without its `beforeunload` handlers (see {@link closePage}). It is unguarded only once it is
+   * closed, so a page that would not close stays confined. Never throws.
+   */
+  async #endPage(page: Page, why: string): Promise<void> {
+    if (!this.#wentAway(page, why)) return;
+    const detach = this.#detachPage;
+    this.#detachPage = () => {};
+    if (await closePage(page)) detach();
+  }
 }
+
+/** Failures an operation keeps when its page went away under it (see {@link ProfileBrowser.run}). */
+const KEPT_WHEN_PAGE_LOST: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['outcome_unknown', 'lease_lost', 'page_changed']);

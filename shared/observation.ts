@@ -81,8 +81,9 @@ export type BlockedRequest = z.infer<typeof BlockedRequest>;
 
 /**
  * One JavaScript dialog the page raised and how the host answered it (README "Confinement"):
- * `alert` accepted, `confirm` and `prompt` dismissed, `beforeunload` accepted only on a
- * navigation the agent asked for; `page_closed` when a dialog loop made the host close the page.
+ * `alert` accepted, `confirm` and `prompt` dismissed, `beforeunload` accepted only when the host
+ * itself leaves the page (a navigation the agent asked for, a sign-in page shown), dismissed when the
+ * page started the navigation; `page_closed` when a dialog loop made the host close the page.
  * `message` is cut to 300 characters.
  */
 export const PageDialog = z.strictObject({

@@ -65,6 +65,7 @@ export function acquire(client: HostClient, profileId: string, ttlMs = 60_000, w
 /**
  * The host-test API: `test` with
  * - `fixtures` (file): the fixture web server;
+ * - `profilesDir` (file): the host's profiles directory, fresh, removed after the file;
  * - `host` (file): a browser host started in-process with `overrides`, closed (browsers and all)
  *   after the file;
  * - `client` (test): a verified wire client, closed after the test;
@@ -78,13 +79,14 @@ export function hostTest(overrides: Partial<HostConfig> = {}) {
       onCleanup(() => server.close());
       return server;
     })
-    .extend('host', { scope: 'file' }, async ({}, { onCleanup }): Promise<BrowserHost> => {
+    .extend('profilesDir', { scope: 'file' }, async ({}, { onCleanup }): Promise<string> => {
       const profiles = await temporaryDirectory('host-profiles-');
-      const host = await startBrowserHost(testHostConfig(profiles.dir, overrides));
-      onCleanup(async () => {
-        await host.close();
-        await profiles.remove();
-      });
+      onCleanup(() => profiles.remove());
+      return profiles.dir;
+    })
+    .extend('host', { scope: 'file' }, async ({ profilesDir }, { onCleanup }): Promise<BrowserHost> => {
+      const host = await startBrowserHost(testHostConfig(profilesDir, overrides));
+      onCleanup(() => host.close());
       return host;
     })
     .extend('client', async ({ host }, { onCleanup }): Promise<HostClient> => {

@@ -1,0 +1,72 @@
+import type { Page } from 'playwright-core';
+import { Deadline } from './deadline.ts';
+import { HostError } from './host-error.ts';
+
+/** Longest each way of closing a page may take (Playwright's close, then its target's), in ms. */
+const PAGE_CLOSE_MS = 2_000;
+
+/**
+ * Closes `page` without running its `beforeunload` handlers, however stuck it is: Playwright's
+ * `page.close({runBeforeUnload: false})`, and when that has not finished within 2,000 ms, the
+ * page's target closed through a CDP session of its own (`Target.closeTarget`, which the browser
+ * process carries out whatever the renderer is doing), again within 2,000 ms. Resolves true when
+ * the page is closed, false when it is still open after both (at most 6,000 ms in all); never
+ * throws.
+ */
+export async function closePage(page: Page): Promise<boolean> {
+  if (page.isClosed()) return true;
+  if (
+    await within(
+      PAGE_CLOSE_MS,
+      page.close({ runBeforeUnload: false }).then(() => true),
+    )
+  )
+    return true;
+  if (!(await within(PAGE_CLOSE_MS, closeTarget(page)))) return page.isClosed();
+  // The target is gone; Playwright reports the page closed a moment later.
+  return (
+    page.isClosed() ||
+    (await within(
+      PAGE_CLOSE_MS,
+      page.waitForEvent('close', { timeout: PAGE_CLOSE_MS }).then(() => true),
+    ))
+  );
+}
+
+/** Closes the page's target over CDP: the browser process closes it, whatever the renderer does. */
+async function closeTarget(page: Page): Promise<boolean> {
+  const session = await page.context().newCDPSession(page);
+  const { targetInfo } = (await session.send('Target.getTargetInfo')) as { targetInfo: { targetId: string } };
+  await session.send('Target.closeTarget', { targetId: targetInfo.targetId });
+  return true;
+}
+
+/** True when `work` resolves true within `ms`; false when it resolves false, rejects or takes longer. */
+async function within(ms: number, work: Promise<boolean>): Promise<boolean> {
+  const deadline = Deadline.after(ms);
+  try {
+    return await deadline.race(work);
+  } catch {
+    return false;
+  } finally {
+    deadline.dispose();
+  }
+}
+
+/**
+ * Whether `page`'s main thread still runs script: false only when a trivial evaluation (`1`)
+ * gets no answer within `ms` (a script that never ends, or one that has run for longer than
+ * that); true when it answers, or fails for a reason other than time (its document changed under
+ * the evaluation, the page closed or crashed). Never throws.
+ */
+export async function pageAnswers(page: Page, ms: number): Promise<boolean> {
+  const probe = Deadline.after(ms);
+  try {
+    await probe.race(page.evaluate('1'));
+    return true;
+  } catch (error) {
+    return !(error instanceof HostError);
+  } finally {
+    probe.dispose();
+  }
+}
