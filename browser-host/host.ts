@@ -89,7 +89,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
       // Nothing is navigable between leases; a run that ended leaves no page running behind it.
       if (browser !== undefined) {
         browser.confinement.leaseOrigins = [];
-        if (why !== 'interrupted') void browser.suspend();
+        if (why !== 'interrupted') void browser.endActivity();
       }
       admission.release(lease.profile_id);
     },

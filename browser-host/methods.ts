@@ -40,8 +40,8 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   lost answer), then admits the profile (see {@link Admission.admit}: `admission_full`,
  *   `host_unavailable`) and grants a lease with the profile's next generation. The browser's
  *   earlier references are invalidated: a new lease observes before it acts (`page_changed`).
- *   The run's `origins` become the browser's navigable origins until the lease ends, and the page,
- *   frozen since the last lease ended, runs again (README "Confinement").
+ *   The run's `origins` become the browser's navigable origins until the lease ends, when the
+ *   page leaves for about:blank (README "Confinement").
  * - `lease.renew`: `lease_lost` unless live. `lease.release`: `{released}`; the browser stays
  *   open and idle.
  * - `page.navigate`, `page.act`, plain `page.observe`: `lease_lost` unless live (checked before
@@ -94,7 +94,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       // The new run's page starts with its own record and its own origins (README "Confinement").
       browser.events.drain();
       browser.confinement.leaseOrigins = origins;
-      await browser.resume();
+      await browser.settled();
       return grant;
     },
     'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),

@@ -1,7 +1,7 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import type { ErrorCode } from '../shared/errors.ts';
 import type { FrameSummary, SettleReport } from '../shared/observation.ts';
-import { Deadline } from './deadline.ts';
+import type { Deadline } from './deadline.ts';
 import { Confinement, type EgressSettings } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
@@ -12,8 +12,8 @@ import { PageTraffic } from './page-traffic.ts';
 import { type LaunchOptions, launchProfileContext } from './profiles.ts';
 import { SerialLock } from './serial-lock.ts';
 
-/** Longest freezing or thawing the page may take, in ms. */
-const LIFECYCLE_TIMEOUT_MS = 2_000;
+/** Longest leaving a page for `about:blank` at a lease's end may take, in ms. */
+const LIFECYCLE_TIMEOUT_MS = 5_000;
 /**
  * How long the page gets to answer a trivial evaluation after an operation on it failed, in ms;
  * a page that does not has stopped answering and is ended. Long enough that a page busy for a few
@@ -103,14 +103,8 @@ export class ProfileBrowser {
    * run's origins), and adopts its first page.
    * @throws HostError('host_unavailable') when Chromium or its proxy does not start before the deadline.
    */
-  static async launch(
-    deadline: Deadline,
-    profileId: string,
-    options: LaunchOptions,
-    firstRevision = 0,
-    egress: EgressSettings = NO_EGRESS_SETTINGS,
-  ): Promise<ProfileBrowser> {
-    const confinement = new Confinement(egress, new PageEvents());
+  static async launch(deadline: Deadline, profileId: string, options: LaunchOptions, firstRevision = 0): Promise<ProfileBrowser> {
+    const confinement = new Confinement(options.egress ?? NO_EGRESS_SETTINGS, new PageEvents());
     let proxy: EgressProxy;
     try {
       proxy = await startEgressProxy(confinement);
@@ -141,6 +135,8 @@ export class ProfileBrowser {
       this.#ownPages.add(page);
       return;
     }
+    // (A window that never asks for a document, an about:blank one the page scripts, is closed
+    // without a report: there is no origin to name.)
     void page.close().catch(() => {});
   }
 
@@ -332,36 +328,29 @@ export class ProfileBrowser {
   }
 
   /**
-   * Freezes the driven page between leases (CDP `Page.setWebLifecycleState` `frozen`: no script,
-   * timer or new request of the page runs), so no page keeps acting after its run ended (README
-   * "Confinement"); {@link resume} thaws it for the next lease. Changes are applied in call order;
-   * never throws (a page that cannot be frozen is also not navigable: nothing is, between leases).
+   * Ends the driven page's activity when a lease ends (README "Confinement": no page outlives its
+   * lease): the page leaves for `about:blank` (a `beforeunload` dialog accepted), so its scripts,
+   * timers and workers stop and the next run starts on a page of nobody's; earlier references are
+   * invalidated. Not under the page's lock (the browser is not busy for admission); the next
+   * lease waits for it ({@link settled}). Bounded by 5,000 ms; never throws (a page that does not
+   * go is not navigable anyway: nothing is, between leases).
    */
-  suspend(): Promise<void> {
-    return this.#setLifecycle('frozen');
-  }
-
-  /** Thaws the page {@link suspend} froze, before a new lease's first operation. Never throws. */
-  resume(): Promise<void> {
-    return this.#setLifecycle('active');
-  }
-
-  #setLifecycle(state: 'frozen' | 'active'): Promise<void> {
+  endActivity(): Promise<void> {
     this.#lifecycle = this.#lifecycle.then(async () => {
       const page = this.openPage;
-      if (page === undefined || this.closed) return;
-      const session = await this.#context.newCDPSession(page).catch(() => undefined);
-      if (session === undefined) return;
-      const limit = Deadline.after(LIFECYCLE_TIMEOUT_MS);
+      if (page === undefined || this.closed || page.url() === 'about:blank') return;
+      this.invalidate('the last lease ended');
       try {
-        await limit.race(session.send('Page.setWebLifecycleState', { state }));
+        await this.hostNavigation(() => page.goto('about:blank', { timeout: LIFECYCLE_TIMEOUT_MS }));
       } catch {
         // best effort, see above
-      } finally {
-        limit.dispose();
-        void session.detach().catch(() => {});
       }
     });
+    return this.#lifecycle;
+  }
+
+  /** Resolves once the activity of the last lease has ended (see {@link endActivity}). Never throws. */
+  settled(): Promise<void> {
     return this.#lifecycle;
   }
 

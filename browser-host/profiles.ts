@@ -11,6 +11,27 @@ import { firstLineOf, HostError } from './host-error.ts';
 import { PageEvents } from './page-events.ts';
 
 /**
+ * The features Playwright 1.65 itself disables (its chromiumSwitches.ts): a `--disable-features`
+ * of ours replaces Playwright's (the last switch wins), so the list is repeated here.
+ */
+const PLAYWRIGHT_DISABLED_FEATURES: readonly string[] = [
+  'AvoidUnnecessaryBeforeUnloadCheckSync',
+  'DestroyProfileOnBrowserClose',
+  'HttpsUpgrades',
+  'HttpsFirstBalancedModeAutoEnable',
+  'LensOverlay',
+  'MediaRouter',
+  'PaintHolding',
+  'ThirdPartyStoragePartitioning',
+  'AvoidCorsURLLoaderRestartOnRedirect',
+  'OptimizationHints',
+  'NetworkTimeServiceQuerying',
+  'AimEnabled',
+  'PreconnectToSearch',
+  'SkipListAccountsWithoutGaiaCookies',
+];
+
+/**
  * Chromium flags every browser gets: no sandbox (containers), no GPU, and none of the background
  * traffic (updates, sync, QUIC) that would show up in settling's request snapshot.
  */
@@ -22,8 +43,14 @@ export const CHROMIUM_ARGS: readonly string[] = [
   '--disable-sync',
   '--no-first-run',
   '--disable-quic',
-  // WebRTC must not open UDP paths around the egress proxy.
-  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+  // WebRTC must not open UDP paths around the egress proxy; WebTransport (QUIC over UDP) is off.
+  '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+  '--disable-blink-features=WebTransport',
+  // One renderer process per page, so the page's document guard sees every frame's navigations
+  // (redirect hops of out-of-process frames would reach only the address check), and no prerender
+  // of another origin. Frames of other origins never load anyway (README "Confinement").
+  '--disable-site-isolation-trials',
+  `--disable-features=${[...PLAYWRIGHT_DISABLED_FEATURES, 'IsolateOrigins', 'site-per-process', 'IsolateSandboxedIframes', 'Prerender2'].join(',')}`,
 ];
 
 /** How to start Chromium for a profile. */

@@ -26,8 +26,12 @@ export async function checkTarget(deadline: Deadline, browser: ProfileBrowser, p
     throw new HostError('action_failed', `could not check the target ${reference}: ${firstLineOf(error)}; nothing was dispatched`);
   }
   const marker = `[ref=${reference}]`;
-  const line = text.split('\n').find((candidate) => candidate.includes(marker));
-  const node = line === undefined ? undefined : nodeOfSnapshotLine(line);
+  // The node whose own ref it is: page text may contain "[ref=e4]" too.
+  const node = text
+    .split('\n')
+    .filter((candidate) => candidate.includes(marker))
+    .map(nodeOfSnapshotLine)
+    .find((candidate) => candidate?.ref === reference);
   const shown = `the ${expected.role} ${JSON.stringify(expected.name)}`;
   if (node === undefined) {
     throw new HostError('target_changed', `${reference} is no longer ${shown}: it was relabelled, re-roled or removed; nothing was dispatched`);

@@ -16,8 +16,24 @@ export function isPublicAddress(address: string): boolean {
   } catch {
     return false;
   }
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === 'ipv6') {
+    const v6 = parsed as ipaddr.IPv6;
+    if (v6.isIPv4MappedAddress()) parsed = v6.toIPv4Address();
+    // IPv4-compatible (::a.b.c.d, deprecated) embeds an IPv4 address too.
+    else if (v6.parts.slice(0, 6).every((part) => part === 0)) return false;
+  }
   return parsed.range() === 'unicast';
+}
+
+/** Whether `address` is link-local (IPv4 169.254/16, the cloud metadata service; IPv6 fe80::/10). */
+export function isLinkLocalAddress(address: string): boolean {
+  try {
+    let parsed = ipaddr.parse(address.replace(/^\[|\]$/g, ''));
+    if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+    return parsed.range() === 'linkLocal';
+  } catch {
+    return false;
+  }
 }
 
 /** Whether `hostname` is an IP literal (bracketed IPv6 included) rather than a DNS name. */
@@ -25,10 +41,11 @@ export function isAddressLiteral(hostname: string): boolean {
   return ipaddr.isValid(hostname.replace(/^\[|\]$/g, ''));
 }
 
-/** The address a connection is pinned to, and its family (4 or 6). */
+/** The address a connection is pinned to, its family (4 or 6), and whether every answer was public. */
 export interface PinnedAddress {
   readonly address: string;
   readonly family: 4 | 6;
+  readonly public: boolean;
 }
 
 /** Why a host name was refused: it resolves (or is) a forbidden address, or does not resolve. */
@@ -54,6 +71,7 @@ export async function resolveChecked(hostname: string, mayBePrivate: boolean): P
   }
   const first = addresses[0];
   if (first === undefined) return 'unresolvable';
-  if (!mayBePrivate && !addresses.every((entry) => isPublicAddress(entry.address))) return 'forbidden_address';
-  return { address: first.address, family: first.family === 6 ? 6 : 4 };
+  const allPublic = addresses.every((entry) => isPublicAddress(entry.address));
+  if (!mayBePrivate && !allPublic) return 'forbidden_address';
+  return { address: first.address, family: first.family === 6 ? 6 : 4, public: allPublic };
 }

@@ -1,7 +1,7 @@
 import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import type { BlockedKind, BlockedRequest } from '../../shared/observation.ts';
 import type { PageEvents } from '../page-events.ts';
-import { isAddressLiteral, isPublicAddress, type PinnedAddress, resolveChecked } from './address-policy.ts';
+import { isAddressLiteral, isLinkLocalAddress, isPublicAddress, type PinnedAddress, resolveChecked } from './address-policy.ts';
 
 /** Origins the operator configured for this host (README "Confinement"). */
 export interface EgressSettings {
@@ -42,6 +42,8 @@ export class Confinement {
   readonly events: PageEvents;
   readonly #settings: EgressSettings;
   #leaseOrigins: readonly string[] = [];
+  /** Host names that resolved to public addresses only during this lease (rebinding guard). */
+  #publicNames = new Set<string>();
   #ceremonyOrigins: readonly string[] = [];
 
   constructor(settings: EgressSettings, events: PageEvents) {
@@ -52,6 +54,7 @@ export class Confinement {
   /** The live lease's run origins (canonical `scheme://host[:port]`); `[]` when no lease lives. */
   set leaseOrigins(origins: readonly string[]) {
     this.#leaseOrigins = origins.map(canonical);
+    this.#publicNames = new Set();
   }
 
   /** The open ceremony's origins (its origin and its sign-in page's); `[]` when none is open. */
@@ -83,15 +86,20 @@ export class Confinement {
   }
 
   /**
-   * The verdict on one connection to `hostname:port`, made before it is opened: an
+   * The verdict on one connection to `hostname:port` (`plainHttp` for a plain HTTP request, which
+   * matches http origins only), made before it is opened: an
    * operator-denied host and port is refused; the host's own ports on a non-public address are
-   * refused; a navigable or operator-allowed host and port may use any address; anything else
-   * must resolve to public addresses only. The answer pins the address to connect to.
+   * refused; a navigable or operator-allowed host and port may use any address (a host name of
+   * theirs never a link-local one, and never a non-public one after it answered public during
+   * the lease: DNS rebinding); anything else must resolve to public addresses only. The answer
+   * pins the address to connect to.
    */
-  async connection(hostname: string, port: number): Promise<ConnectionVerdict> {
+  async connection(hostname: string, port: number, plainHttp = false): Promise<ConnectionVerdict> {
     const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    // A plain HTTP request is of an http origin; a tunnel may be https, wss, or ws of an http origin.
     const matches = (origin: string): boolean => {
       const url = new URL(origin);
+      if (plainHttp && url.protocol !== 'http:') return false;
       const originPort = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
       return url.hostname.replace(/^\[|\]$/g, '') === host && originPort === port;
     };
@@ -102,6 +110,14 @@ export class Confinement {
     const resolved = await resolveChecked(host, trusted && !ownPort);
     if (resolved === 'unresolvable') return { refused: 'unresolvable' };
     if (resolved === 'forbidden_address') return { refused: 'forbidden_address' };
+    if (!resolved.public && !isAddressLiteral(host)) {
+      // A name the run trusts may be an intranet site, but never the metadata service, and never
+      // a name that answered public before (DNS rebinding of the run's own site).
+      if (isLinkLocalAddress(resolved.address)) return { refused: 'forbidden_address' };
+      if (this.#publicNames.has(host)) return { refused: 'forbidden_address' };
+    } else if (resolved.public) {
+      this.#publicNames.add(host);
+    }
     return { pinned: resolved };
   }
 
@@ -168,7 +184,11 @@ export class Confinement {
       // own navigation was stopped stays the page it was (and an agent's load fails as it should).
       session.send('Fetch.failRequest', { requestId, errorReason: 'Aborted' }).catch(() => {});
     });
-    await session.send('Fetch.enable', { patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] }).catch(() => {});
+    await session
+      .send('Fetch.enable', {
+        patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }],
+      })
+      .catch(() => {});
     return () => void session.detach().catch(() => {});
   }
 

@@ -31,7 +31,7 @@ export async function startEgressProxy(confinement: Confinement): Promise<Egress
     host: '127.0.0.1',
     verbose: false,
     prepareRequestFunction: async ({ hostname, port, isHttp, request }) => {
-      const verdict = await confinement.connection(hostname, port);
+      const verdict = await confinement.connection(hostname, port, isHttp);
       if (verdict.refused === 'unresolvable') throw new RequestError('the host name does not resolve', 502);
       if (verdict.refused !== undefined) {
         confinement.events.blocked({

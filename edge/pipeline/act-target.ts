@@ -29,8 +29,12 @@ export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction
   for (const row of rows) {
     const observation = Observation.safeParse(row.result);
     if (!observation.success || observation.data.revision !== action.revision) continue;
-    const line = observation.data.snapshot.split('\n').find((candidate) => candidate.includes(marker));
-    const node = line === undefined ? undefined : nodeOfSnapshotLine(line);
+    // The node whose own ref it is: page text may contain "[ref=e4]" too.
+    const node = observation.data.snapshot
+      .split('\n')
+      .filter((candidate) => candidate.includes(marker))
+      .map(nodeOfSnapshotLine)
+      .find((candidate) => candidate?.ref === action.reference);
     if (node === undefined) continue;
     // A prefix alone does not make a frame (the main frame's refs may carry one too): the
     // observation's frames say which prefixes belong to iframes.

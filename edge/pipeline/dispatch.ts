@@ -50,7 +50,8 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
       dispatch: 'answered',
       leaseGeneration: lease.generation,
     };
-    if (!withinOrigins(observation.url, run.origins)) outcome = withheld(outcome, observation, isWrite);
+    // An empty page (a new lease's about:blank) shows nothing of anyone's: it is not withheld.
+    if (observation.url !== 'about:blank' && !withinOrigins(observation.url, run.origins)) outcome = withheld(outcome, observation, isWrite);
     else if (signIn && withinOrigins(`${signIn.origin}/`, run.origins)) outcome = atSignInWall(outcome, signIn, isWrite);
     else if (traits.condition) outcome = await withCondition(ports, session, lease.lease_id, traits.condition, outcome, deadlineAt, isWrite);
   } catch (error) {

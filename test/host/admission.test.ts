@@ -86,7 +86,7 @@ describe('admission and leases', () => {
     expect(await client.request('page.observe', { lease_id: lease.lease_id, timeout_ms: 5_000 })).toMatchObject({ error: { code: 'lease_lost' } });
 
     const next = await acquire(client, 'p1');
-    // Same browser, same page: the new lease acts only after observing for itself.
+    // Same browser; the last run's page is gone (about:blank): the new lease acts only after observing.
     const stale = await client.request('page.act', {
       lease_id: next.lease_id,
       action: { action: 'click', revision: page.revision, reference: 'p1' },
@@ -94,7 +94,7 @@ describe('admission and leases', () => {
     });
     expect(stale).toMatchObject({ error: { code: 'page_changed' } });
     const observed = await client.call('page.observe', { lease_id: next.lease_id, timeout_ms: 15_000 });
-    expect(observed.url).toBe(fixtures.url('quiet.html'));
+    expect(observed.url).toBe('about:blank');
     expect(observed.revision).toBe(page.revision + 1);
     await client.call('lease.release', { lease_id: next.lease_id });
   });

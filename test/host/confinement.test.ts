@@ -1,9 +1,11 @@
+import { createSocket } from 'node:dgram';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { isPublicAddress, resolveChecked } from '../../browser-host/egress/address-policy.ts';
+import { startBrowserHost } from '../../browser-host/host.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import type { Observation } from '../../shared/observation.ts';
-import type { HostClient } from '../support/host-client.ts';
-import { hostTest } from '../support/host-fixture.ts';
+import { connectHost, type HostClient } from '../support/host-client.ts';
+import { hostTest, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 import { type RequestCounter, startRequestCounter } from '../support/request-counter.ts';
 
 const test = hostTest();
@@ -63,7 +65,7 @@ describe('addresses a page may reach on the strength of being public', () => {
     expect(await resolveChecked('localhost', false)).toBe('forbidden_address');
     expect(await resolveChecked('169.254.169.254', false)).toBe('forbidden_address');
     expect(await resolveChecked('[::ffff:10.0.0.1]', false)).toBe('forbidden_address');
-    expect(await resolveChecked('127.0.0.1', true)).toEqual({ address: '127.0.0.1', family: 4 });
+    expect(await resolveChecked('127.0.0.1', true)).toEqual({ address: '127.0.0.1', family: 4, public: false });
   });
 });
 
@@ -157,5 +159,90 @@ describe('frames', () => {
       expect.objectContaining({ origin: other.origin, withheld: true }),
     ]);
     expect(page.frames?.length).toBe(2);
+  });
+});
+
+describe('confinement holds where a review found it open', () => {
+  test('a frame in its own renderer (sandboxed) that navigates itself through a redirect is stopped as a frame', async ({ client, lease, fixtures }) => {
+    const frame = fixtures.url(`confinement/later-redirect.html?to=${encodeURIComponent(`${other.origin}/sandboxed-doc`)}`);
+    const page = await navigate(client, lease.lease_id, fixtures.url(`confinement/sandboxed.html?frame=${encodeURIComponent(frame)}`));
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const later = await observe(client, lease.lease_id);
+    expect(other.connections()).toBe(0);
+    expect([...(page.blocked ?? []), ...(later.blocked ?? [])]).toContainEqual(
+      expect.objectContaining({ origin: other.origin, kind: 'frame', reason: 'outside_run_origins' }),
+    );
+  });
+
+  test('text that carries "[ref=eN]" does not make another element the target', async ({ client, lease, fixtures }) => {
+    const page = await navigate(client, lease.lease_id, fixtures.url('confinement/decoy.html'));
+    const danger = refOf(page.snapshot, 'button', 'Delete account');
+    const response = await client.request('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: page.revision, reference: danger },
+      target: { role: 'button', name: 'Save draft', frame_origin: fixtures.origin },
+      timeout_ms: 15_000,
+    });
+    expect(response).toMatchObject({ error: { code: 'target_changed' } });
+    expect(fixtures.hits('delete')).toBe(0);
+  });
+
+  test('WebRTC sends no datagram around the proxy', async ({ client, lease, fixtures }) => {
+    const socket = createSocket('udp4');
+    let datagrams = 0;
+    socket.on('message', () => {
+      datagrams += 1;
+    });
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+    try {
+      await navigate(client, lease.lease_id, fixtures.url(`confinement/webrtc.html?udp=${socket.address().port}`));
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(datagrams).toBe(0);
+    } finally {
+      await new Promise<void>((resolve) => socket.close(() => resolve()));
+    }
+  });
+});
+
+describe('the operator names allowed and denied origins per host', () => {
+  let denied: RequestCounter;
+  let allowed: RequestCounter;
+  beforeAll(async () => {
+    denied = await startRequestCounter();
+    allowed = await startRequestCounter();
+  });
+  afterAll(async () => {
+    await denied.close();
+    await allowed.close();
+  });
+  test('origins the operator denies are never reached, those allowed are reached on loopback, the host port never', async ({ fixtures }) => {
+    const profiles = await temporaryDirectory('egress-operator-');
+    const host = await startBrowserHost(testHostConfig(profiles.dir, { egress: { allow: [allowed.origin], deny: [denied.origin] } }));
+    const client = await connectHost(host.url, TEST_SECRET);
+    try {
+      const hostOrigin = `http://127.0.0.1:${host.port}`;
+      const lease = await client.call('lease.acquire', {
+        run_id: 'operator',
+        profile_id: 'operator',
+        origins: [fixtures.origin, denied.origin, hostOrigin],
+        ttl_ms: 60_000,
+      });
+      expect(await client.request('page.navigate', { lease_id: lease.lease_id, url: `${denied.origin}/top`, timeout_ms: 15_000 })).toMatchObject({
+        error: { code: 'navigation_failed' },
+      });
+      for (const target of [denied.origin, allowed.origin, hostOrigin]) {
+        await navigate(client, lease.lease_id, fixtures.url(`confinement/hostile.html?mode=subresources&to=${encodeURIComponent(target)}`));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      const later = await observe(client, lease.lease_id);
+      expect(denied.connections()).toBe(0);
+      expect(allowed.connections()).toBeGreaterThan(0);
+      expect(JSON.stringify(later)).not.toContain('Upgrade Required');
+      await client.call('lease.release', { lease_id: lease.lease_id });
+    } finally {
+      await client.close();
+      await host.close();
+      await profiles.remove();
+    }
   });
 });
