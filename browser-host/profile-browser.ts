@@ -1,7 +1,7 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import type { ErrorCode } from '../shared/errors.ts';
 import type { FrameSummary, SettleReport } from '../shared/observation.ts';
-import type { Deadline } from './deadline.ts';
+import { Deadline } from './deadline.ts';
 import { Confinement, type EgressSettings } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
@@ -11,6 +11,9 @@ import { closePage, pageAnswers } from './page-recovery.ts';
 import { PageTraffic } from './page-traffic.ts';
 import { type LaunchOptions, launchProfileContext } from './profiles.ts';
 import { SerialLock } from './serial-lock.ts';
+
+/** Longest opening the replacement of an ended page may take, in ms. */
+const SPARE_PAGE_MS = 5_000;
 
 /** Longest leaving a page for `about:blank` at a lease's end may take, in ms. */
 const LIFECYCLE_TIMEOUT_MS = 5_000;
@@ -69,6 +72,8 @@ export class ProfileBrowser {
   readonly #dialogs: PageDialogs;
   #opening = 0;
   #lifecycle: Promise<void> = Promise.resolve();
+  /** The page opened to replace one that was ended, until the next operation adopts it. */
+  #spare: Page | undefined;
   #page: Page | undefined;
   #detachPage: () => void = () => {};
   /** Why the last driven page went away, until a fresh one is adopted. */
@@ -220,7 +225,9 @@ export class ProfileBrowser {
     if (this.closed) throw new HostError('page_changed', 'the browser was closed');
     try {
       const why = this.#ended ?? 'the page was closed';
-      const page = await this.#openOwnPage(deadline);
+      const spare = this.#spare;
+      this.#spare = undefined;
+      const page = spare !== undefined && !spare.isClosed() ? spare : await this.#openOwnPage(deadline);
       await this.#adopt(page);
       this.invalidate(`${why}; a fresh page was opened`);
       this.#handedTo = this.#operation;
@@ -420,6 +427,17 @@ export class ProfileBrowser {
     if (!this.#wentAway(page, why)) return;
     const detach = this.#detachPage;
     this.#detachPage = () => {};
+    // Headed Chromium quits with its last tab: the replacement opens before the old page closes.
+    if (this.#spare === undefined || this.#spare.isClosed()) {
+      const opening = Deadline.after(SPARE_PAGE_MS);
+      try {
+        this.#spare = await this.#openOwnPage(opening);
+      } catch {
+        this.#spare = undefined;
+      } finally {
+        opening.dispose();
+      }
+    }
     if (await closePage(page)) detach();
   }
 }

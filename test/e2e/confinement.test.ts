@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostProfileId } from '../../edge/profiles/bindings.ts';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import type { RunView } from '../../shared/api.ts';
+import type { RunView, ToolCallView } from '../../shared/api.ts';
 import type { BlockedRequest, Observation } from '../../shared/observation.ts';
 import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { crashPage } from '../support/profile-devtools.ts';
 import { type RequestCounter, startRequestCounter } from '../support/request-counter.ts';
 
 // The boundary toward the page, end to end: the real edge (wrangler dev) and the real host
@@ -20,7 +22,8 @@ let owner: ApiClient;
 beforeAll(async () => {
   site = await startFixtureServer();
   other = await startRequestCounter();
-  stack = await startLocalStack({ database: 'fresh', headless: false });
+  // Person debugging gives the test a DevTools port to crash a renderer, as a dying page would.
+  stack = await startLocalStack({ database: 'fresh', headless: false, hostVars: { HOST_PERSON_DEBUGGING: '1' }, edgeVars: { TOOL_DEADLINE_MS: '15000' } });
   agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
   owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
 });
@@ -31,13 +34,30 @@ afterAll(async () => {
   await site?.close();
 });
 
-async function newRun(intent: string): Promise<RunView> {
-  return owner.createRun({ profile_id: 'confinement', intent, origins: [site.origin] });
+async function newRun(intent: string, profile = 'confinement'): Promise<RunView> {
+  return owner.createRun({ profile_id: profile, intent, origins: [site.origin] });
+}
+
+/** Proposes an act and has the owner approve it; the finished call. */
+async function approvedAct(run: RunView, args: Record<string, unknown>): Promise<ToolCallView> {
+  const proposal = await agent.propose(run.id, 'browser.act', args, '1.3.0');
+  if (proposal.status === 200) return proposal.body;
+  const pending = (await owner.pendingApprovals()).find((approval) => approval.tool_call_id === proposal.body.id);
+  return (await owner.decide(pending!.id, 'approve')).tool_call;
+}
+
+/** A profile's page stays usable: a new navigation and an approved click work. */
+async function usable(run: RunView): Promise<void> {
+  const page = await open(run, site.url('button.html'));
+  const before = site.hits('click');
+  const clicked = await approvedAct(run, { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Record click') });
+  expect(clicked.state).toBe('succeeded');
+  expect(site.hits('click')).toBe(before + 1);
 }
 
 async function open(run: RunView, url: string): Promise<Observation> {
   const answer = await agent.propose(run.id, 'browser.navigate', { url }, '1.3.0');
-  expect(answer.body, JSON.stringify(answer.body.error)).toMatchObject({ state: 'succeeded' });
+  expect(answer.body, `${answer.body.state} ${JSON.stringify(answer.body.error)}`).toMatchObject({ state: 'succeeded' });
   return observationOf(answer.body);
 }
 
@@ -129,6 +149,72 @@ describe('approvals bound to what the owner saw', () => {
       expect(site.hits('save')).toBe(0);
     } finally {
       await agent.report(run.id, 'failed', 'the button changed').catch(() => undefined);
+    }
+  });
+});
+
+describe('a page that fights back leaves the profile usable', () => {
+  it("a beforeunload page: the page's own navigation is refused and reported; a new run's navigation works", async () => {
+    const first = await newRun('leave an unsaved page', 'fights');
+    const page = await open(first, site.url('dialogs/unsaved.html'));
+    const clicked = await approvedAct(first, { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'link', 'Leave this page') });
+    expect(clicked.state).toBe('succeeded');
+    expect(observationOf(clicked).dialogs).toContainEqual(expect.objectContaining({ type: 'beforeunload', answer: 'dismissed' }));
+    await agent.report(first.id, 'completed', 'stayed');
+    const second = await newRun('carry on', 'fights');
+    try {
+      await usable(second);
+    } finally {
+      await agent.report(second.id, 'completed', 'carried on').catch(() => undefined);
+    }
+  });
+
+  it('an alert loop ends the page, reported; the next call works', async () => {
+    const run = await newRun('survive an alert loop', 'fights');
+    try {
+      const looped = await agent.propose(run.id, 'browser.navigate', { url: site.url('dialogs/alert-loop.html') }, '1.3.0');
+      expect(looped.body.state, JSON.stringify(looped.body.error)).toBe('failed');
+      // The next observation says what happened: the alerts, and the page the host closed.
+      const next = await open(run, site.url('quiet.html'));
+      expect(next.dialogs ?? [], JSON.stringify(looped.body.error)).toContainEqual(expect.objectContaining({ type: 'alert', answer: 'page_closed' }));
+      await usable(run);
+    } finally {
+      await agent.report(run.id, 'completed', 'survived').catch(() => undefined);
+    }
+  });
+
+  it('a click that hangs the main thread fails within the tool deadline; the next call works', async () => {
+    const run = await newRun('survive a hung page', 'fights');
+    try {
+      const page = await open(run, site.url('hangs-on-click.html?hang_ms=60000'));
+      const hung = await approvedAct(run, { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Archive everything') });
+      expect(hung).toMatchObject({ state: 'uncertain', error: { code: 'outcome_unknown' } });
+      await usable(run);
+    } finally {
+      await agent.report(run.id, 'uncertain', 'the page hung').catch(() => undefined);
+    }
+  });
+
+  it('a crashed renderer is replaced; the next call works', async () => {
+    const run = await newRun('survive a crash', 'crashes');
+    try {
+      // (Not a URL that contains the one `usable` opens: navigating to a URL a page result showed asks the owner.)
+      const page = await open(run, site.url('confinement/relabel.html'));
+      const [owned] = await stack.queryD1(`SELECT owner_id FROM runs WHERE id = '${run.id}'`);
+      await crashPage(stack.profilesDir, await hostProfileId(String(owned?.[0]?.owner_id), 'crashes'), site.url('confinement/relabel.html'));
+      const stale = await agent.propose(
+        run.id,
+        'browser.act',
+        { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Save draft') },
+        '1.3.0',
+      );
+      if (stale.status === 202) {
+        const pending = (await owner.pendingApprovals()).find((approval) => approval.tool_call_id === stale.body.id);
+        expect((await owner.decide(pending!.id, 'approve')).tool_call).toMatchObject({ state: 'failed', error: { code: 'page_changed' } });
+      }
+      await usable(run);
+    } finally {
+      await agent.report(run.id, 'completed', 'survived').catch(() => undefined);
     }
   });
 });

@@ -101,6 +101,12 @@ describe('acts are bound to what the observation showed', () => {
     expect(parked.call.phases).toMatchObject({ target: { role: 'heading', name: 'Post #10: notes' } });
   });
 
+  it('text that carries "[ref=e8]" does not make another element the target', async () => {
+    const { act } = await observedRun(draftsHost());
+    const parked = await act({ action: 'click', reference: 'e8' });
+    expect(parked.call.phases).toMatchObject({ target: { role: 'button', name: 'Delete account' } });
+  });
+
   it('the approved act carries the target the owner saw to the host', async () => {
     const host = draftsHost();
     const { ports, act } = await observedRun(host);
