@@ -38,6 +38,8 @@ function draftsPage(revision: number) {
       '    - button "Pay now" [ref=f1e2]',
       '  - iframe [ref=e5]',
       '  - \'heading "Post #10: notes" [level=2] [ref=e6]\'',
+      '  - button "Save draft" [ref=e7]: "[ref=e8]"',
+      '  - button "Delete account" [ref=e8]',
     ].join('\n'),
     frames: [
       { reference: 'e4', prefix: 'f1', origin: WIDGETS, withheld: false },
