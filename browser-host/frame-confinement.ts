@@ -2,6 +2,7 @@ import type { Page } from 'playwright-core';
 import type { FrameSummary } from '../shared/observation.ts';
 import type { Deadline } from './deadline.ts';
 import type { Confinement } from './egress/confinement.ts';
+import { httpOrigin } from './site-verification/sign-in-signal.ts';
 
 /** Most iframes whose origin one capture looks up; any beyond are withheld unseen. */
 const MAX_FRAMES_RESOLVED = 32;
@@ -65,26 +66,17 @@ async function frameOrigin(deadline: Deadline, page: Page, reference: string): P
     try {
       const content = await element.contentFrame();
       const holder = await element.ownerFrame();
-      const own = originOfUrl(content?.url() ?? '');
+      const own = httpOrigin(content?.url() ?? '');
       if (own !== undefined) return own;
       // No http(s) document (yet): a load that was blocked or is still pending is what its src
       // asked for; a frame with a local document only (srcdoc, about:blank) is its holder's.
       const holderUrl = holder?.url() ?? page.url();
       const source = await element.getAttribute('src');
-      const requested = source === null || source.trim() === '' ? undefined : originOfUrl(new URL(source, holderUrl).href);
-      return requested ?? originOfUrl(holderUrl);
+      const requested = source === null || source.trim() === '' ? undefined : httpOrigin(new URL(source, holderUrl).href);
+      return requested ?? httpOrigin(holderUrl);
     } finally {
       void element.dispose().catch(() => {});
     }
-  } catch {
-    return undefined;
-  }
-}
-
-function originOfUrl(url: string): string | undefined {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : undefined;
   } catch {
     return undefined;
   }

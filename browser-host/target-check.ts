@@ -4,6 +4,7 @@ import type { ExpectedTarget } from '../shared/protocol.ts';
 import type { Deadline } from './deadline.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
+import { httpOrigin } from './site-verification/sign-in-signal.ts';
 
 /**
  * Checks, right before an act's input, that the element `reference` names is still what the
@@ -58,7 +59,7 @@ async function frameOriginOf(page: Page, reference: string, timeoutMs: number): 
     try {
       let frame = await element.ownerFrame();
       while (frame !== null) {
-        const origin = httpOriginOf(frame.url());
+        const origin = httpOrigin(frame.url());
         if (origin !== undefined) return origin;
         frame = frame.parentFrame();
       }
@@ -66,15 +67,6 @@ async function frameOriginOf(page: Page, reference: string, timeoutMs: number): 
     } finally {
       void element.dispose().catch(() => {});
     }
-  } catch {
-    return undefined;
-  }
-}
-
-function httpOriginOf(url: string): string | undefined {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : undefined;
   } catch {
     return undefined;
   }
