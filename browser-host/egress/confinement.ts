@@ -123,8 +123,9 @@ export class Confinement {
 
   /**
    * Puts `context` under this confinement: every request of a page the host did not open itself
-   * (`ownPages`; a popup) is refused and the page closed, and such pages are closed as they
-   * appear. Requests of the host's own pages fall through to their page guard and the proxy.
+   * (not `isOwnPage`: a popup) is refused and the page closed. Navigations of the host's own
+   * pages are checked here too (a second line behind their page guard, which alone sees redirect
+   * hops); everything else falls through to the proxy.
    */
   async confineContext(context: BrowserContext, isOwnPage: (page: Page) => boolean): Promise<void> {
     await context.route('**/*', async (route) => {
@@ -136,7 +137,6 @@ export class Confinement {
         page = undefined;
       }
       if (page !== undefined && isOwnPage(page)) {
-        // A frame's first load in another renderer process reaches only this route: check it here.
         if (request.isNavigationRequest()) {
           const verdict = this.documentVerdict(request.url());
           if (verdict !== undefined) {
