@@ -79,10 +79,16 @@ export async function actOnPage(
   const plan = dispatchPlan(page, target, action, () => Math.max(1, phase.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS));
   let entry: SettleEntry;
   try {
-    await precheck(checks, plan, action).finally(() => {
-      checks.dispose();
-      phase = actionDeadline;
-    });
+    await precheck(checks, plan, action)
+      .catch((error: unknown) => {
+        // A lease that ended while the prechecks waited is why they failed (its page was left).
+        stillLeased();
+        throw error;
+      })
+      .finally(() => {
+        checks.dispose();
+        phase = actionDeadline;
+      });
     // The prechecks may have waited (a disabled button, say) while the run was cancelled and its
     // lease released: the last moment to refuse, with nothing sent.
     stillLeased();

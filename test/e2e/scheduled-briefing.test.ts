@@ -64,24 +64,20 @@ describe('the scheduled briefing', () => {
   });
 });
 
-describe("the page leaves the run's origins", () => {
-  it('content from another origin a script navigated to is withheld, and acts there are denied', async () => {
+describe("a page that tries to leave the run's origins", () => {
+  it("a script's navigation to another origin never happens: the page stays, the observation says what was blocked, nothing of the other page is seen", async () => {
     const elsewhere = await startFixtureServer();
     try {
       const run = await owner.createRun({ profile_id: 'leaving', intent: 'read the page', origins: [site.origin] });
       const secret = elsewhere.url('briefing/secret.html');
-      const opened = await agent.propose(run.id, 'browser.navigate', { url: `${site.url('briefing/leave.html')}?to=${encodeURIComponent(secret)}` });
-      expect(opened.body).toMatchObject({ state: 'failed', result: null, error: { code: 'outside_run_origins' } });
-      expect(JSON.stringify(opened.body)).not.toContain('sk-not-for-agents');
-      const seen = await agent.propose(run.id, 'browser.observe', {});
-      expect(seen.body).toMatchObject({ state: 'failed', result: null, error: { code: 'outside_run_origins' } });
-      const latest = (await agent.run(run.id)).latest_revision!;
-      const click = await agent.raw('POST', `/v1/runs/${run.id}/tool-calls`, {
-        tool: 'browser.act',
-        version: '1.2.0',
-        arguments: { action: 'click', revision: latest, reference: 'e3' },
-      });
-      expect(click).toMatchObject({ status: 403, body: { error: { code: 'policy_denied', details: { rule: 'hardline.page_origin' } } } });
+      const leave = `${site.url('briefing/leave.html')}?to=${encodeURIComponent(secret)}`;
+      const opened = await agent.propose(run.id, 'browser.navigate', { url: leave }, '1.3.0');
+      expect(opened.body).toMatchObject({ state: 'succeeded' });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const seen = observationOf((await agent.propose(run.id, 'browser.observe', {}, '1.3.0')).body);
+      expect(seen.url).toBe(leave);
+      const blocked = [...(observationOf(opened.body).blocked ?? []), ...(seen.blocked ?? [])];
+      expect(blocked).toContainEqual(expect.objectContaining({ origin: elsewhere.origin, kind: 'navigation', reason: 'outside_run_origins' }));
       const [stored] = await stack.queryD1(
         `SELECT count(*) AS n FROM tool_calls WHERE run_id = '${run.id}' AND instr(coalesce(result, ''), 'sk-not-for-agents') > 0`,
       );
