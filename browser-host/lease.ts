@@ -56,6 +56,12 @@ export class LeaseTable {
     return this.#leases.size;
   }
 
+  /** Whether `leaseId` is live now (released, expired, interrupted and unknown leases are not). */
+  isLive(leaseId: string): boolean {
+    const lease = this.#leases.get(leaseId);
+    return lease !== undefined && Date.now() < lease.expires_at_ms;
+  }
+
   /**
    * A new lease on `profileId` for run `runId` and `ttlMs` ms, with the profile's next
    * generation. The caller must already hold the profile through admission.

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../shared/errors.ts';
 import type { HostMethod, HostParams, HostResult, HostStatus } from '../shared/protocol.ts';
 import { actOnPage } from './actions.ts';
 import type { Admission } from './admission.ts';
@@ -13,6 +14,16 @@ import { continueObservation, hostObservationOf, NOT_WAITED, type ObservationCon
 import type { ObservationLog } from './observation-log.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
+
+/** Failures that guarantee nothing was dispatched; when the lease ended meanwhile, they read as `lease_lost`. */
+const NOTHING_SENT_WHEN: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'action_failed',
+  'not_actionable',
+  'target_changed',
+  'page_changed',
+  'stale_revision',
+  'navigation_failed',
+]);
 
 /** The services the method handlers call; built once per host. */
 export interface HostServices {
@@ -80,6 +91,12 @@ export function methodHandlers(services: HostServices): MethodHandlers {
         leasedBrowser(leaseId);
         return operation(deadline, browser, { caps: config.window, cursors, leaseId });
       });
+    } catch (error) {
+      // The lease ended during an operation that sent nothing (its page was left): that is the answer.
+      if (error instanceof HostError && NOTHING_SENT_WHEN.has(error.code) && !leases.isLive(leaseId)) {
+        throw new HostError('lease_lost', `the lease ended during the operation; nothing was dispatched (${error.message})`);
+      }
+      throw error;
     } finally {
       deadline.dispose();
     }

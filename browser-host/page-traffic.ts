@@ -4,9 +4,6 @@ import type { Page, Request, Response } from 'playwright-core';
  * Request types the settle snapshot waits for (ADR-0159): the document, scripts, stylesheets,
  * fetch/XHR and event streams. Images, fonts and media never hold settling back.
  */
-/** How late after the set closed a request's report may arrive and still join, in ms. */
-const LATE_REPORT_MS = 50;
-
 const TRACKED_TYPES: ReadonlySet<string> = new Set(['document', 'script', 'stylesheet', 'fetch', 'xhr', 'eventsource']);
 
 /**
@@ -27,12 +24,7 @@ export interface RequestSnapshot {
   readonly overflow: boolean;
   /** Requests still pending. */
   readonly pending: number;
-  /**
-   * Stops new requests from joining (until a new document opens it again); a request reported
-   * within 50 ms of closing, or of the last request that joined so, still joins (with
-   * interception, reports of requests the page started before it was ready can arrive just after
-   * it said so, a burst of them one after another). Idempotent.
-   */
+  /** Stops new requests from joining (until a new document opens it again). Idempotent. */
   close(): void;
   /** Resolves when no request is pending (at once if none is). */
   drained(): Promise<void>;
@@ -149,7 +141,6 @@ class Snapshot implements RequestSnapshot {
   readonly #detach: () => void;
   readonly #pending = new Set<Request>();
   #open = true;
-  #closedAt: number | undefined;
   #disposed = false;
   #joined = 0;
   #overflow = false;
@@ -173,15 +164,7 @@ class Snapshot implements RequestSnapshot {
   }
 
   offer(request: Request): void {
-    if (this.#pending.has(request) || this.#disposed) return;
-    // With request interception a request's report can arrive a little after the page answered
-    // that it is ready, and a burst trickles in: one reported within LATE_REPORT_MS of closing,
-    // or of the last such late report, still joins.
-    if (!this.#open) {
-      const now = performance.now();
-      if (this.#closedAt === undefined || now - this.#closedAt > LATE_REPORT_MS) return;
-      this.#closedAt = now;
-    }
+    if (!this.#open || this.#pending.has(request)) return;
     if (this.#joined >= this.#cap) {
       this.#overflow = true;
       return;
@@ -201,13 +184,11 @@ class Snapshot implements RequestSnapshot {
     this.#joined = 0;
     this.#overflow = false;
     this.#open = true;
-    this.#closedAt = undefined;
     this.#wakeIfDrained();
   }
 
   close(): void {
     this.#open = false;
-    this.#closedAt = performance.now();
   }
 
   drained(): Promise<void> {

@@ -128,7 +128,12 @@ export class ProfileBrowser {
     context.once('close', () => void browser.close());
     for (const page of context.pages()) browser.#ownPages.add(page);
     context.on('page', (page) => browser.#onNewPage(page));
-    await confinement.confineContext(context, (page) => browser.#ownPages.has(page));
+    try {
+      await confinement.refusePopups(context);
+    } catch (error) {
+      await browser.close();
+      throw new HostError('host_unavailable', `popups of profile ${profileId} could not be refused: ${firstLineOf(error)}`);
+    }
     const first = context.pages()[0];
     if (first) await browser.#adopt(first);
     return browser;

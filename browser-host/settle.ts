@@ -32,18 +32,14 @@ export function enterSettling(traffic: PageTraffic, config: SettleConfig): Settl
 }
 
 /** In-page: the document's readiness right now. */
-const READY_STATE = `() => ({ state: document.readyState, at: performance.timeOrigin + performance.now() })`;
+const READY_STATE = `() => document.readyState`;
 
-/**
- * In-page: resolves with the wall-clock time (ms) at which `document.readyState` left `loading`,
- * or 0 after `maxMs`.
- */
+/** In-page: resolves true once `document.readyState` is past `loading`, false after `maxMs`. */
 const WAIT_FOR_READINESS = `(maxMs) => new Promise((resolve) => {
-  const now = () => performance.timeOrigin + performance.now();
-  if (document.readyState !== 'loading') { resolve(now()); return; }
-  const timer = setTimeout(() => resolve(0), maxMs);
+  if (document.readyState !== 'loading') { resolve(true); return; }
+  const timer = setTimeout(() => resolve(false), maxMs);
   document.addEventListener('readystatechange', () => {
-    if (document.readyState !== 'loading') { clearTimeout(timer); resolve(now()); }
+    if (document.readyState !== 'loading') { clearTimeout(timer); resolve(true); }
   });
 })`;
 
@@ -117,26 +113,19 @@ async function settleWithin(budget: Deadline, page: Page, traffic: PageTraffic, 
   while (!budget.expired) {
     const documentsBefore = traffic.documents;
     try {
-      const now = await inPage<{ state: string; at: number }>(budget, page, READY_STATE, null);
-      const readyAt = now.state === 'loading' ? await inPage<number>(budget, page, WAIT_FOR_READINESS, budget.remainingMs()) : now.at;
-      if (readyAt === 0) return false;
+      const state = await inPage<string>(budget, page, READY_STATE, null);
+      if (state === 'loading' && !(await inPage<boolean>(budget, page, WAIT_FOR_READINESS, budget.remainingMs()))) return false;
       if (traffic.documents !== documentsBefore) continue;
-      // The document is ready. What the dispatch started, and what the document started while it
-      // loaded, started before this moment; from here on nothing joins, so polling never extends
-      // the set. With request interception a report can arrive just after the page's answer: it
-      // still joins (see PageTraffic) and is waited for below. A new document reopens it.
+      // The document is ready. What the dispatch started was reported before the page answered
+      // (same renderer, in order), and so was what the document started while it loaded; from
+      // here on nothing joins, so polling never extends the set. A new document reopens it.
       entry.requests.close();
-      let quiet = false;
-      for (;;) {
-        if (!entry.requests.overflow) await budget.race(entry.requests.drained());
-        if (traffic.documents !== documentsBefore) break;
-        quiet = await inPage<boolean>(budget, page, WAIT_FOR_DOM_QUIET, {
-          quietMs: config.quietMs,
-          maxMs: budget.remainingMs(),
-        });
-        // A late report joined while the DOM was quiet: wait for it, then for quiet again.
-        if (entry.requests.overflow || entry.requests.pending === 0 || budget.expired) break;
-      }
+      if (!entry.requests.overflow) await budget.race(entry.requests.drained());
+      if (traffic.documents !== documentsBefore) continue;
+      const quiet = await inPage<boolean>(budget, page, WAIT_FOR_DOM_QUIET, {
+        quietMs: config.quietMs,
+        maxMs: budget.remainingMs(),
+      });
       if (traffic.documents !== documentsBefore) continue;
       return quiet;
     } catch {

@@ -122,34 +122,26 @@ export class Confinement {
   }
 
   /**
-   * Puts `context` under this confinement: every request of a page the host did not open itself
-   * (not `isOwnPage`: a popup) is refused and the page closed. Navigations of the host's own
-   * pages are checked here too (a second line behind their page guard, which alone sees redirect
-   * hops); everything else falls through to the proxy.
+   * Refuses every window a page opens (README "Confinement": popups are refused), before it runs:
+   * a browser-level CDP session auto-attaches to each new target paused (`waitForDebuggerOnStart`),
+   * closes those that have an opener (a popup, `noopener` ones included) before their first
+   * request, and lets every other target (the host's own pages) run. Without per-request
+   * interception, so the page's request reports keep their order (settling relies on it).
+   * @throws Error when the browser session cannot be opened (the launch fails then).
    */
-  async confineContext(context: BrowserContext, isOwnPage: (page: Page) => boolean): Promise<void> {
-    await context.route('**/*', async (route) => {
-      const request = route.request();
-      let page: Page | undefined;
-      try {
-        page = request.frame().page();
-      } catch {
-        page = undefined;
+  async refusePopups(context: BrowserContext): Promise<void> {
+    const browser = context.browser();
+    if (browser === null) throw new Error('no browser-level session for popup refusal');
+    const session = await browser.newBrowserCDPSession();
+    session.on('Target.attachedToTarget', (event) => {
+      const { sessionId, targetInfo } = event as { sessionId: string; targetInfo: { targetId: string; type: string; openerId?: string } };
+      if (targetInfo.type === 'page' && targetInfo.openerId !== undefined) {
+        session.send('Target.closeTarget', { targetId: targetInfo.targetId }).catch(() => {});
+        return;
       }
-      if (page !== undefined && isOwnPage(page)) {
-        if (request.isNavigationRequest()) {
-          const verdict = this.documentVerdict(request.url());
-          if (verdict !== undefined) {
-            this.#recordDocument(request.url(), request.frame() === page.mainFrame() ? (request.method() === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
-            return route.abort('aborted').catch(() => {});
-          }
-        }
-        return route.fallback().catch(() => {});
-      }
-      if (request.isNavigationRequest()) this.#recordDocument(request.url(), 'popup', 'popup_refused');
-      await route.abort('blockedbyclient').catch(() => {});
-      if (page !== undefined) void page.close().catch(() => {});
+      session.send('Target.detachFromTarget', { sessionId }).catch(() => {});
     });
+    await session.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
   }
 
   /**
@@ -172,6 +164,13 @@ export class Confinement {
     } catch {
       mainFrameId = undefined;
     }
+    // The page asking for a window (window.open, target=_blank) says where: the popup itself is
+    // closed before it runs (see refusePopups).
+    session.on('Page.windowOpen', (event) => {
+      const { url } = event as { url: string };
+      this.#recordDocument(url, 'popup', 'popup_refused');
+    });
+    await session.send('Page.enable').catch(() => {});
     session.on('Fetch.requestPaused', (event) => {
       const { requestId, request, frameId } = event as { requestId: string; request: { url: string; method: string }; frameId: string };
       const verdict = this.documentVerdict(request.url);
