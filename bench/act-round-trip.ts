@@ -8,21 +8,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { BASE_CHROMIUM_ARGS } from '../browser-host/profiles.ts';
 import { ApiClient, observationOf } from '../scripts/api-client.ts';
 import { refOf } from '../scripts/aria-refs.ts';
 import { startLocalStack } from '../scripts/local-stack.ts';
 import { row, summary } from './stats.ts';
 
 const ROUNDS = 20;
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
 
 const stack = await startLocalStack({ database: 'fresh', headless: true });
 try {
@@ -57,7 +49,7 @@ try {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
     headless: true,
-    args: CHROMIUM_ARGS,
+    args: [...BASE_CHROMIUM_ARGS],
   });
   try {
     const page = context.pages()[0] ?? (await context.newPage());

@@ -2,7 +2,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import type { ErrorCode } from '../shared/errors.ts';
 import type { FrameSummary, SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
-import { Confinement, type EgressSettings } from './egress/confinement.ts';
+import { Confinement, NO_EGRESS_SETTINGS } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import { PageDialogs } from './page-dialogs.ts';
@@ -23,9 +23,6 @@ const LIFECYCLE_TIMEOUT_MS = 5_000;
  * seconds (a heavy script) survives and is observed afterwards (capture-cancellation.test.ts).
  */
 const HUNG_PAGE_MS = 5_000;
-
-/** No operator-configured origins and no known host ports. */
-const NO_EGRESS_SETTINGS: EgressSettings = { allow: [], deny: [], hostPorts: () => [] };
 
 /**
  * One full capture of the page: the revision it was given, the document's URL and title, the

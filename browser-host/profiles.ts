@@ -5,7 +5,7 @@ import path from 'node:path';
 import { type BrowserContext, chromium } from 'playwright-core';
 import { ProfileId } from '../shared/protocol.ts';
 import type { Deadline } from './deadline.ts';
-import { Confinement, type EgressSettings } from './egress/confinement.ts';
+import { Confinement, type EgressSettings, NO_EGRESS_SETTINGS } from './egress/confinement.ts';
 import { startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import { PageEvents } from './page-events.ts';
@@ -32,10 +32,11 @@ const PLAYWRIGHT_DISABLED_FEATURES: readonly string[] = [
 ];
 
 /**
- * Chromium flags every browser gets: no sandbox (containers), no GPU, and none of the background
- * traffic (updates, sync, QUIC) that would show up in settling's request snapshot.
+ * The project's Chromium launch flags: no sandbox (containers), no GPU, and none of the background
+ * traffic (updates, sync, QUIC) that would show up in settling's request snapshot. What any
+ * Chromium the project starts gets (benchmarks' and tests' direct browsers too).
  */
-export const CHROMIUM_ARGS: readonly string[] = [
+export const BASE_CHROMIUM_ARGS: readonly string[] = [
   '--no-sandbox',
   '--disable-gpu',
   '--disable-background-networking',
@@ -43,6 +44,11 @@ export const CHROMIUM_ARGS: readonly string[] = [
   '--disable-sync',
   '--no-first-run',
   '--disable-quic',
+];
+
+/** Flags every browser of the host gets: {@link BASE_CHROMIUM_ARGS} and the confinement's (README "Confinement"). */
+export const CHROMIUM_ARGS: readonly string[] = [
+  ...BASE_CHROMIUM_ARGS,
   // WebRTC must not open UDP paths around the egress proxy; WebTransport (QUIC over UDP) is off.
   '--webrtc-ip-handling-policy=disable_non_proxied_udp',
   '--disable-blink-features=WebTransport',
@@ -148,7 +154,7 @@ export async function launchControlBrowser(
 ): Promise<ControlBrowser> {
   // The control load goes wherever the site sends a first-time visitor (its sign-in page, an
   // identity provider), but through its own egress proxy: never to a forbidden address.
-  const confinement = new Confinement(options.egress ?? { allow: [], deny: [], hostPorts: () => [] }, new PageEvents());
+  const confinement = new Confinement(options.egress ?? NO_EGRESS_SETTINGS, new PageEvents());
   confinement.leaseOrigins = origins;
   const proxy = await startEgressProxy(confinement).catch((error: unknown) => {
     throw new HostError('host_unavailable', `the control browser's egress proxy did not start: ${firstLineOf(error)}`, { cause: error });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { originOf } from './origin.ts';
 import type { BrowserAction } from './tool-arguments.ts';
 
 /**
@@ -40,7 +41,7 @@ const VERBS: Record<BrowserAction['action'], string> = {
  */
 export function describeAct(action: BrowserAction, target: ActTarget): string {
   const element = `the ${target.role}${target.name === '' ? ` ${target.reference} (no accessible name)` : ` ${quoted(target.name)}`}`;
-  const pageOrigin = originOrNull(target.page_url);
+  const pageOrigin = originOf(target.page_url) ?? 'null';
   const frame = target.frame_origin !== pageOrigin ? ` inside a frame of ${target.frame_origin}` : '';
   const page = ` on ${quoted(target.page_title === '' ? target.page_url : target.page_title)} (${target.page_url})`;
   switch (action.action) {
@@ -60,12 +61,4 @@ export function describeAct(action: BrowserAction, target: ActTarget): string {
 function quoted(text: string): string {
   const cut = text.length > 200 ? `${text.slice(0, 200)}...` : text;
   return JSON.stringify(cut);
-}
-
-function originOrNull(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return 'null';
-  }
 }

@@ -13,6 +13,9 @@ export interface EgressSettings {
   readonly hostPorts: () => readonly number[];
 }
 
+/** No operator-configured origins and no known host ports. */
+export const NO_EGRESS_SETTINGS: EgressSettings = { allow: [], deny: [], hostPorts: () => [] };
+
 /** Why a request was refused. */
 export type BlockReason = BlockedRequest['reason'];
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { type BrowserContext, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
 import { createApp } from '../../edge/app.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
 import { EDGE_RUNTIMES, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
@@ -55,15 +56,6 @@ function exampleOrder(operation: Operation): number {
   return operation.path.includes('{id}') || operation.path.endsWith('/claim') ? 1 : 0;
 }
 
-const chromiumArgs = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
 const profileDir = mkdtempSync(join(tmpdir(), 'docs-chromium-'));
 let browser: BrowserContext;
 
@@ -71,7 +63,7 @@ beforeAll(async () => {
   browser = await chromium.launchPersistentContext(profileDir, {
     executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
     headless: true,
-    args: chromiumArgs,
+    args: [...BASE_CHROMIUM_ARGS],
   });
 });
 
