@@ -136,7 +136,10 @@ export class ProfileBrowser {
     return browser;
   }
 
-  /** A page the host opens claims the next new page; any other new page is a popup, closed before it loads. */
+  /**
+   * A page the host opens claims the next new page; any other new page is a popup, closed here,
+   * once Playwright has set it up (its documents never load: see `Confinement.refusePopups`).
+   */
   #onNewPage(page: Page): void {
     if (this.#opening > 0 || this.#ownPages.has(page)) {
       this.#ownPages.add(page);
@@ -341,11 +344,18 @@ export class ProfileBrowser {
    * lease): the page leaves for `about:blank` (a `beforeunload` dialog accepted), so its scripts,
    * timers and workers stop and the next run starts on a page of nobody's; earlier references are
    * invalidated. Not under the page's lock (the browser is not busy for admission); the next
-   * lease waits for it ({@link settled}). Bounded by 5,000 ms; never throws (a page that does not
-   * go is not navigable anyway: nothing is, between leases).
+   * lease waits for it ({@link settled}). A check of the page after a failed operation (see
+   * {@link run}) finishes first, and a page it ends is replaced rather than navigated. Bounded by
+   * that check (at most 5,000 ms, and the replacement's opening and the old page's closing) and
+   * 5,000 ms more; never throws (a page that does not go is not navigable anyway: nothing is,
+   * between leases).
    */
   endActivity(): Promise<void> {
     this.#lifecycle = this.#lifecycle.then(async () => {
+      // A page being checked after a failed operation is judged on the document that failed, not
+      // on the about:blank it would leave for (a hung renderer's page answered from there, was
+      // kept, and the next lease's page on the same site joined the hung renderer).
+      await this.#probing;
       const page = this.openPage;
       if (page === undefined || this.closed || page.url() === 'about:blank') return;
       this.invalidate('the last lease ended');

@@ -99,6 +99,30 @@ describe('a page that stops answering', () => {
   });
 });
 
+describe('a page that stops answering just before its lease ends', () => {
+  test("is judged on its own document, not on the about:blank the lease's end leaves for: the next lease's page on the same site works", async ({
+    client,
+    fixtures,
+  }) => {
+    const first = await acquire(client, 'hung-then-released');
+    const page = await navigate(client, first.lease_id, fixtures.url('hangs-on-click.html?after_ms=0&hang_ms=600000'));
+    const act = await client.request('page.act', {
+      lease_id: first.lease_id,
+      action: { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Archive everything') },
+      timeout_ms: 10_000,
+    });
+    expect(act).toMatchObject({ error: { code: 'outcome_unknown' } });
+    // The run gives up at once, as an agent whose call failed does.
+    await client.call('lease.release', { lease_id: first.lease_id });
+    const second = await acquire(client, 'hung-then-released');
+    try {
+      await clickWorks(client, second.lease_id, fixtures);
+    } finally {
+      await client.call('lease.release', { lease_id: second.lease_id });
+    }
+  });
+});
+
 describe('a browser that quits', () => {
   test('interrupts its lease; the next lease gets a relaunched browser that works', async ({ client, fixtures, profilesDir, host }) => {
     const first = await acquire(client, 'quitting');
