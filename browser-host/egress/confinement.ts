@@ -125,25 +125,38 @@ export class Confinement {
   }
 
   /**
-   * Refuses every window a page opens (README "Confinement": popups are refused), before it runs:
-   * a browser-level CDP session auto-attaches to each new target paused (`waitForDebuggerOnStart`),
-   * closes those that have an opener (a popup, `noopener` ones included) before their first
-   * request, and lets every other target (the host's own pages) run. Without per-request
-   * interception, so the page's request reports keep their order (settling relies on it).
+   * Refuses every window a page opens (README "Confinement": popups are refused), before it loads
+   * anything. A browser-level CDP session auto-attaches to each new target paused
+   * (`waitForDebuggerOnStart`), notes those a page opened (a popup, `noopener` ones included:
+   * they have an opener) and lets go of every target at once; the same session intercepts
+   * document requests browser-wide (CDP Fetch, request stage) and fails those of a popup's main
+   * frame, so a popup never loads a document; the host closes the popup when Playwright reports it
+   * (ProfileBrowser). Nothing here closes a target: a popup shares its opener's renderer, and a
+   * target closed while it still waits for its debugger leaves that renderer's main thread stuck,
+   * so the opener's page stopped answering (seen under load when this closed popups itself).
    * @throws Error when the browser session cannot be opened (the launch fails then).
    */
   async refusePopups(context: BrowserContext): Promise<void> {
     const browser = context.browser();
     if (browser === null) throw new Error('no browser-level session for popup refusal');
     const session = await browser.newBrowserCDPSession();
+    /** Target ids of popups (a page's main frame id is its target id). */
+    const popups = new Set<string>();
     session.on('Target.attachedToTarget', (event) => {
       const { sessionId, targetInfo } = event as { sessionId: string; targetInfo: { targetId: string; type: string; openerId?: string } };
-      if (targetInfo.type === 'page' && targetInfo.openerId !== undefined) {
-        session.send('Target.closeTarget', { targetId: targetInfo.targetId }).catch(() => {});
-        return;
-      }
+      if (targetInfo.type === 'page' && targetInfo.openerId !== undefined) popups.add(targetInfo.targetId);
       session.send('Target.detachFromTarget', { sessionId }).catch(() => {});
     });
+    session.on('Target.targetDestroyed', (event) => {
+      popups.delete((event as { targetId: string }).targetId);
+    });
+    session.on('Fetch.requestPaused', (event) => {
+      const { requestId, frameId } = event as { requestId: string; frameId: string };
+      if (popups.has(frameId)) session.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
+      else session.send('Fetch.continueRequest', { requestId }).catch(() => {});
+    });
+    await session.send('Target.setDiscoverTargets', { discover: true });
+    await session.send('Fetch.enable', { patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] });
     await session.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
   }
 
