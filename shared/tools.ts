@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { navigationHref } from './page-url.ts';
 import type { Condition } from './predicate.ts';
 import type { HostParams } from './protocol.ts';
 import { ActArguments, ActArgumentsV1_1, type ActionKind, NavigateArguments, ObserveArguments, ObserveArgumentsV1_1, wireAction } from './tool-arguments.ts';
@@ -85,11 +86,12 @@ const navigate = defineTool({
   name: 'browser.navigate',
   classification: 'external_read',
   arguments: { '1.3.0': NavigateArguments, '1.2.0': NavigateArguments, '1.1.0': NavigateArguments },
-  command: (args) => ({ method: 'page.navigate', params: { url: args.url } }),
+  // The URL as parsed (shared/page-url.ts): what policy decides on is exactly what the host loads.
+  command: (args) => ({ method: 'page.navigate', params: { url: navigationHref(args.url) ?? args.url } }),
   condition: none,
-  protectedUrl: (args) => args.url,
+  protectedUrl: (args) => navigationHref(args.url) ?? args.url,
   targetRevision: none,
-  targetUrl: (args) => args.url,
+  targetUrl: (args) => navigationHref(args.url) ?? args.url,
   actionKind: none,
   pageReferences: 'when_seen',
   hostRefusesOwnArgument: () => false,

@@ -111,6 +111,13 @@ export const toolCalls = sqliteTable(
     decisionRule: text('decision_rule'),
     policyHash: text('policy_hash'),
     result: text('result', { mode: 'json' }).$type<unknown>(),
+    /**
+     * JSON array of the canonical URLs the result's page content showed (shared/page-url.ts
+     * `shownUrlsOf`), recorded with the result even when the result itself is too big to store.
+     */
+    shownUrls: text('shown_urls', { mode: 'json' }).$type<string[]>(),
+    /** JSON array of the canonical URLs that are the run's own: a navigation's target, the page's URL. */
+    ownUrls: text('own_urls', { mode: 'json' }).$type<string[]>(),
     errorCode: text('error_code'),
     errorMessage: text('error_message'),
     retryable: integer('retryable', { mode: 'boolean' }),

@@ -11,7 +11,7 @@ import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 
 /** A call not yet stored: what the proposal knows before it picks the call's state. */
-export type NewCall = Omit<ToolCallRow, 'state' | 'deadlineAt' | 'result' | 'errorCode' | 'errorMessage' | 'retryable'>;
+export type NewCall = Omit<ToolCallRow, 'state' | 'deadlineAt' | 'result' | 'shownUrls' | 'ownUrls' | 'errorCode' | 'errorMessage' | 'retryable'>;
 
 /** Why a call may be dispatched: policy allowed it, a grant covers it, or the owner approved it. */
 export type DispatchWarrant =
@@ -43,6 +43,8 @@ export async function beginDispatch(ports: Ports, run: RunRow, call: NewCall, in
     ...call,
     state: 'dispatching',
     result: null,
+    shownUrls: null,
+    ownUrls: null,
     errorCode: null,
     errorMessage: null,
     retryable: null,

@@ -173,6 +173,8 @@ async function park(ports: Ports, run: RunRow, decided: NewCall, decision: Decis
     ...decided,
     state: 'waiting_for_approval',
     result: null,
+    shownUrls: null,
+    ownUrls: null,
     errorCode: null,
     errorMessage: null,
     retryable: null,

@@ -1,6 +1,7 @@
 import { and, eq, gt, sql } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
 import type { Observation, OmittedObservation } from '../../shared/observation.ts';
+import { canonicalPageUrl, shownUrlsOf } from '../../shared/page-url.ts';
 import { effects, grants, grantUses, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import type { Ports } from '../ports.ts';
@@ -45,6 +46,8 @@ export async function recordOutcome(
   const update = {
     state: outcome.state,
     result: storable(outcome.observation),
+    shownUrls: outcome.observation ? shownUrlsOf(outcome.observation) : null,
+    ownUrls: ownUrlsOf(call, outcome),
     errorCode: outcome.error?.code ?? null,
     errorMessage: outcome.error?.message ?? null,
     retryable: outcome.retryable,
@@ -125,6 +128,24 @@ function refundStatements(ports: Ports, call: ToolCallRow, outcome: DispatchOutc
       .where(and(eq(grants.id, grantId), gt(grants.uses, 0), stillOpen, charged)),
     ports.db.delete(grantUses).where(and(eq(grantUses.toolCallId, call.id), stillOpen)),
   ];
+}
+
+/**
+ * The canonical URLs that are the run's own after this call (README "Taint"): a navigation's
+ * target, once it was dispatched, and the URL of the page the call ended on (kept or withheld).
+ * Null when there are none.
+ */
+function ownUrlsOf(call: ToolCallRow, outcome: DispatchOutcome): string[] | null {
+  const own = new Set<string>();
+  const target = call.tool === 'browser.navigate' ? (call.arguments as { url?: unknown }).url : undefined;
+  if (typeof target === 'string' && outcome.dispatch !== 'not_sent') {
+    const canonical = canonicalPageUrl(target);
+    if (canonical !== undefined) own.add(canonical);
+  }
+  const pageUrl = (outcome.observation ?? outcome.left)?.url;
+  const canonicalPage = pageUrl === undefined ? undefined : canonicalPageUrl(pageUrl);
+  if (canonicalPage !== undefined) own.add(canonicalPage);
+  return own.size > 0 ? [...own] : null;
 }
 
 /** Largest observation stored with a call, in bytes of JSON (D1 rows are limited to 2 MB). */

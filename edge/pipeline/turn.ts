@@ -1,4 +1,5 @@
 import { and, desc, eq, gte, isNotNull, sql } from 'drizzle-orm';
+import { canonicalPageUrl } from '../../shared/page-url.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import { messages, type RunRow, toolCalls } from '../db/schema.ts';
 import type { Authority } from '../policy/decide.ts';
@@ -43,20 +44,32 @@ export async function turnContext(ports: Ports, run: RunRow): Promise<TurnContex
 }
 
 /**
- * Whether a call's arguments carry references derived from page content: an act's element
- * reference always does (it was read off an observation); a navigation does when its URL appears
- * in a page result this turn received. Observe arguments never do.
+ * Whether a call's arguments carry references derived from page content (README "Taint"): an
+ * act's element reference always does (it was read off an observation); a navigation does when
+ * its URL, in canonical form (shared/page-url.ts), is one that page content showed in a result
+ * this turn received, unless it is one of the run's own: a target of its earlier navigations or
+ * the URL of a page it was on. Observe arguments never do.
  */
 export async function carriesPageDerivedReferences(ports: Ports, run: RunRow, invocation: ToolInvocation, turn: TurnContext): Promise<boolean> {
   const traits = callTraits(invocation);
   if (traits.pageReferences === 'always') return true;
   if (traits.pageReferences === 'never' || traits.targetUrl === undefined || !turn.tainted) return false;
-  const url = traits.targetUrl.trim();
-  const seen = await ports.db
+  const url = canonicalPageUrl(traits.targetUrl);
+  if (url === undefined) return false;
+  const contains = (column: typeof toolCalls.shownUrls | typeof toolCalls.ownUrls) =>
+    sql`exists (select 1 from json_each(${column}) where json_each.value = ${url})`;
+  const shown = await ports.db
     .select({ id: toolCalls.id })
     .from(toolCalls)
-    .where(and(eq(toolCalls.runId, run.id), gte(toolCalls.updatedAt, turn.startedAt), sql`instr(${toolCalls.result}, ${JSON.stringify(url).slice(1, -1)}) > 0`))
+    .where(and(eq(toolCalls.runId, run.id), gte(toolCalls.updatedAt, turn.startedAt), isNotNull(toolCalls.shownUrls), contains(toolCalls.shownUrls)))
     .limit(1)
     .get();
-  return seen !== undefined;
+  if (shown === undefined) return false;
+  const own = await ports.db
+    .select({ id: toolCalls.id })
+    .from(toolCalls)
+    .where(and(eq(toolCalls.runId, run.id), isNotNull(toolCalls.ownUrls), contains(toolCalls.ownUrls)))
+    .limit(1)
+    .get();
+  return own === undefined;
 }

@@ -225,9 +225,16 @@ describe('authority and taint', () => {
   it('a URL read off a page in a tainted turn needs the owner; one the owner named does not', async () => {
     const runId = await ownerRun();
     await env.DB.prepare(
-      "INSERT INTO tool_calls (id, run_id, principal_id, tool, version, arguments, arguments_hash, state, result, phases, created_at, updated_at) VALUES ('call_seenpage', ?, ?, 'browser.observe', '1.2.0', '{}', 'x', 'succeeded', ?, '{}', ?, ?)",
+      "INSERT INTO tool_calls (id, run_id, principal_id, tool, version, arguments, arguments_hash, state, result, shown_urls, phases, created_at, updated_at) VALUES ('call_seenpage', ?, ?, 'browser.observe', '1.2.0', '{}', 'x', 'succeeded', ?, ?, '{}', ?, ?)",
     )
-      .bind(runId, parties.agent.id, JSON.stringify({ snapshot: `- link "Offer" [ref=e9]:\n  - /url: ${ORIGIN}/offer` }), Date.now(), Date.now())
+      .bind(
+        runId,
+        parties.agent.id,
+        JSON.stringify({ snapshot: `- link "Offer" [ref=e9]:\n  - /url: ${ORIGIN}/offer` }),
+        JSON.stringify([`${ORIGIN}/offer`]),
+        Date.now(),
+        Date.now(),
+      )
       .run();
     const fromPage = await tool(runId, 'browser.navigate', { url: `${ORIGIN}/offer` });
     expect(fromPage.body.phases.decision).toMatchObject({ effect: 'approval', overlay: 'external_untrusted', tainted: true });

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import { proposeToolCall } from '../../edge/pipeline/propose.ts';
+import type { Ports } from '../../edge/ports.ts';
+import { loadRun } from '../../edge/runs/lifecycle.ts';
+import type { RunView } from '../../shared/api.ts';
+import { call, partiesForEachTest, workerdPorts } from './support/edge-client.ts';
+import { scriptedHost } from './support/fake-host.ts';
+
+// Page-derived navigation targets are decided on canonical URLs (README "Taint"): a URL a page
+// showed needs the owner however the agent writes it, and the URLs that are the run's own (its
+// navigation targets, the pages it was on) never do. The host is a stand-in; D1 is real.
+
+const ORIGIN = 'http://127.0.0.1:8123';
+const OFFERS = `${ORIGIN}/offers`;
+
+const parties = partiesForEachTest();
+
+/** A page of `url` whose content shows a relative link to /target, a link to itself and an absolute URL in its text. */
+function pageAt(url: string, revision: number) {
+  return {
+    revision,
+    url,
+    title: 'Offers',
+    settle: { outcome: 'dom_quiet', elapsed_ms: 0, pending_at_entry: 0, overflow: false },
+    window: { scope: { start_node: 0, end_node: 5, total_nodes: 5 }, truncated: false },
+    snapshot: [
+      '- main [ref=e1]:',
+      '  - link "Best offer" [ref=e2]:',
+      '    - /url: /target',
+      '  - link "This page" [ref=e3]:',
+      `    - /url: ${new URL(url).pathname}`,
+      `  - paragraph [ref=e4]: "Also see ${ORIGIN}/promo."`,
+    ].join('\n'),
+  };
+}
+
+/** A stand-in host: observe shows the offers page; navigate loads whatever it is sent. */
+function offersHost() {
+  let revision = 0;
+  return scriptedHost(async (method, params) => {
+    switch (method) {
+      case 'lease.acquire':
+      case 'lease.renew':
+        return { lease_id: 'lease_pagederived1', profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
+      case 'page.observe':
+        return pageAt(OFFERS, ++revision);
+      case 'page.navigate':
+        return pageAt(String(params.url), ++revision);
+      default:
+        return { released: true };
+    }
+  });
+}
+
+/** A run the owner created (the agent's turn has the owner's authority), its turn tainted by one observe of the offers page. */
+async function observedRun(host: ReturnType<typeof offersHost>) {
+  const ports: Ports = workerdPorts(host.connector);
+  const agent = { id: parties.agent.id, kind: 'agent' as const, ownerId: parties.owner.id };
+  const created = await call<RunView>('POST', '/v1/runs', {
+    token: parties.owner.token,
+    body: { profile_id: 'offers', intent: 'compare offers', origins: [ORIGIN] },
+  });
+  expect(created.status).toBe(201);
+  const runOf = () => loadRun(ports, agent, created.body.id);
+  const navigate = async (url: string) => proposeToolCall(ports, agent, await runOf(), { tool: 'browser.navigate', version: '1.3.0', arguments: { url } });
+  return { runOf, navigate, observe: async () => proposeToolCall(ports, agent, await runOf(), { tool: 'browser.observe', version: '1.3.0', arguments: {} }) };
+}
+
+describe('a URL a page showed needs the owner, however it is written', () => {
+  it.each([
+    ['the resolved relative link', `${ORIGIN}/target`],
+    ['with a fragment', `${ORIGIN}/target#x`],
+    ['with an empty query', `${ORIGIN}/target?`],
+    ['in upper case with the default port', 'HTTP://127.0.0.1:8123/target'],
+    ['written in page text', `${ORIGIN}/promo`],
+  ])('%s (%s)', async (_case, url) => {
+    const host = offersHost();
+    const run = await observedRun(host);
+    await run.observe();
+    const proposal = await run.navigate(url);
+    expect(proposal.status).toBe(202);
+    expect(proposal.call.phases).toMatchObject({ decision: { effect: 'approval', overlay: 'external_untrusted', tainted: true } });
+    expect(host.calls.some((entry) => entry.method === 'page.navigate')).toBe(false);
+  });
+});
+
+describe("the run's own URLs are never page-derived", () => {
+  it('navigating again to the page the run is on, which links to itself, runs without the owner', async () => {
+    const host = offersHost();
+    const run = await observedRun(host);
+    await run.observe();
+    const first = await run.navigate(`${ORIGIN}/settings`);
+    expect(first.call.phases).toMatchObject({ decision: { effect: 'allow' } });
+    const again = await run.navigate(`${ORIGIN}/settings`);
+    expect(again.status).toBe(200);
+    expect(again.call.phases).toMatchObject({ decision: { effect: 'allow', tainted: true } });
+    expect(again.call.state).toBe('succeeded');
+  });
+
+  it('the page the run observed is its own: navigating back to it asks nobody', async () => {
+    const host = offersHost();
+    const run = await observedRun(host);
+    await run.observe();
+    const back = await run.navigate(`${OFFERS}#top`);
+    expect(back.call.phases).toMatchObject({ decision: { effect: 'allow' } });
+  });
+});
+
+describe('the host loads the URL policy decided on', () => {
+  it('is sent the parsed href, never the raw string', async () => {
+    const host = offersHost();
+    const run = await observedRun(host);
+    await run.navigate(' HTTP://127.0.0.1:8123/settings?#section ');
+    expect(host.calls.find((entry) => entry.method === 'page.navigate')?.params).toMatchObject({ url: `${ORIGIN}/settings#section` });
+  });
+});
