@@ -1,4 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
@@ -9,7 +13,13 @@ export interface VirtualDisplay {
   readonly name: string;
   /** Process id of the Xvfb server. */
   readonly pid: number;
-  /** Stops the server (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. Idempotent. */
+  /**
+   * The authority file (`XAUTHORITY`) holding the display's one MIT-MAGIC-COOKIE-1, readable by
+   * the host's user only: without it, no other process can connect to the display (read the
+   * sign-in window, type into it).
+   */
+  readonly authority: string;
+  /** Stops the server (SIGTERM, then SIGKILL after 5 s), waits for it to exit and deletes the authority file. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -19,13 +29,31 @@ const SCREEN = '1280x800x24';
 const EXIT_GRACE_MS = 5_000;
 
 /**
- * Starts `Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp` and reads the display number
- * Xvfb picks (the first free one) from file descriptor 3, so concurrent hosts never collide.
+ * One Xauthority entry (the libXau file format: big-endian lengths): family Wild, no address and
+ * no display number, so it matches this display whatever number Xvfb picks.
+ */
+export function authorityEntry(cookie: Buffer): Buffer {
+  const field = (data: Buffer): Buffer => Buffer.concat([Buffer.from([data.length >> 8, data.length & 0xff]), data]);
+  return Buffer.concat([Buffer.from([0xff, 0xff]), field(Buffer.alloc(0)), field(Buffer.alloc(0)), field(Buffer.from(AUTH_PROTOCOL)), field(cookie)]);
+}
+
+/** The X authorization protocol the display requires. */
+export const AUTH_PROTOCOL = 'MIT-MAGIC-COOKIE-1';
+
+/**
+ * Starts `Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp -auth <file>` and reads the display
+ * number Xvfb picks (the first free one) from file descriptor 3, so concurrent hosts never collide.
+ * The authority file holds a fresh random 16-byte cookie, in a directory of its own (mode 0700,
+ * the file 0600): only the host's user can connect.
  * @throws HostError('host_unavailable') when Xvfb cannot start or does not report a display
- *   before the deadline; the process is killed in that case.
+ *   before the deadline; the process is killed and the file deleted in that case.
  */
 export async function startVirtualDisplay(deadline: Deadline, xvfbPath = 'Xvfb'): Promise<VirtualDisplay> {
-  const child = spawn(xvfbPath, ['-displayfd', '3', '-screen', '0', SCREEN, '-nolisten', 'tcp'], {
+  const directory = await mkdtemp(path.join(tmpdir(), 'browser-host-x-'));
+  const authority = path.join(directory, 'Xauthority');
+  await writeFile(authority, authorityEntry(randomBytes(16)), { mode: 0o600 });
+  const removeAuthority = (): Promise<void> => rm(directory, { recursive: true, force: true });
+  const child = spawn(xvfbPath, ['-displayfd', '3', '-screen', '0', SCREEN, '-nolisten', 'tcp', '-auth', authority], {
     stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => {
@@ -40,10 +68,12 @@ export async function startVirtualDisplay(deadline: Deadline, xvfbPath = 'Xvfb')
     return {
       name: `:${number}`,
       pid,
-      close: () => (closing ??= stop(child, exited)),
+      authority,
+      close: () => (closing ??= stop(child, exited).then(removeAuthority)),
     };
   } catch (error) {
     await stop(child, exited);
+    await removeAuthority();
     throw error;
   }
 }

@@ -59,6 +59,8 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     chromiumPath: config.chromiumPath,
     headless: config.headless,
     display: display?.name ?? config.display,
+    // The host's own display has its own authority file; an operator's display, the operator's.
+    ...((display?.authority ?? process.env.XAUTHORITY) !== undefined ? { xauthority: display?.authority ?? process.env.XAUTHORITY } : {}),
     profilesDir: config.profilesDir,
     personDebugging: config.personDebugging,
   };

@@ -10,9 +10,11 @@ import { enterSettling, settle } from './settle.ts';
 const ERROR_PAGE_WAIT_MS = 1_000;
 
 /**
- * The URL to load, if it is one the host will load at all: absolute http or https only. The edge
- * already denies everything else by policy (DESIGN.md section 5); this is defence in depth.
- * @throws HostError('invalid_params') for anything else (file:, chrome:, javascript:, data:, ...).
+ * The URL to load, if it is one the host will load at all: absolute http or https only, without
+ * credentials (`user:pass@`). The edge already denies everything else by policy (DESIGN.md
+ * section 5, hardline rules); this is defence in depth against whatever else reaches the wire.
+ * @throws HostError('invalid_params') for anything else (file:, chrome:, javascript:, data:,
+ *   credentials, ...).
  */
 export function navigableUrl(url: string): URL {
   let parsed: URL;
@@ -24,6 +26,7 @@ export function navigableUrl(url: string): URL {
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new HostError('invalid_params', `url: only http and https are allowed, not ${parsed.protocol}`);
   }
+  if (parsed.username !== '' || parsed.password !== '') throw new HostError('invalid_params', 'url: URLs carrying credentials are refused');
   return parsed;
 }
 
@@ -48,7 +51,10 @@ export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, 
     entry.requests.dispose();
     browser.invalidate('a navigation failed');
     await errorPageCommitted(deadline, page);
-    throw new HostError('navigation_failed', `could not load ${target.href}: ${firstLineOf(error)}`);
+    // Chromium's own error text (connection refused or reset, name not resolved) would tell a
+    // page's redirects apart: a port-scan oracle. The agent gets the code; the operator's log the detail.
+    process.stderr.write(`browser-host: a navigation to ${target.origin} failed: ${firstLineOf(error)}\n`);
+    throw new HostError('navigation_failed', `could not load ${target.href}`);
   } finally {
     load.dispose();
   }

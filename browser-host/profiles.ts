@@ -65,6 +65,8 @@ export interface LaunchOptions {
   readonly headless: boolean;
   /** `DISPLAY` for headed Chromium; ignored when headless. */
   readonly display: string | undefined;
+  /** `XAUTHORITY` for headed Chromium: the authority file of `display`, if it needs one. */
+  readonly xauthority?: string;
   readonly profilesDir: string;
   /**
    * Give the profile's Chromium a loopback DevTools port (`--remote-debugging-port=0`; Chromium
@@ -81,11 +83,22 @@ export interface LaunchOptions {
   readonly egress?: EgressSettings;
 }
 
-/** The environment Chromium (and every page's renderer) gets: the host's, minus its secret. */
-function chromiumEnv(options: LaunchOptions, headless: boolean): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== 'HOST_SHARED_SECRET') env[key] = value;
-  if (!headless && options.display !== undefined) env.DISPLAY = options.display;
+/** Variables of the host's environment Chromium may see: locale and time zone. */
+const CHROMIUM_ENV_ALLOWED = /^(LANG|LANGUAGE|LC_[A-Z]+|TZ)$/;
+
+/**
+ * The environment Chromium (and every page's renderer) gets: an allowlist, never the host's whole
+ * environment (which may hold the API tokens after `set -a; . ./.dev.vars`): the locale and time
+ * zone variables, `HOME` set to `home` (the profile's own directory), and when headed `DISPLAY`
+ * and `XAUTHORITY` (the display's authority file). Nothing else.
+ */
+export function chromiumEnv(options: LaunchOptions, headless: boolean, home: string): Record<string, string> {
+  const env: Record<string, string> = { HOME: home };
+  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && CHROMIUM_ENV_ALLOWED.test(key)) env[key] = value;
+  if (!headless && options.display !== undefined) {
+    env.DISPLAY = options.display;
+    if (options.xauthority !== undefined) env.XAUTHORITY = options.xauthority;
+  }
   return env;
 }
 
@@ -116,7 +129,7 @@ export async function launchProfileContext(deadline: Deadline, profileId: string
       executablePath: options.chromiumPath,
       headless: options.headless,
       args: options.personDebugging === true ? [...CHROMIUM_ARGS, '--remote-debugging-port=0'] : [...CHROMIUM_ARGS],
-      env: chromiumEnv(options, options.headless),
+      env: chromiumEnv(options, options.headless, userDataDir),
       // A page must not be able to write files onto the host's disk.
       acceptDownloads: false,
       // A service worker's requests would bypass the page guards: none are registered.
@@ -168,7 +181,7 @@ export async function launchControlBrowser(
       // user agent (window chrome, sizes), and a site must not tell the two loads apart.
       headless: options.headless,
       args: [...CHROMIUM_ARGS],
-      env: chromiumEnv(options, options.headless),
+      env: chromiumEnv(options, options.headless, dir),
       acceptDownloads: false,
       serviceWorkers: 'block',
       proxy: { server: proxy.url },

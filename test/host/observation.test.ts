@@ -70,9 +70,17 @@ describe('observation', () => {
     }
   });
 
+  test('a URL carrying credentials is refused by the host itself, nothing loaded', async ({ client, lease, fixtures }) => {
+    const withCredentials = fixtures.url('quiet.html').replace('http://', 'http://user:secret@');
+    const response = await client.request('page.navigate', { lease_id: lease.lease_id, url: withCredentials, timeout_ms: 5_000 });
+    expect(response).toMatchObject({ error: { code: 'invalid_params', message: expect.stringContaining('credentials') } });
+  });
+
   test('a navigation that cannot load is navigation_failed, and the next navigation works', async ({ client, lease, fixtures }) => {
     const response = await client.request('page.navigate', { lease_id: lease.lease_id, url: 'http://127.0.0.1:9/', timeout_ms: 10_000 });
     expect(response).toMatchObject({ error: { code: 'navigation_failed' } });
+    // Chromium's error text would tell refused, reset and unresolvable apart (a port scan): never echoed.
+    expect(JSON.stringify(response)).not.toMatch(/net::|ERR_/);
     const next = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('quiet.html'), timeout_ms: 15_000 });
     expect(next.title).toBe('Quiet');
   });
