@@ -275,7 +275,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         await exited;
       },
       triggerCron: async () => {
-        const response = await fetch(`${edgeUrl}/__scheduled?cron=${encodeURIComponent('* * * * *')}`);
+        // The self-hosted edges serve it to the operator only; wrangler dev ignores the header.
+        const response = await fetch(`${edgeUrl}/__scheduled?cron=${encodeURIComponent('* * * * *')}`, {
+          headers: { Authorization: `Bearer ${vars.OPERATOR_TOKEN}` },
+        });
         if (!response.ok) throw new Error(`the cron trigger answered ${response.status}`);
       },
       stop: async () => {

@@ -3,6 +3,7 @@ import { createApp, DOCS_ASSETS_PATH } from '../app.ts';
 import { cronPass } from '../cron-pass.ts';
 import { openSqliteDatabase } from '../db/sqlite.ts';
 import { standardWebSocketConnector, type WebSocketConstructor } from '../host/standard-websocket-connector.ts';
+import { requirePrincipal } from '../http/require-principal.ts';
 import { backgroundRunner, type Ports, systemClock } from '../ports.ts';
 import type { SelfHostedSettings } from './settings.ts';
 
@@ -57,7 +58,8 @@ export async function startSelfHostedEdge(settings: SelfHostedSettings, parts: R
   // to the app's typed 404.
   app.use(`${DOCS_ASSETS_PATH}/*`, parts.staticAssets);
   if (settings.testScheduled) {
-    app.get('/__scheduled', async (c) => c.text(`Ran scheduled event: ${await cronPassAt(Date.now())} run(s) queued`));
+    // Only the operator may run the cron pass on demand (on Workers only the trigger itself runs it).
+    app.get('/__scheduled', requirePrincipal('operator'), async (c) => c.text(`Ran scheduled event: ${await cronPassAt(Date.now())} run(s) queued`));
   }
   return { fetch: app.fetch, cronPass: cronPassAt, close: () => database.close() };
 }

@@ -19,6 +19,21 @@ afterAll(async () => {
 });
 
 describe('the cron pass on Node and Deno', () => {
+  it("GET /__scheduled runs the pass for the operator only: without a token, or with an agent's, nothing runs", async () => {
+    for (const stack of stacks) {
+      const url = `${stack.edgeUrl}/__scheduled`;
+      const anonymous = await fetch(url);
+      expect([stack.runtime, anonymous.status, ((await anonymous.json()) as { error: { code: string } }).error.code]).toEqual([
+        stack.runtime,
+        401,
+        'unauthenticated',
+      ]);
+      const agent = await fetch(url, { headers: { Authorization: `Bearer ${stack.tokens.agent}` } });
+      expect([stack.runtime, agent.status]).toEqual([stack.runtime, 403]);
+      await stack.triggerCron();
+    }
+  });
+
   it("a schedule due every minute queues its run at the next minute, fired by the runtime's own scheduler", async () => {
     const createdAt = Date.now();
     const schedules = await Promise.all(
