@@ -200,7 +200,9 @@ export const grants = sqliteTable(
     maxUses: integer('max_uses').notNull(),
     uses: integer('uses').notNull().default(0),
     expiresAt: integer('expires_at').notNull(),
-    /** The policy hash in force when the owner granted it. */
+    /** The policy profile the grant was made under (runs under another profile are not covered). */
+    policyProfile: text('policy_profile').notNull().default('default'),
+    /** The hash of that profile's version in force when the owner granted it: only calls decided under it are covered. */
     policyHash: text('policy_hash').notNull(),
     revokedAt: integer('revoked_at'),
     createdAt: integer('created_at').notNull(),

@@ -148,7 +148,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   if (decision.effect === 'approval') {
     // A grant covers what the act touches: the frame holding the target (the page's for the main frame).
     const touchedOrigin = target?.frame_origin ?? (run.latestUrl === null ? undefined : originOf(run.latestUrl));
-    const grant = await coveringGrant(ports, run.ownerId, invocation, touchedOrigin);
+    const grant = await coveringGrant(ports, run.ownerId, invocation, touchedOrigin, { profile: run.policyProfile, hash: decision.policy_hash });
     if (grant) {
       const covered = { ...decided, phases: { ...decided.phases, decision: { ...decision, grant_id: grant.id } } };
       const started = await beginDispatch(ports, run, covered, invocation, { by: 'grant', grant }).catch((error: unknown) => {

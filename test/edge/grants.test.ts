@@ -58,3 +58,63 @@ describe('grants', () => {
     expect(await env.DB.prepare('SELECT count(*) AS n FROM grant_uses WHERE grant_id = ?').bind(granted.id).first()).toEqual({ n: 2 });
   });
 });
+
+describe('grants and the policy they were made under', () => {
+  const { publish, useProfile } = runFixture(parties);
+  const asking = (extra: unknown[] = []) => ({
+    rules: [{ id: 'act.ask', tool: 'browser.act', effect: 'approval' }, { id: 'observe.allow', tool: 'browser.observe', effect: 'allow' }, ...extra],
+    denies: [],
+  });
+
+  async function grantUnder(profile: string) {
+    const answer = await call<GrantView>('POST', '/v1/grants', {
+      token: parties.owner.token,
+      body: { tool: 'browser.act', origin: ORIGIN, ttl_ms: 600_000, max_uses: 5, policy_profile: profile },
+    });
+    expect(answer.status).toBe(201);
+    return answer.body;
+  }
+
+  async function runUnder(profile: string): Promise<string> {
+    const runId = await ownerRun();
+    await useProfile(runId, profile);
+    return runId;
+  }
+
+  it('a grant made under one version no longer covers once the operator publishes another: the call asks the owner, and the view says why', async () => {
+    await publish('grants-versioned', asking());
+    const granted = await grantUnder('grants-versioned');
+    expect(granted).toMatchObject({ policy_profile: 'grants-versioned', not_covering: null });
+    expect((await act(await runUnder('grants-versioned'), { action: 'click' })).status).toBe(200);
+
+    await publish('grants-versioned', asking([{ id: 'navigate.ask', tool: 'browser.navigate', effect: 'approval' }]));
+    const after = await act(await runUnder('grants-versioned'), { action: 'click' });
+    expect(after.status).toBe(202);
+    expect(after.body.phases.decision?.grant_id).toBeUndefined();
+    const view = (await call<GrantList>('GET', '/v1/grants', { token: parties.owner.token })).body.grants.find((grant) => grant.id === granted.id);
+    expect(view).toMatchObject({ uses: 1, not_covering: 'policy_changed', revoked_at: null });
+  });
+
+  it('a grant covers runs of its own policy profile only', async () => {
+    await publish('grants-own', asking());
+    await publish('grants-other', asking());
+    await grantUnder('grants-own');
+    expect((await act(await runUnder('grants-other'), { action: 'click' })).status).toBe(202);
+    expect((await act(await runUnder('grants-own'), { action: 'click' })).status).toBe(200);
+  });
+
+  it('the operator revokes every grant of one profile version at once; owners cannot', async () => {
+    const published = await publish('grants-voided', asking());
+    const first = await grantUnder('grants-voided');
+    const second = await grantUnder('grants-voided');
+    const path = `/v1/policy-profiles/grants-voided/versions/${published.version}/revoke-grants`;
+    expect((await call('POST', path, { token: parties.owner.token })).status).toBe(403);
+    const voided = await call<{ revoked: number; policy_hash: string }>('POST', path, { token: parties.operator.token });
+    expect(voided.status).toBe(200);
+    expect(voided.body).toMatchObject({ revoked: 2, policy_hash: first.policy_hash });
+    expect((await act(await runUnder('grants-voided'), { action: 'click' })).status).toBe(202);
+    const views = (await call<GrantList>('GET', '/v1/grants', { token: parties.owner.token })).body.grants;
+    for (const id of [first.id, second.id]) expect(views.find((grant) => grant.id === id)?.revoked_at).not.toBeNull();
+    expect((await call('POST', '/v1/policy-profiles/grants-voided/versions/99/revoke-grants', { token: parties.operator.token })).status).toBe(404);
+  });
+});

@@ -1,0 +1,1 @@
+ALTER TABLE `grants` ADD `policy_profile` text DEFAULT 'default' NOT NULL;
