@@ -116,7 +116,7 @@ export const toolCalls = sqliteTable(
      * `shownUrlsOf`), recorded with the result even when the result itself is too big to store.
      */
     shownUrls: text('shown_urls', { mode: 'json' }).$type<string[]>(),
-    /** JSON array of the canonical URLs that are the run's own: a navigation's target, the page's URL. */
+    /** JSON array of the canonical URLs that are the run's own: a dispatched navigation's target. */
     ownUrls: text('own_urls', { mode: 'json' }).$type<string[]>(),
     errorCode: text('error_code'),
     errorMessage: text('error_message'),

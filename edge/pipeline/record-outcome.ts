@@ -132,20 +132,14 @@ function refundStatements(ports: Ports, call: ToolCallRow, outcome: DispatchOutc
 
 /**
  * The canonical URLs that are the run's own after this call (README "Taint"): a navigation's
- * target, once it was dispatched, and the URL of the page the call ended on (kept or withheld).
- * Null when there are none.
+ * target, once it was dispatched. Not the URL a page ended on: a page sets its own URL
+ * (`history.replaceState`), so that would let it make any URL the run's own. Null when none.
  */
 function ownUrlsOf(call: ToolCallRow, outcome: DispatchOutcome): string[] | null {
-  const own = new Set<string>();
   const target = call.tool === 'browser.navigate' ? (call.arguments as { url?: unknown }).url : undefined;
-  if (typeof target === 'string' && outcome.dispatch !== 'not_sent') {
-    const canonical = canonicalPageUrl(target);
-    if (canonical !== undefined) own.add(canonical);
-  }
-  const pageUrl = (outcome.observation ?? outcome.left)?.url;
-  const canonicalPage = pageUrl === undefined ? undefined : canonicalPageUrl(pageUrl);
-  if (canonicalPage !== undefined) own.add(canonicalPage);
-  return own.size > 0 ? [...own] : null;
+  if (typeof target !== 'string' || outcome.dispatch === 'not_sent') return null;
+  const canonical = canonicalPageUrl(target);
+  return canonical === undefined ? null : [canonical];
 }
 
 /** Largest observation stored with a call, in bytes of JSON (D1 rows are limited to 2 MB). */

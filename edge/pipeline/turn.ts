@@ -1,5 +1,5 @@
 import { and, desc, eq, gte, isNotNull, sql } from 'drizzle-orm';
-import { canonicalPageUrl } from '../../shared/page-url.ts';
+import { ANY_URL_SHOWN, canonicalPageUrl } from '../../shared/page-url.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import { messages, type RunRow, toolCalls } from '../db/schema.ts';
 import type { Authority } from '../policy/decide.ts';
@@ -47,8 +47,8 @@ export async function turnContext(ports: Ports, run: RunRow): Promise<TurnContex
  * Whether a call's arguments carry references derived from page content (README "Taint"): an
  * act's element reference always does (it was read off an observation); a navigation does when
  * its URL, in canonical form (shared/page-url.ts), is one that page content showed in a result
- * this turn received, unless it is one of the run's own: a target of its earlier navigations or
- * the URL of a page it was on. Observe arguments never do.
+ * this turn received (or the page showed more URLs than are recorded), unless it is one of the
+ * run's own: a target of its earlier navigations. Observe arguments never do.
  */
 export async function carriesPageDerivedReferences(ports: Ports, run: RunRow, invocation: ToolInvocation, turn: TurnContext): Promise<boolean> {
   const traits = callTraits(invocation);
@@ -56,19 +56,29 @@ export async function carriesPageDerivedReferences(ports: Ports, run: RunRow, in
   if (traits.pageReferences === 'never' || traits.targetUrl === undefined || !turn.tainted) return false;
   const url = canonicalPageUrl(traits.targetUrl);
   if (url === undefined) return false;
-  const contains = (column: typeof toolCalls.shownUrls | typeof toolCalls.ownUrls) =>
-    sql`exists (select 1 from json_each(${column}) where json_each.value = ${url})`;
+  const contains = (column: typeof toolCalls.shownUrls | typeof toolCalls.ownUrls, ...values: string[]) =>
+    sql`exists (select 1 from json_each(${column}) where json_each.value in (${sql.join(
+      values.map((value) => sql`${value}`),
+      sql`, `,
+    )}))`;
   const shown = await ports.db
     .select({ id: toolCalls.id })
     .from(toolCalls)
-    .where(and(eq(toolCalls.runId, run.id), gte(toolCalls.updatedAt, turn.startedAt), isNotNull(toolCalls.shownUrls), contains(toolCalls.shownUrls)))
+    .where(
+      and(
+        eq(toolCalls.runId, run.id),
+        gte(toolCalls.updatedAt, turn.startedAt),
+        isNotNull(toolCalls.shownUrls),
+        contains(toolCalls.shownUrls, url, ANY_URL_SHOWN),
+      ),
+    )
     .limit(1)
     .get();
   if (shown === undefined) return false;
   const own = await ports.db
     .select({ id: toolCalls.id })
     .from(toolCalls)
-    .where(and(eq(toolCalls.runId, run.id), isNotNull(toolCalls.ownUrls), contains(toolCalls.ownUrls)))
+    .where(and(eq(toolCalls.runId, run.id), isNotNull(toolCalls.ownUrls), contains(toolCalls.ownUrls, url)))
     .limit(1)
     .get();
   return own === undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalPageUrl, MAX_SHOWN_URLS, navigationHref, shownUrlsOf } from '../../../shared/page-url.ts';
+import { ANY_URL_SHOWN, canonicalPageUrl, MAX_SHOWN_URLS, navigationHref, shownUrlsOf } from '../../../shared/page-url.ts';
 
 describe('canonicalPageUrl', () => {
   it('is one URL however it is written: scheme and host case, default port, empty query, fragment', () => {
@@ -39,11 +39,45 @@ describe('shownUrlsOf', () => {
         '- paragraph [ref=e4]: "Write to https://b.example/form?id=7."',
       ].join('\n'),
     });
-    expect(shown.sort()).toEqual(['http://a.example/next', 'http://a.example/q?x=1', 'https://b.example/form?id=7']);
+    // Trailing punctuation may belong to the sentence or to the URL: both are recorded.
+    expect(shown.sort()).toEqual(['http://a.example/next', 'http://a.example/q?x=1', 'https://b.example/form?id=7', 'https://b.example/form?id=7.']);
   });
 
-  it(`records at most ${MAX_SHOWN_URLS} URLs`, () => {
+  it(`records at most ${MAX_SHOWN_URLS} URLs, then says that any URL may have been shown`, () => {
     const snapshot = Array.from({ length: MAX_SHOWN_URLS + 50 }, (_, index) => `- text: https://c.example/${index}`).join('\n');
-    expect(shownUrlsOf({ url: 'http://a.example/', snapshot })).toHaveLength(MAX_SHOWN_URLS);
+    const shown = shownUrlsOf({ url: 'http://a.example/', snapshot });
+    expect(shown).toHaveLength(MAX_SHOWN_URLS + 1);
+    expect(shown.at(-1)).toBe(ANY_URL_SHOWN);
+  });
+
+  it('reads what Chromium would follow: control characters, backslashes, missing slashes, parentheses, escapes, percent-encoding', () => {
+    const shown = shownUrlsOf({
+      url: 'http://a.example/page',
+      snapshot: [
+        '- link "Tab" [ref=e1]:',
+        '  - /url: "\\x0bhttps://evil.example/ctl"',
+        '- text: see https:\\\\evil.example\\back and https:/evil.example/one-slash.',
+        '- text: "https://evil.example/wiki/Foo_(bar)"',
+        '- text: https://evil.example/%7Etilde!',
+      ].join('\n'),
+    });
+    for (const url of [
+      'https://evil.example/ctl',
+      'https://evil.example/back',
+      'https://evil.example/one-slash',
+      'https://evil.example/wiki/Foo_(bar)',
+      'https://evil.example/~tilde',
+    ]) {
+      expect(shown, url).toContain(url);
+    }
+  });
+
+  it("resolves a relative link against the page and against each frame's origin", () => {
+    const shown = shownUrlsOf({
+      url: 'http://a.example/page',
+      snapshot: '- iframe [ref=e1]:\n  - link "In frame" [ref=f1e1]:\n    - /url: /inner',
+      frames: [{ origin: 'http://widgets.example' }],
+    });
+    expect(shown).toEqual(expect.arrayContaining(['http://a.example/inner', 'http://widgets.example/inner']));
   });
 });
