@@ -46,8 +46,10 @@ async function approvedAct(run: RunView, args: Record<string, unknown>): Promise
   return (await owner.decide(pending!.id, 'approve')).tool_call;
 }
 
-/** A profile's page stays usable: a new navigation and an approved click work. */
+/** A profile's page stays usable: a new navigation (the owner asked for it) and an approved click work. */
 async function usable(run: RunView): Promise<void> {
+  // Earlier pages of the run may link to it (quiet.html does): the owner's message makes it the owner's.
+  await owner.raw('POST', `/v1/runs/${run.id}/messages`, { text: 'open the button page' });
   const page = await open(run, site.url('button.html'));
   const before = site.hits('click');
   const clicked = await approvedAct(run, { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Record click') });

@@ -236,6 +236,8 @@ describe('a run that meets a sign-in wall', () => {
     const first = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/public` })).body;
     expect(first.state).toBe('succeeded');
     await plantCookie({ profileDir: await profileDir('planted'), origin: site.origin, name: 'sid', value: 'forged-session-id' });
+    // The public page links to the reports: the owner names them, so the navigation is the owner's, not the page's.
+    await owner.raw('POST', `/v1/runs/${run.id}/messages`, { text: 'now open the reports' });
     const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
     expect(blocked.error?.code).toBe('authentication_required');
     const episode = await ceremonyOf('planted');
