@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
 import type { HostStatus } from '../shared/protocol.ts';
 import { Admission } from './admission.ts';
 import { Ceremonies } from './ceremony.ts';
@@ -27,6 +30,18 @@ export interface BrowserHost {
    * browser and stops Xvfb. Idempotent.
    */
   close(): Promise<void>;
+}
+
+/**
+ * The authority file headed Chromium needs for its display: the host's own Xvfb's, else the
+ * operator's `XAUTHORITY`, else `~/.Xauthority` when it exists (Chromium's `HOME` is its profile
+ * directory, so it would not find that one itself); undefined when there is none.
+ */
+function xauthorityFor(display: VirtualDisplay | undefined): string | undefined {
+  if (display !== undefined) return display.authority;
+  if (process.env.XAUTHORITY) return process.env.XAUTHORITY;
+  const inHome = path.join(homedir(), '.Xauthority');
+  return existsSync(inHome) ? inHome : undefined;
 }
 
 /** Longest Xvfb may take to report its display, in ms. */
@@ -60,7 +75,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     headless: config.headless,
     display: display?.name ?? config.display,
     // The host's own display has its own authority file; an operator's display, the operator's.
-    ...((display?.authority ?? process.env.XAUTHORITY) !== undefined ? { xauthority: display?.authority ?? process.env.XAUTHORITY } : {}),
+    ...(xauthorityFor(display) !== undefined ? { xauthority: xauthorityFor(display) } : {}),
     profilesDir: config.profilesDir,
     personDebugging: config.personDebugging,
   };

@@ -68,6 +68,8 @@ export class ProfileBrowser {
   readonly #ownPages = new WeakSet<Page>();
   readonly #dialogs: PageDialogs;
   #opening = 0;
+  /** Pages that appeared while the host was opening one of its own: popups unless an opening claims them. */
+  readonly #unclaimed = new Set<Page>();
   #lifecycle: Promise<void> = Promise.resolve();
   /** The page opened to replace one that was ended, until the next operation adopts it. */
   #spare: Page | undefined;
@@ -137,12 +139,15 @@ export class ProfileBrowser {
   }
 
   /**
-   * A page the host opens claims the next new page; any other new page is a popup, closed here,
-   * once Playwright has set it up (its documents never load: see `Confinement.refusePopups`).
+   * A new page is the host's own only if it is the page one of the host's openings resolved to;
+   * any other is a popup, closed here once Playwright has set it up (its documents never load:
+   * see `Confinement.refusePopups`). A page that appears while the host opens one of its own
+   * waits until every opening has resolved, then is closed unless it was claimed.
    */
   #onNewPage(page: Page): void {
-    if (this.#opening > 0 || this.#ownPages.has(page)) {
-      this.#ownPages.add(page);
+    if (this.#ownPages.has(page)) return;
+    if (this.#opening > 0) {
+      this.#unclaimed.add(page);
       return;
     }
     // (A window that never asks for a document, an about:blank one the page scripts, is closed
@@ -153,21 +158,25 @@ export class ProfileBrowser {
   /** Opens a page of the host's own, guarded like the first. */
   async #openOwnPage(deadline: Deadline): Promise<Page> {
     this.#opening += 1;
-    const opening = this.#context.newPage();
-    try {
-      const page = await deadline.race(opening);
+    // Claimed before anything else hears of it resolving (the sweep below runs after this).
+    const opening = this.#context.newPage().then((page) => {
       this.#ownPages.add(page);
       return page;
+    });
+    void opening
+      .catch(() => undefined)
+      .finally(() => {
+        this.#opening -= 1;
+        if (this.#opening > 0) return;
+        for (const page of this.#unclaimed) if (!this.#ownPages.has(page)) void page.close().catch(() => {});
+        this.#unclaimed.clear();
+      });
+    try {
+      return await deadline.race(opening);
     } catch (error) {
       // A page that opens after the race was lost is closed, never left behind.
       void opening.then((late) => late.close()).catch(() => {});
       throw error;
-    } finally {
-      void opening
-        .finally(() => {
-          this.#opening -= 1;
-        })
-        .catch(() => {});
     }
   }
 

@@ -37,7 +37,8 @@ const LOCAL_SCHEMES = new Set(['about:', 'data:', 'blob:', 'javascript:']);
  *   browser's egress proxy, which allows public addresses, and non-public ones (loopback,
  *   private, link-local, metadata) only for a navigable or operator-allowed host and port, never
  *   the host's own ports (see {@link connection}).
- * - pages the page opens (popups) are refused: closed before they load.
+ * - pages the page opens (popups) are refused: their documents never load, and the host closes
+ *   them as soon as Playwright reports them (a scripted about:blank popup runs until then).
  *
  * Every refusal is recorded in `events` and reported on the next observation (`blocked`).
  */
@@ -48,6 +49,8 @@ export class Confinement {
   /** Host names that resolved to public addresses only during this lease (rebinding guard). */
   #publicNames = new Set<string>();
   #ceremonyOrigins: readonly string[] = [];
+  /** Main frame ids of the host's guarded pages: their blocked documents are navigations or forms, any other frame's are frames. */
+  readonly #guardedMainFrames = new Set<string>();
 
   constructor(settings: EgressSettings, events: PageEvents) {
     this.#settings = settings;
@@ -129,8 +132,9 @@ export class Confinement {
    * anything. A browser-level CDP session auto-attaches to each new target paused
    * (`waitForDebuggerOnStart`), notes those a page opened (a popup, `noopener` ones included:
    * they have an opener) and lets go of every target at once; the same session intercepts
-   * document requests browser-wide (CDP Fetch, request stage) and fails those of a popup's main
-   * frame, so a popup never loads a document; the host closes the popup when Playwright reports it
+   * document requests browser-wide (CDP Fetch, request stage): it fails those of a popup's main
+   * frame, so a popup never loads a document, and checks every other one as {@link guardPage}
+   * does (a frame written into a popup included); the host closes the popup when Playwright reports it
    * (ProfileBrowser). Nothing here closes a target: a popup shares its opener's renderer, and a
    * target closed while it still waits for its debugger leaves that renderer's main thread stuck,
    * so the opener's page stopped answering (seen under load when this closed popups itself).
@@ -151,9 +155,20 @@ export class Confinement {
       popups.delete((event as { targetId: string }).targetId);
     });
     session.on('Fetch.requestPaused', (event) => {
-      const { requestId, frameId } = event as { requestId: string; frameId: string };
-      if (popups.has(frameId)) session.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
-      else session.send('Fetch.continueRequest', { requestId }).catch(() => {});
+      const { requestId, frameId, request } = event as { requestId: string; frameId: string; request: { url: string; method: string } };
+      if (popups.has(frameId)) {
+        session.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
+        return;
+      }
+      // Every other document passes the same check as on the host's pages (see guardPage), so a
+      // frame a page writes into a popup before it closes loads nothing either.
+      const verdict = this.documentVerdict(request.url);
+      if (verdict === undefined) {
+        session.send('Fetch.continueRequest', { requestId }).catch(() => {});
+        return;
+      }
+      this.#recordDocument(request.url, this.#guardedMainFrames.has(frameId) ? (request.method === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
+      session.send('Fetch.failRequest', { requestId, errorReason: 'Aborted' }).catch(() => {});
     });
     await session.send('Target.setDiscoverTargets', { discover: true });
     await session.send('Fetch.enable', { patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] });
@@ -181,7 +196,7 @@ export class Confinement {
       mainFrameId = undefined;
     }
     // The page asking for a window (window.open, target=_blank) says where: the popup itself is
-    // closed before it runs (see refusePopups).
+    // refused (see refusePopups).
     session.on('Page.windowOpen', (event) => {
       const { url } = event as { url: string };
       this.#recordDocument(url, 'popup', 'popup_refused');
@@ -204,7 +219,11 @@ export class Confinement {
         patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }],
       })
       .catch(() => {});
-    return () => void session.detach().catch(() => {});
+    if (mainFrameId !== undefined) this.#guardedMainFrames.add(mainFrameId);
+    return () => {
+      if (mainFrameId !== undefined) this.#guardedMainFrames.delete(mainFrameId);
+      void session.detach().catch(() => {});
+    };
   }
 
   #recordDocument(url: string, kind: BlockedKind, reason: BlockReason): void {

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { startBrowserHost } from '../../browser-host/host.ts';
 import type { Observation } from '../../shared/observation.ts';
+import { startFixtureServer } from '../support/fixture-server.ts';
 import type { HostClient } from '../support/host-client.ts';
-import { acquire, hostTest } from '../support/host-fixture.ts';
+import { connectHost } from '../support/host-client.ts';
+import { acquire, hostTest, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 import { type RequestCounter, startRequestCounter } from '../support/request-counter.ts';
 
 // Headed, as in production: a headed popup gets a window of its own, and that is where closing a
@@ -51,6 +54,30 @@ describe('popups, headed', () => {
       expect(other.connections()).toBe(before);
     } finally {
       await client.call('lease.release', { lease_id: lease.lease_id });
+    }
+  });
+});
+
+describe('a frame a page writes into a popup', () => {
+  test('loads nothing from an origin documents may not come from, even one the egress proxy would connect to', async () => {
+    // Operator-allowed: the proxy connects to it (a subresource may come from there), but no document may.
+    const allowed = await startRequestCounter();
+    const profiles = await temporaryDirectory('popup-frame-');
+    const fixtures = await startFixtureServer();
+    const host = await startBrowserHost(testHostConfig(profiles.dir, { egress: { allow: [allowed.origin], deny: [] } }));
+    try {
+      const client = await connectHost(host.url, TEST_SECRET);
+      const lease = await acquire(client, 'popup-frame', 60_000, undefined, [fixtures.origin]);
+      await navigate(client, lease.lease_id, fixtures.url(`confinement/hostile.html?mode=popup-frame&to=${encodeURIComponent(allowed.origin)}`));
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 15_000 });
+      expect(allowed.requests()).toEqual([]);
+      await client.close();
+    } finally {
+      await host.close();
+      await fixtures.close();
+      await allowed.close();
+      await profiles.remove();
     }
   });
 });
