@@ -31,6 +31,65 @@ export const DOCS_ASSETS_PATH = '/docs/assets';
 
 /** Largest request body the API accepts, in bytes. */
 export const MAX_BODY_BYTES = 256 * 1024;
+/** Most bytes of a request body nobody read that are read and thrown away before answering. */
+const MAX_DISCARDED_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads and throws away what is left of a request body no route read (refused before its body:
+ * unauthenticated, too large by its Content-Length), at most 4 MiB, then cancels the rest.
+ * `wrangler dev`'s proxy answers 503 ("Your worker restarted mid-request") for a request whose
+ * body the Worker never read (workerd issue 4660); no input may produce a 5xx. Never throws.
+ */
+async function discardUnreadBody(request: Request): Promise<void> {
+  if (request.body === null || request.bodyUsed || request.body.locked) return;
+  await discardRest(request.body.getReader());
+}
+
+/** Reads and throws away the rest of a body, at most 4 MiB, then cancels it. Never throws. */
+async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  try {
+    let read = 0;
+    while (read <= MAX_DISCARDED_BYTES) {
+      const chunk = await reader.read();
+      if (chunk.done) return;
+      read += chunk.value.byteLength;
+    }
+    await reader.cancel();
+  } catch {
+    // A body that fails mid-way is gone either way.
+  }
+}
+
+/**
+ * A body sent without a Content-Length (chunked), read whole before anything else looks at the
+ * request, so it has a known length (at most {@link MAX_BODY_BYTES}); a longer one is read to its
+ * end (bounded, see {@link discardRest}) and refused. Hono's `bodyLimit` alone would stop reading
+ * such a body at the limit, and `wrangler dev` answers 503 for the unread rest.
+ * @throws DomainError('payload_too_large') for a body over the limit.
+ */
+async function sizedBody(request: Request): Promise<Request> {
+  if (request.body === null || request.headers.has('content-length')) return request;
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const chunk = await reader.read();
+    if (chunk.done) break;
+    size += chunk.value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await discardRest(reader);
+      throw new DomainError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+    }
+    chunks.push(chunk.value);
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return new Request(request, { body });
+}
 
 /** Builds the ports of one request from the runtime's context (env bindings, clock, host pool). */
 export type PortsFactory = (c: Context<AppEnv>) => Ports;
@@ -49,8 +108,13 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     c.header('X-Request-Id', c.var.requestId);
     c.set('ports', portsFor(c));
     await next();
+    await discardUnreadBody(c.req.raw);
     const sent = c.var.ports.statementsSent;
     if (sent) c.header('X-D1-Statements', String(sent()));
+  });
+  app.use(async function knownBodySize(c, next) {
+    c.req.raw = await sizedBody(c.req.raw);
+    await next();
   });
   app.use(
     bodyLimit({

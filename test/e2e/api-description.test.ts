@@ -36,6 +36,36 @@ const SHAPE_REFUSALS = ['invalid_request', 'invalid_arguments', 'malformed_json'
 /** The id prefix of the objects a path segment names (edge/db/ids.ts). */
 const ID_PREFIX: Record<string, string> = { runs: 'run_', 'tool-calls': 'call_', approvals: 'apr_', grants: 'grt_', 'sign-ins': 'sie_' };
 
+/**
+ * POSTs a 300 KiB JSON body to /v1/runs, with `token` or none, with its Content-Length or
+ * `chunked` (no length: the edge learns the size only by reading); the status and the parsed body.
+ */
+async function largePost(edgeUrl: string, token: string | undefined, chunked = false): Promise<{ status: number; body: unknown }> {
+  const bytes = new TextEncoder().encode(JSON.stringify({ intent: 'x'.repeat(300 * 1024) }));
+  const payload = chunked
+    ? new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let offset = 0; offset < bytes.length; offset += 16 * 1024) controller.enqueue(bytes.slice(offset, offset + 16 * 1024));
+          controller.close();
+        },
+      })
+    : bytes;
+  const response = await fetch(`${edgeUrl}/v1/runs`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...(token === undefined ? {} : { Authorization: `Bearer ${token}` }) },
+    body: payload,
+    ...(chunked ? { duplex: 'half' } : {}),
+  } as RequestInit);
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: the assertion shows the text
+  }
+  return { status: response.status, body };
+}
+
 /** Routes authenticated by a signature inside the body: no example can carry a valid one. */
 const SIGNED_BODY_ROUTES = ['POST /v1/host/ceremony-events'];
 
@@ -51,6 +81,8 @@ function operationsOf(document: OpenApiDocument): Operation[] {
  * then reads, then the requests that end something (decide, report, cancel, revoke).
  */
 function exampleOrder(operation: Operation): number {
+  // Voiding every grant of a profile version would leave the example grant nothing to revoke.
+  if (operation.path.endsWith('/revoke-grants')) return 4;
   if (/\/(decision|report|cancel|revoke)$/.test(operation.path)) return 3;
   if (operation.method === 'GET') return 2;
   return operation.path.includes('{id}') || operation.path.endsWith('/claim') ? 1 : 0;
@@ -178,6 +210,11 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
       badQuery: await agent.raw('GET', '/v1/tool-calls/call_x?wait_ms=soon'),
       noToken: await new ApiClient(stack.edgeUrl, '').raw('GET', `/v1/runs/${run.id}`),
       unknownRoute: await owner.raw('GET', '/v1/nothing-here'),
+      // 300 KiB: over the 256 KiB limit, and never read by a route that refuses the caller first.
+      largeBodyNoToken: await largePost(stack.edgeUrl, undefined),
+      largeBody: await largePost(stack.edgeUrl, stack.tokens.owner),
+      largeChunkedNoToken: await largePost(stack.edgeUrl, undefined, true),
+      largeChunked: await largePost(stack.edgeUrl, stack.tokens.owner, true),
     };
     expect(Object.fromEntries(Object.entries(answers).map(([name, answer]) => [name, [answer.status, errorCodeOf(answer.body)]]))).toEqual({
       unknownField: [400, 'invalid_request'],
@@ -186,6 +223,11 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
       badQuery: [400, 'invalid_request'],
       noToken: [401, 'unauthenticated'],
       unknownRoute: [404, 'not_found'],
+      largeBodyNoToken: [413, 'payload_too_large'],
+      largeBody: [413, 'payload_too_large'],
+      // Without a length, the edge reads the body to learn its size, before anything else.
+      largeChunkedNoToken: [413, 'payload_too_large'],
+      largeChunked: [413, 'payload_too_large'],
     });
     for (const answer of Object.values(answers)) {
       expect(answer.body).toEqual({ error: { code: expect.any(String), message: expect.any(String), request_id: expect.any(String) } });

@@ -35,6 +35,7 @@ describe('GET /v1/openapi.json', () => {
       '/v1/notices',
       '/v1/openapi.json',
       '/v1/policy-profiles/{name}',
+      '/v1/policy-profiles/{name}/versions/{version}/revoke-grants',
       '/v1/profiles/{profile_id}/revoke',
       '/v1/runs',
       '/v1/runs/claim',

@@ -36,7 +36,17 @@ const revokeVersion = createRoute({
   summary: 'Revoke every live grant made under one version of a policy profile (operators)',
   security,
   middleware: [requirePrincipal('operator')] as const,
-  request: { params: z.strictObject({ name: ProfileName, version: z.coerce.number().int().min(1).max(1_000_000) }) },
+  request: {
+    params: z.strictObject({
+      name: ProfileName,
+      version: z.coerce
+        .number()
+        .int()
+        .min(1)
+        .max(1_000_000)
+        .meta({ examples: [2] }),
+    }),
+  },
   responses: { 200: jsonResponse(RevokedGrants, 'how many grants were revoked'), ...errorResponses(...AUTH_ERRORS, 'not_found') },
 });
 
