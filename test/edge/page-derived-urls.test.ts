@@ -4,7 +4,7 @@ import type { Ports } from '../../edge/ports.ts';
 import { loadRun } from '../../edge/runs/lifecycle.ts';
 import type { RunView } from '../../shared/api.ts';
 import { call, partiesForEachTest, workerdPorts } from './support/edge-client.ts';
-import { scriptedHost } from './support/fake-host.ts';
+import { hostPage, scriptedHost } from './support/fake-host.ts';
 
 // Page-derived navigation targets are decided on canonical URLs (README "Taint"): a URL a page
 // showed needs the owner however the agent writes it, and the URLs that are the run's own (its
@@ -18,11 +18,8 @@ const parties = partiesForEachTest();
 /** A page of `url` whose content shows a relative link to /target, a link to itself and an absolute URL in its text. */
 function pageAt(url: string, revision: number) {
   return {
-    revision,
-    url,
+    ...hostPage(url, revision),
     title: 'Offers',
-    settle: { outcome: 'dom_quiet', elapsed_ms: 0, pending_at_entry: 0, overflow: false },
-    window: { scope: { start_node: 0, end_node: 5, total_nodes: 5 }, truncated: false },
     snapshot: [
       '- main [ref=e1]:',
       '  - link "Best offer" [ref=e2]:',
