@@ -25,7 +25,8 @@ export interface WireServer {
 }
 
 /**
- * Starts the edge-facing WebSocket server (shared/protocol.ts). On every connection it first
+ * Starts the edge-facing WebSocket server (shared/protocol.ts). An upgrade that carries an
+ * `Origin` header (what browsers send, never the edge) is refused with 403. On every connection it first
  * sends the hello frame `{method: 'host.hello', params: {host_id, auth}}`, `auth` signed by the
  * host for the edge. Then, for every request frame `{id, method, params, auth}`, concurrently:
  * - not a JSON object: `{id: null, error: invalid_params}`;
@@ -41,7 +42,14 @@ export interface WireServer {
  * @throws Error when the port cannot be bound.
  */
 export async function startWireServer(options: WireServerOptions): Promise<WireServer> {
-  const server = new WebSocketServer({ host: options.bind, port: options.port, maxPayload: MAX_FRAME_BYTES });
+  const server = new WebSocketServer({
+    host: options.bind,
+    port: options.port,
+    maxPayload: MAX_FRAME_BYTES,
+    // The edge sends no Origin; a browser page always does (a page in the host's own Chromium, or
+    // any page a person opens): such an upgrade is refused before a hello token is issued.
+    verifyClient: (info, accept) => (info.origin ? accept(false, 403, 'browser pages may not connect') : accept(true)),
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

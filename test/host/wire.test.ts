@@ -58,6 +58,12 @@ describe('the wire', () => {
     });
   });
 
+  test('an upgrade with an Origin header, as a browser page sends, is refused before any hello', async ({ host }) => {
+    const socket = new WebSocket(host.url, { origin: 'http://127.0.0.1:8123' });
+    const [error] = (await once(socket, 'error')) as [Error];
+    expect(error.message).toContain('403');
+  });
+
   test('an unknown method answers unknown_method', async ({ client }) => {
     const response = await client.request('page.evaluate', { script: '1' });
     expect(response).toEqual({ id: expect.any(Number), error: { code: 'unknown_method', message: expect.any(String) } });
