@@ -356,16 +356,36 @@ function edgeLaunchOf(
 }
 
 /**
- * Rows of each statement from a local D1 (`persistTo`, or the default state dir), via wrangler.
+ * Rows of each statement (reads: a failed attempt is repeated) from a local D1 (`persistTo`, or
+ * the default state dir), via wrangler.
  * Asynchronous on purpose: a blocked event loop lets HTTP keep-alive sockets go stale unseen.
  */
 export async function queryLocalD1(statements: string[], persistTo?: string): Promise<Record<string, unknown>[][]> {
   const sql = statements.map((statement) => statement.trim().replace(/;$/, '')).join(';\n');
-  const { stdout } = await execFileAsync(
-    join(root, 'node_modules', '.bin', 'wrangler'),
-    ['d1', 'execute', 'governed-browser', '--local', '--json', ...(persistTo ? ['--persist-to', persistTo] : []), '--command', sql],
-    { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' }, maxBuffer: 64 * 1024 * 1024 },
-  );
+  const run = () =>
+    execFileAsync(
+      join(root, 'node_modules', '.bin', 'wrangler'),
+      ['d1', 'execute', 'governed-browser', '--local', '--json', ...(persistTo ? ['--persist-to', persistTo] : []), '--command', sql],
+      { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' }, maxBuffer: 64 * 1024 * 1024 },
+    );
+  // The running `wrangler dev` holds the same SQLite file: a statement may meet it mid-write and
+  // fail (the file is busy). Tests only read through this, so it is tried again, up to 5 times.
+  let stdout = '';
+  for (let attempt = 1; ; attempt++) {
+    try {
+      ({ stdout } = await run());
+      break;
+    } catch (error) {
+      if (attempt >= LOCAL_D1_ATTEMPTS) {
+        const stderr = (error as { stderr?: string }).stderr ?? '';
+        throw new Error(`wrangler d1 execute failed ${attempt} times; last: ${stderr.trim().slice(-2_000) || String(error)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300 * attempt));
+    }
+  }
   const parsed = JSON.parse(stdout) as Array<{ results: Record<string, unknown>[] }>;
   return parsed.map((statement) => statement.results);
 }
+
+/** How many times a local D1 statement is tried while `wrangler dev` holds the file. */
+const LOCAL_D1_ATTEMPTS = 5;
