@@ -75,7 +75,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     headless: config.headless,
     display: display?.name ?? config.display,
     // The host's own display has its own authority file; an operator's display, the operator's.
-    ...(xauthorityFor(display) !== undefined ? { xauthority: xauthorityFor(display) } : {}),
+    xauthority: xauthorityFor(display),
     profilesDir: config.profilesDir,
     personDebugging: config.personDebugging,
   };

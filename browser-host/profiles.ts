@@ -66,7 +66,7 @@ export interface LaunchOptions {
   /** `DISPLAY` for headed Chromium; ignored when headless. */
   readonly display: string | undefined;
   /** `XAUTHORITY` for headed Chromium: the authority file of `display`, if it needs one. */
-  readonly xauthority?: string;
+  readonly xauthority?: string | undefined;
   readonly profilesDir: string;
   /**
    * Give the profile's Chromium a loopback DevTools port (`--remote-debugging-port=0`; Chromium

@@ -133,8 +133,8 @@ export class Confinement {
    * (`waitForDebuggerOnStart`), notes those a page opened (a popup, `noopener` ones included:
    * they have an opener) and lets go of every target at once; the same session intercepts
    * document requests browser-wide (CDP Fetch, request stage): it fails those of a popup's main
-   * frame, so a popup never loads a document, and checks every other one as {@link guardPage}
-   * does (a frame written into a popup included); the host closes the popup when Playwright reports it
+   * frame, so a popup never loads a document, and lets every other one load only from a navigable
+   * origin ({@link documentVerdict}; the one document check); the host closes the popup when Playwright reports it
    * (ProfileBrowser). Nothing here closes a target: a popup shares its opener's renderer, and a
    * target closed while it still waits for its debugger leaves that renderer's main thread stuck,
    * so the opener's page stopped answering (seen under load when this closed popups itself).
@@ -160,14 +160,16 @@ export class Confinement {
         session.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
         return;
       }
-      // Every other document passes the same check as on the host's pages (see guardPage), so a
-      // frame a page writes into a popup before it closes loads nothing either.
+      // Every other document (the host's pages, their frames, a frame a page writes into a popup
+      // before it closes) may come from a navigable origin only.
       const verdict = this.documentVerdict(request.url);
       if (verdict === undefined) {
         session.send('Fetch.continueRequest', { requestId }).catch(() => {});
         return;
       }
       this.#recordDocument(request.url, this.#guardedMainFrames.has(frameId) ? (request.method === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
+      // Aborted, not BlockedByClient: an aborted navigation commits no error page, so a page whose
+      // own navigation was stopped stays the page it was (and an agent's load fails as it should).
       session.send('Fetch.failRequest', { requestId, errorReason: 'Aborted' }).catch(() => {});
     });
     await session.send('Target.setDiscoverTargets', { discover: true });
@@ -176,9 +178,11 @@ export class Confinement {
   }
 
   /**
-   * Guards one of the host's own pages at the Chromium network boundary (CDP Fetch, request
-   * stage, documents only), which also stops each redirect hop of a document load: a hop to an
-   * origin that is not navigable fails (`ERR_ABORTED`) before it is sent.
+   * Guards one of the host's own pages. Its documents are checked browser-wide (see
+   * {@link refusePopups}: CDP Fetch, request stage, which also stops each redirect hop; a hop to
+   * an origin that is not navigable fails before it is sent); this names its main frame to that
+   * check (its blocked documents are navigations or forms, other frames' are frames) and records
+   * each window it asks for (`Page.windowOpen`, reported as a refused popup).
    * @returns a function that stops guarding; never throws.
    */
   async guardPage(page: Page): Promise<() => void> {
@@ -202,23 +206,6 @@ export class Confinement {
       this.#recordDocument(url, 'popup', 'popup_refused');
     });
     await session.send('Page.enable').catch(() => {});
-    session.on('Fetch.requestPaused', (event) => {
-      const { requestId, request, frameId } = event as { requestId: string; request: { url: string; method: string }; frameId: string };
-      const verdict = this.documentVerdict(request.url);
-      if (verdict === undefined) {
-        session.send('Fetch.continueRequest', { requestId }).catch(() => {});
-        return;
-      }
-      this.#recordDocument(request.url, frameId === mainFrameId ? (request.method === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
-      // Aborted, not BlockedByClient: an aborted navigation commits no error page, so a page whose
-      // own navigation was stopped stays the page it was (and an agent's load fails as it should).
-      session.send('Fetch.failRequest', { requestId, errorReason: 'Aborted' }).catch(() => {});
-    });
-    await session
-      .send('Fetch.enable', {
-        patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }],
-      })
-      .catch(() => {});
     if (mainFrameId !== undefined) this.#guardedMainFrames.add(mainFrameId);
     return () => {
       if (mainFrameId !== undefined) this.#guardedMainFrames.delete(mainFrameId);
