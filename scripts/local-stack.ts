@@ -48,6 +48,11 @@ export interface LocalStack {
   queryD1(...statements: string[]): Promise<Record<string, unknown>[][]>;
   /** Kills the browser host's process group at once (SIGKILL), as a crash would. */
   killHost(): Promise<void>;
+  /**
+   * Starts the browser host again after {@link killHost}, on the same port, secret and profiles
+   * directory (its browsers are new: nothing of the old pages survives); resolves when it listens.
+   */
+  startHost(): Promise<void>;
   /** Stops the edge process (its database stays), e.g. so a host callback finds nobody listening. */
   stopEdge(): Promise<void>;
   /** Starts the edge again on the same port and database after {@link stopEdge}; resolves when it answers. */
@@ -196,22 +201,40 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const edgePort = options.edgePort ?? (await freePort());
     const env = { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' };
 
-    const host = startProcess(
-      'host',
-      process.execPath,
-      ['--import', 'tsx', 'browser-host/main.ts', ...(options.headless ? ['--headless'] : [])],
-      {
-        ...env,
-        HOST_PORT: String(hostPort),
-        HOST_SHARED_SECRET: vars.HOST_SHARED_SECRET,
-        HOST_PROFILES_DIR: profilesDir,
-        HOST_EDGE_URL: `http://127.0.0.1:${edgePort}`,
-        ...(options.hostVars ?? {}),
-      },
-      echo,
-    );
-    processes.push(host);
-    await waitFor('the browser host', host, () => host.output.some((line) => line.includes('browser-host listening on')), 90_000);
+    let host: Started | undefined;
+    const startHost = async () => {
+      const started = startProcess(
+        'host',
+        process.execPath,
+        ['--import', 'tsx', 'browser-host/main.ts', ...(options.headless ? ['--headless'] : [])],
+        {
+          ...env,
+          HOST_PORT: String(hostPort),
+          HOST_SHARED_SECRET: vars.HOST_SHARED_SECRET,
+          HOST_PROFILES_DIR: profilesDir,
+          HOST_EDGE_URL: `http://127.0.0.1:${edgePort}`,
+          ...(options.hostVars ?? {}),
+        },
+        echo,
+      );
+      host = started;
+      processes.push(started);
+      await waitFor('the browser host', started, () => started.output.some((line) => line.includes('browser-host listening on')), 90_000);
+    };
+    const killHost = async () => {
+      const running = host;
+      if (!running) return;
+      host = undefined;
+      const exited = new Promise<void>((resolve) => (hasEnded(running.child) ? resolve() : running.child.once('exit', () => resolve())));
+      try {
+        process.kill(-running.child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      await exited;
+      processes.splice(processes.indexOf(running), 1);
+    };
+    await startHost();
 
     const hostUrl = `ws://127.0.0.1:${hostPort}`;
     const edgeUrl = `http://127.0.0.1:${edgePort}`;
@@ -265,15 +288,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       stopEdge,
       startEdge,
       queryD1: (...statements) => (sqlitePath ? querySqliteFile(sqlitePath, statements) : queryLocalD1(statements, persistTo)),
-      killHost: async () => {
-        const exited = new Promise<void>((resolve) => (hasEnded(host.child) ? resolve() : host.child.once('exit', () => resolve())));
-        try {
-          process.kill(-host.child.pid!, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-        await exited;
-      },
+      killHost,
+      startHost,
       triggerCron: async () => {
         // The self-hosted edges serve it to the operator only; wrangler dev ignores the header.
         const response = await fetch(`${edgeUrl}/__scheduled?cron=${encodeURIComponent('* * * * *')}`, {

@@ -75,6 +75,29 @@ export function withheld(outcome: DispatchOutcome, observation: Observation, isW
   };
 }
 
+/** The page a browser shows before anything was loaded in it (a new lease's, a restarted host's). */
+export const BLANK_PAGE = 'about:blank';
+
+/**
+ * A read answered on the empty page of a fresh browser (the host restarted, or the lease started
+ * empty): it read nothing of the run's. It fails `page_changed`, retryable, and says to navigate
+ * (to the run's last page when there was one); the empty page is not recorded as the run's page
+ * (see `recordOutcome`). A navigation back to the run's own page then asks nobody (README "Taint").
+ */
+export function onBlankPage(outcome: DispatchOutcome, runPage: string | null): DispatchOutcome {
+  const where = runPage === null ? 'the page the run is after' : `the run's page (${runPage})`;
+  return {
+    ...outcome,
+    state: 'failed',
+    observation: null,
+    error: {
+      code: 'page_changed',
+      message: `the browser shows no page of this run (it is new: the host restarted, or nothing was loaded yet); navigate to ${where}, then observe`,
+    },
+    retryable: true,
+  };
+}
+
 /**
  * A host error restated in the agent's terms where the agent's own argument caused it: a
  * continuation cursor the host did not issue (forged, altered, another lease's, or pointing past

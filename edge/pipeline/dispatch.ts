@@ -12,7 +12,7 @@ import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
 import { parkForSignIn } from '../sign-in/park.ts';
-import { atSignInWall, classifyFailure, type DispatchOutcome, inAgentTerms, withheld } from './dispatch-outcome.ts';
+import { atSignInWall, BLANK_PAGE, classifyFailure, type DispatchOutcome, inAgentTerms, onBlankPage, withheld } from './dispatch-outcome.ts';
 import { ensureLease } from './lease.ts';
 import { recordOutcome } from './record-outcome.ts';
 
@@ -50,8 +50,10 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
       dispatch: 'answered',
       leaseGeneration: lease.generation,
     };
-    // An empty page (a new lease's about:blank) shows nothing of anyone's: it is not withheld.
-    if (observation.url !== 'about:blank' && !withinOrigins(observation.url, run.origins)) outcome = withheld(outcome, observation, isWrite);
+    // An empty page (a fresh browser after a host restart, or a lease that started empty) shows
+    // nothing of anyone's: it is not withheld, and a read of it says where to go instead.
+    if (observation.url === BLANK_PAGE) outcome = isWrite ? outcome : onBlankPage(outcome, run.latestUrl);
+    else if (!withinOrigins(observation.url, run.origins)) outcome = withheld(outcome, observation, isWrite);
     else if (signIn && withinOrigins(`${signIn.origin}/`, run.origins)) outcome = atSignInWall(outcome, signIn, isWrite);
     else if (traits.condition) outcome = await withCondition(ports, session, lease.lease_id, traits.condition, outcome, deadlineAt, isWrite);
   } catch (error) {

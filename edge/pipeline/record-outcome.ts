@@ -5,15 +5,14 @@ import { canonicalPageUrl, shownUrlsOf } from '../../shared/page-url.ts';
 import { effects, grants, grantUses, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import type { Ports } from '../ports.ts';
-import type { DispatchOutcome } from './dispatch-outcome.ts';
+import { BLANK_PAGE, type DispatchOutcome } from './dispatch-outcome.ts';
 import { projectObservation } from './projection.ts';
 
 /**
  * Records how a dispatch ended in one batch, only while the call is still `dispatching`: the
  * call's state, result (whole, or the omission marker past {@link MAX_STORED_RESULT_BYTES}),
  * error and phases (dispatch, settle, postcondition); the effect's outcome for a write; the
- * run's latest page; a grant use given back when the host proved the target changed (nothing
- * sent). A result that cannot be stored still leaves the outcome recorded.
+ * run's latest page; a grant use given back when the host guarantees nothing was sent. A result that cannot be stored still leaves the outcome recorded.
  * @param startedAt epoch ms at which the dispatch began.
  * @returns the call row as stored afterwards.
  */
@@ -55,7 +54,7 @@ export async function recordOutcome(
     updatedAt: now,
   };
   const statements = [
-    ...refundStatements(ports, call, outcome),
+    ...refundStatements(ports, call, outcome, isWrite),
     ports.db
       .update(toolCalls)
       .set(update)
@@ -68,7 +67,8 @@ export async function recordOutcome(
             .where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
         ]
       : []),
-    ...((outcome.observation ?? outcome.left)
+    // A blank page (an act that emptied the page, say) is never the run's page.
+    ...((outcome.observation ?? outcome.left) && (outcome.observation ?? outcome.left)!.url !== BLANK_PAGE
       ? [
           ports.db
             .update(runs)
@@ -111,14 +111,16 @@ export async function recordOutcome(
 }
 
 /**
- * A grant use given back (README "Confinement"): when the host answered `target_changed`, nothing
- * was sent, so the grant that covered the act is charged nothing. Runs first in the outcome's
- * batch, only while the call is still `dispatching` and its use is still recorded, so a use is
- * never given back twice.
+ * A grant use given back (README "Confinement"): a write that ended `failed` is one the host
+ * guarantees it never carried out (`target_changed`, `lease_lost`, `host_unavailable` before
+ * dispatch, any code of `NOT_SENT`; see `classifyFailure`), so the grant that covered it is
+ * charged nothing. A write that may have happened (`uncertain`, `succeeded`) stays charged. Runs
+ * first in the outcome's batch, only while the call is still `dispatching` and its use is still
+ * recorded, so a use is never given back twice.
  */
-function refundStatements(ports: Ports, call: ToolCallRow, outcome: DispatchOutcome) {
+function refundStatements(ports: Ports, call: ToolCallRow, outcome: DispatchOutcome, isWrite: boolean) {
   const grantId = (call.phases as CallPhases).decision?.grant_id;
-  if (outcome.error?.code !== 'target_changed' || grantId === undefined) return [];
+  if (!isWrite || outcome.state !== 'failed' || grantId === undefined) return [];
   const stillOpen = sql`exists (select 1 from ${toolCalls} where ${toolCalls.id} = ${call.id} and ${toolCalls.state} = 'dispatching')`;
   const charged = sql`exists (select 1 from ${grantUses} where ${grantUses.toolCallId} = ${call.id})`;
   return [

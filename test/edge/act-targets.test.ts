@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { HostCallError } from '../../edge/host/host-session.ts';
+import { HostCallError, HostNoAnswer, HostUnreachable } from '../../edge/host/host-session.ts';
 import { decideApproval } from '../../edge/pipeline/approvals.ts';
 import { proposeToolCall } from '../../edge/pipeline/propose.ts';
 import { resultForVersion } from '../../edge/pipeline/result-version.ts';
@@ -148,20 +148,47 @@ describe('frames', () => {
   });
 });
 
-describe('a target that changed', () => {
-  it('fails target_changed with nothing sent, and the grant that covered it is charged nothing', async () => {
-    const host = draftsHost(() => {
-      throw new HostCallError('target_changed', 'e2 is now the button "Delete everything", not the button "Save draft"; nothing was dispatched');
-    });
-    const granted = (
-      await call<GrantView>('POST', '/v1/grants', { token: parties.owner.token, body: { tool: 'browser.act', origin: ORIGIN, ttl_ms: 600_000, max_uses: 1 } })
+describe('a grant use for an act the host guarantees it never sent is given back, in the same batch', () => {
+  const grantFor = async (maxUses: number) =>
+    (
+      await call<GrantView>('POST', '/v1/grants', {
+        token: parties.owner.token,
+        body: { tool: 'browser.act', origin: ORIGIN, ttl_ms: 600_000, max_uses: maxUses },
+      })
     ).body;
+  const charged = async (grantId: string) => ({
+    uses: (await env.DB.prepare('SELECT uses FROM grants WHERE id = ?').bind(grantId).first())?.uses,
+    recorded: (await env.DB.prepare('SELECT count(*) AS n FROM grant_uses WHERE grant_id = ?').bind(grantId).first())?.n,
+  });
+
+  it.each([
+    ['target_changed', new HostCallError('target_changed', 'e2 is now the button "Delete everything", not the button "Save draft"; nothing was dispatched')],
+    ['lease_lost', new HostCallError('lease_lost', 'the lease ended before the act; nothing was dispatched')],
+    ['host_unavailable', new HostUnreachable('the host could not be reached')],
+  ])('%s: the call fails and the grant is charged nothing', async (code, error) => {
+    const host = draftsHost(() => {
+      throw error;
+    });
+    const granted = await grantFor(1);
     const { act } = await observedRun(host);
     const answered = await act({ action: 'click', reference: 'e2' });
-    expect(answered.call).toMatchObject({ state: 'failed', errorCode: 'target_changed' });
-    const row = await env.DB.prepare('SELECT uses FROM grants WHERE id = ?').bind(granted.id).first();
-    expect(row).toEqual({ uses: 0 });
-    expect(await env.DB.prepare('SELECT count(*) AS n FROM grant_uses WHERE grant_id = ?').bind(granted.id).first()).toEqual({ n: 0 });
+    expect(answered.call).toMatchObject({ state: 'failed', errorCode: code });
+    expect(await charged(granted.id)).toEqual({ uses: 0, recorded: 0 });
+    // The use given back covers the next act.
+    const again = await (await observedRun(draftsHost())).act({ action: 'click', reference: 'e2' });
+    expect(again.call.phases).toMatchObject({ decision: { grant_id: granted.id } });
+    expect(await charged(granted.id)).toEqual({ uses: 1, recorded: 1 });
+  });
+
+  it('an act whose outcome is unknown (no answer after sending) stays charged', async () => {
+    const host = draftsHost(() => {
+      throw new HostNoAnswer('connection_lost', 'the connection closed before the answer');
+    });
+    const granted = await grantFor(2);
+    const { act } = await observedRun(host);
+    const answered = await act({ action: 'click', reference: 'e2' });
+    expect(answered.call).toMatchObject({ state: 'uncertain', errorCode: 'outcome_unknown' });
+    expect(await charged(granted.id)).toEqual({ uses: 1, recorded: 1 });
   });
 });
 

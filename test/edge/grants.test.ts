@@ -1,11 +1,17 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import { HostNoAnswer } from '../../edge/host/host-session.ts';
+import { proposeToolCall } from '../../edge/pipeline/propose.ts';
+import { loadRun } from '../../edge/runs/lifecycle.ts';
 import type { GrantView } from '../../shared/api.ts';
-import { call, type GrantList, partiesForEachTest, setLatestPage } from './support/edge-client.ts';
+import { call, type GrantList, partiesForEachTest, setLatestPage, workerdPorts } from './support/edge-client.ts';
+import { scriptedHost } from './support/fake-host.ts';
 import { ORIGIN, PAGE, runFixture } from './support/run-fixture.ts';
 
 // Grants: the owner lets calls of one scope run without asking, a bounded number of times. The
-// host is unreachable here, so a covered call fails `host_unavailable` without having been sent.
+// host is unreachable here, so a covered call fails `host_unavailable` without having been sent
+// (and its use is given back); where a use must stay charged, a stand-in host leaves the act's
+// outcome unknown.
 
 const parties = partiesForEachTest();
 const { ownerRun, act } = runFixture(parties);
@@ -20,7 +26,7 @@ describe('grants', () => {
     return answer.body;
   }
 
-  it('a grant covers matching calls instead of an approval, each charged exactly once, even when the outcome is not a success', async () => {
+  it('a grant covers matching calls instead of an approval; a use whose act was never sent is given back', async () => {
     const granted = await grant({ actions: ['click'], max_uses: 1 });
     const runId = await ownerRun();
     const covered = await act(runId, { action: 'click' });
@@ -31,9 +37,21 @@ describe('grants', () => {
       phases: { decision: { effect: 'approval', grant_id: granted.id } },
     });
     const after = (await call<GrantList>('GET', '/v1/grants', { token: parties.owner.token })).body.grants[0];
-    expect(after!.uses).toBe(1);
+    expect(after!.uses).toBe(0);
     await setLatestPage(runId, 3, PAGE);
-    const next = await act(runId, { action: 'click' });
+    expect((await act(runId, { action: 'click' })).status).toBe(200);
+  });
+
+  it('each use of an act that may have happened is charged exactly once; an exhausted grant covers nothing', async () => {
+    const granted = await grant({ actions: ['click'], max_uses: 1 });
+    const ports = workerdPorts(unknownOutcomeHost().connector);
+    const runId = await leasedRun();
+    const covered = await proposeToolCall(ports, agentOf(), await loadRun(ports, agentOf(), runId), clickOnE5);
+    expect(covered.call).toMatchObject({ state: 'uncertain', errorCode: 'outcome_unknown' });
+    expect(covered.call.phases).toMatchObject({ decision: { grant_id: granted.id } });
+    const after = (await call<GrantList>('GET', '/v1/grants', { token: parties.owner.token })).body.grants[0];
+    expect(after!.uses).toBe(1);
+    const next = await act(await ownerRun(), { action: 'click' });
     expect(next.status).toBe(202);
   });
 
@@ -50,14 +68,41 @@ describe('grants', () => {
 
   it('concurrent calls never charge more uses than the grant has', async () => {
     const granted = await grant({ max_uses: 2 });
-    const runIds = await Promise.all([0, 1, 2, 3, 4].map(() => ownerRun()));
-    const answers = await Promise.all(runIds.map((runId) => act(runId, { action: 'click' })));
+    const ports = workerdPorts(unknownOutcomeHost().connector);
+    const runIds = await Promise.all([0, 1, 2, 3, 4].map(() => leasedRun()));
+    const answers = await Promise.all(runIds.map(async (runId) => proposeToolCall(ports, agentOf(), await loadRun(ports, agentOf(), runId), clickOnE5)));
     expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 202, 202, 202]);
     const row = await env.DB.prepare('SELECT uses FROM grants WHERE id = ?').bind(granted.id).first();
     expect(row).toEqual({ uses: 2 });
     expect(await env.DB.prepare('SELECT count(*) AS n FROM grant_uses WHERE grant_id = ?').bind(granted.id).first()).toEqual({ n: 2 });
   });
 });
+
+/** An owner's run on revision 3 of the feed that holds a lease of the stand-in host. */
+async function leasedRun(): Promise<string> {
+  const runId = await ownerRun();
+  await env.DB.prepare('UPDATE runs SET lease_id = ? WHERE id = ?').bind('lease_grantsunknown1', runId).run();
+  return runId;
+}
+
+/** The agent of `parties`, as the pipeline's principal. */
+function agentOf() {
+  return { id: parties.agent.id, kind: 'agent' as const, ownerId: parties.owner.id };
+}
+
+/** The click `act` sends, as a proposal. */
+const clickOnE5 = { tool: 'browser.act', version: '1.2.0', arguments: { action: 'click', revision: 3, reference: 'e5' } } as const;
+
+/** A stand-in host that leases, then loses the connection after an act was sent (the act's outcome is unknown). */
+function unknownOutcomeHost() {
+  return scriptedHost(async (method, params) => {
+    if (method === 'lease.acquire' || method === 'lease.renew') {
+      return { lease_id: 'lease_grantsunknown1', profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
+    }
+    if (method === 'page.act') throw new HostNoAnswer('connection_lost', 'the connection closed before the answer');
+    return { released: true };
+  });
+}
 
 describe('grants and the policy they were made under', () => {
   const { publish, useProfile } = runFixture(parties);
@@ -92,7 +137,7 @@ describe('grants and the policy they were made under', () => {
     expect(after.status).toBe(202);
     expect(after.body.phases.decision?.grant_id).toBeUndefined();
     const view = (await call<GrantList>('GET', '/v1/grants', { token: parties.owner.token })).body.grants.find((grant) => grant.id === granted.id);
-    expect(view).toMatchObject({ uses: 1, not_covering: 'policy_changed', revoked_at: null });
+    expect(view).toMatchObject({ not_covering: 'policy_changed', revoked_at: null });
   });
 
   it('a grant covers runs of its own policy profile only', async () => {
