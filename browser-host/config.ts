@@ -43,7 +43,7 @@ export interface HostConfig {
   readonly profilesDir: string;
   /** Most browsers open at once (DESIGN.md section 11: 3). */
   readonly maxBrowsers: number;
-  /** Default admission wait of `lease.acquire` without `wait_ms`, in ms. */
+  /** Admission wait of `lease.acquire` without `wait_ms`, and the longest one with it, in ms. */
   readonly admissionWaitMs: number;
   /** Most `lease.acquire` calls waiting for admission at once; beyond it they fail at once. */
   readonly admissionQueueMax: number;

@@ -135,6 +135,14 @@ export class LeaseTable {
     return ended;
   }
 
+  /** The live lease on `profileId` held for another run than `runId`: that run and the lease's epoch-ms expiry. */
+  heldByAnother(profileId: string, runId: string): { run_id: string; expires_at_ms: number } | undefined {
+    for (const lease of this.#leases.values()) {
+      if (lease.profile_id === profileId && lease.run_id !== runId) return { run_id: lease.run_id, expires_at_ms: lease.expires_at_ms };
+    }
+    return undefined;
+  }
+
   /** Ends the live lease on `profileId`, if any, as interrupted. */
   interruptProfile(profileId: string): void {
     for (const lease of [...this.#leases.values()]) {

@@ -105,7 +105,16 @@ export function methodHandlers(services: HostServices): MethodHandlers {
   return {
     'lease.acquire': async ({ run_id, profile_id, origins, ttl_ms, wait_ms }) => {
       leases.releaseHeldBy(profile_id, run_id);
-      const browser = await admission.admit(profile_id, wait_ms ?? config.admissionWaitMs);
+      // HOST_ADMISSION_WAIT_MS is both the default and the longest wait (README "Configuration").
+      const browser = await admission.admit(profile_id, Math.min(wait_ms ?? config.admissionWaitMs, config.admissionWaitMs)).catch((error: unknown) => {
+        // The host is not full: the profile is another run's until its lease ends.
+        const holder = error instanceof HostError && error.code === 'admission_full' ? leases.heldByAnother(profile_id, run_id) : undefined;
+        if (holder === undefined) throw error;
+        throw new HostError(
+          'profile_in_use',
+          `profile ${profile_id} is leased by run ${holder.run_id} until ${new Date(holder.expires_at_ms).toISOString()} (or until that run ends)`,
+        );
+      });
       if (browser.latest !== undefined) browser.invalidate('a new lease began');
       const grant = leases.grant(profile_id, ttl_ms, run_id);
       // The new run's page starts with its own record and its own origins (README "Confinement").

@@ -84,8 +84,12 @@ export interface EdgeConfig {
   readonly toolDeadlineMs: number;
   /** Lease time-to-live requested from the host, in ms. */
   readonly leaseTtlMs: number;
-  /** How long a lease acquisition may wait for an admission slot, in ms. */
-  readonly admissionWaitMs: number;
+  /**
+   * How long an agent call's lease acquisition asks to wait for a browser, in ms (`ADMISSION_WAIT_MS`).
+   * Undefined (the default): the host's own `HOST_ADMISSION_WAIT_MS` applies. Either way the
+   * host waits at most its `HOST_ADMISSION_WAIT_MS`: that is the longest wait, this a shorter one.
+   */
+  readonly admissionWaitMs: number | undefined;
   /** Largest observation returned in a result, in bytes of JSON; larger ones are omitted whole. */
   readonly resultBudgetBytes: number;
   /** How long an agent's claim on a run lasts without a new proposal, in ms. */
@@ -96,7 +100,7 @@ export interface EdgeConfig {
 export const DEFAULT_EDGE_CONFIG: EdgeConfig = {
   toolDeadlineMs: 30_000,
   leaseTtlMs: 300_000,
-  admissionWaitMs: 5_000,
+  admissionWaitMs: undefined,
   resultBudgetBytes: 64 * 1024,
   claimTtlMs: 120_000,
 };
@@ -106,7 +110,7 @@ export const DEFAULT_EDGE_CONFIG: EdgeConfig = {
  * @throws Error for a setting that is not a positive integer.
  */
 export function edgeConfigFrom(vars: Record<string, unknown>): EdgeConfig {
-  const read = (name: string, fallback: number): number => {
+  const read = <Fallback extends number | undefined>(name: string, fallback: Fallback): number | Fallback => {
     const raw = vars[name];
     if (raw === undefined || raw === '') return fallback;
     const value = Number(raw);

@@ -28,6 +28,10 @@ export const ErrorCode = z.enum([
   'stale_revision',
   'authentication_required',
   'profile_revoked',
+  'profile_in_use',
+  // quotas and rate limits
+  'rate_limited',
+  'quota_exceeded',
   // browser host
   'lease_lost',
   'admission_full',
@@ -80,6 +84,7 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'stale_revision':
     case 'authentication_required':
     case 'profile_revoked':
+    case 'profile_in_use':
     case 'lease_lost':
     case 'page_changed':
     case 'outcome_unknown':
@@ -95,6 +100,8 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'host_unavailable':
       return 424;
     case 'admission_full':
+    case 'rate_limited':
+    case 'quota_exceeded':
       return 429;
     case 'internal_error':
       return 500;

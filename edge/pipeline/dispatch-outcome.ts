@@ -21,6 +21,7 @@ const NOT_SENT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'target_changed',
   'outside_run_origins',
   'admission_full',
+  'profile_in_use',
   'navigation_failed',
   'invalid_params',
   'unknown_method',

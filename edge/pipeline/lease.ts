@@ -37,7 +37,8 @@ export async function ensureLease(ports: Ports, session: HostSession, run: RunRo
       profile_id: await hostProfileId(run.ownerId, run.profileId),
       origins: run.origins,
       ttl_ms: ports.config.leaseTtlMs,
-      wait_ms: ports.config.admissionWaitMs,
+      // Unset: the host's own admission wait applies (README "Configuration").
+      ...(ports.config.admissionWaitMs === undefined ? {} : { wait_ms: ports.config.admissionWaitMs }),
     },
     timeoutMs,
   );

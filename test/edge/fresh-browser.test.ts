@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { proposeToolCall } from '../../edge/pipeline/propose.ts';
-import type { Ports } from '../../edge/ports.ts';
+import { edgeConfigFrom, type Ports } from '../../edge/ports.ts';
 import { loadRun } from '../../edge/runs/lifecycle.ts';
 import type { RunView } from '../../shared/api.ts';
 import { call, partiesForEachTest, workerdPorts } from './support/edge-client.ts';
@@ -80,5 +80,20 @@ describe('a fresh browser (after a host restart)', () => {
     const observed = await run.observe();
     expect(observed.call).toMatchObject({ state: 'failed', errorCode: 'page_changed', retryable: true });
     expect(await run.runOf()).toMatchObject({ latestUrl: null });
+  });
+});
+
+describe("the admission wait is the host's unless the edge asks for less", () => {
+  it('without ADMISSION_WAIT_MS the edge sends no wait_ms, so HOST_ADMISSION_WAIT_MS applies', async () => {
+    const host = browserHost();
+    const run = await runOn(host);
+    await run.navigate(`${ORIGIN}/reports`);
+    const acquired = host.calls.find((entry) => entry.method === 'lease.acquire');
+    expect(acquired?.params).not.toHaveProperty('wait_ms');
+  });
+
+  it('ADMISSION_WAIT_MS, when set, is what the edge asks for', () => {
+    expect(edgeConfigFrom({ ADMISSION_WAIT_MS: '2000' }).admissionWaitMs).toBe(2000);
+    expect(edgeConfigFrom({}).admissionWaitMs).toBeUndefined();
   });
 });

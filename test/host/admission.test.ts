@@ -33,6 +33,16 @@ describe('admission and leases', () => {
     );
   });
 
+  test("a wait longer than the host's HOST_ADMISSION_WAIT_MS (5 s here) is cut to it", { timeout: 20_000 }, async ({ client }) => {
+    const leases = await Promise.all(['p1', 'p2', 'p3'].map((profile) => acquire(client, profile)));
+    const fourth = client.request('lease.acquire', { run_id: 'r4', profile_id: 'p4', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 60_000 });
+    expect(await fourth).toMatchObject({ error: { code: 'admission_full', message: expect.stringContaining('5000 ms') } });
+    await releaseAll(
+      client,
+      leases.map((l) => l.lease_id),
+    );
+  });
+
   test('a waiting fourth profile is admitted when one of the three is released', async ({ client }) => {
     const leases = await Promise.all(['p1', 'p2', 'p3'].map((profile) => acquire(client, profile)));
     const fourth = acquire(client, 'p4', 60_000, 30_000);
@@ -44,10 +54,15 @@ describe('admission and leases', () => {
     await releaseAll(client, [leases[0]!.lease_id, leases[2]!.lease_id, granted.lease_id]);
   });
 
-  test('the same profile cannot be leased twice at once; its next lease has the next generation', async ({ client }) => {
+  test('the same profile cannot be leased twice at once: profile_in_use names the run and its lease expiry; its next lease has the next generation', async ({
+    client,
+  }) => {
     const first = await acquire(client, 'p1');
     const second = await client.request('lease.acquire', { run_id: 'other', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 300 });
-    expect(second).toMatchObject({ error: { code: 'admission_full' } });
+    expect(second).toMatchObject({ error: { code: 'profile_in_use' } });
+    const message = (second as { error: { message: string } }).error.message;
+    expect(message).toContain('run-p1');
+    expect(message).toContain(new Date(first.expires_at_ms).toISOString());
 
     const waiting = client.call('lease.acquire', { run_id: 'other', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 30_000 });
     await statusBecomes(client, { waiting: 1 });
@@ -123,7 +138,7 @@ describe('admission and leases', () => {
     expect(
       await client.request('lease.acquire', { run_id: 'someone-else', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000, wait_ms: 300 }),
     ).toMatchObject({
-      error: { code: 'admission_full' },
+      error: { code: 'profile_in_use' },
     });
     await client.call('lease.release', { lease_id: fresh.lease_id });
   });
