@@ -80,8 +80,8 @@ export function withheld(outcome: DispatchOutcome, observation: Observation, isW
 export const BLANK_PAGE = 'about:blank';
 
 /**
- * A read answered on the empty page of a fresh browser (the host restarted, or the lease started
- * empty): it read nothing of the run's. It fails `page_changed`, retryable, and says to navigate
+ * A read answered on the empty page of a fresh browser (the host restarted, it replaced a hung or
+ * crashed page, or the lease started empty): it read nothing of the run's. It fails `page_changed`, retryable, and says to navigate
  * (to the run's last page when there was one); the empty page is not recorded as the run's page
  * (see `recordOutcome`). A navigation back to the run's own page then asks nobody (README "Taint").
  */

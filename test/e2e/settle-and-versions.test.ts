@@ -164,7 +164,7 @@ describe('continuation cursors', () => {
 });
 
 describe('lost evidence after an act', () => {
-  it('ends uncertain and not retryable with its one effect, is never resent, and other acts fail page_changed until a fresh observe', async () => {
+  it('ends uncertain and not retryable with its one effect, is never resent, other acts fail page_changed, and the replaced page is navigated to again', async () => {
     await inRun('hang after click', async (run) => {
       // 150 ms after the click the page blocks its main thread for 15 s, longer than the tool
       // deadline: the host can neither settle nor capture it.
@@ -188,8 +188,12 @@ describe('lost evidence after an act', () => {
       expect(scroll).toMatchObject({ state: 'failed', result: null, error: { code: 'page_changed' } });
       expect(site.hits('archive')).toBe(before + 1);
 
-      const fresh = observationOf((await agent.propose(run, 'browser.observe', {})).body);
-      expect(fresh.revision).toBe(page.revision + 1);
+      // The host replaced the hung page: the fresh read says so and names the page to go back to.
+      const fresh = (await agent.propose(run, 'browser.observe', {})).body;
+      expect(fresh).toMatchObject({ state: 'failed', retryable: true, error: { code: 'page_changed' } });
+      expect(fresh.error?.message).toContain('hangs-on-click.html');
+      const back = observationOf((await agent.propose(run, 'browser.navigate', { url: site.url('hangs-on-click.html') })).body);
+      expect(back.revision).toBeGreaterThan(page.revision);
     });
   });
 });
