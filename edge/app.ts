@@ -14,6 +14,7 @@ import { runRoutes } from './http/routes/runs.ts';
 import { scheduleRoutes } from './http/routes/schedules.ts';
 import { signInRoutes } from './http/routes/sign-ins.ts';
 import { toolCallRoutes } from './http/routes/tool-calls.ts';
+import { countRefusal } from './metrics/refusals.ts';
 import type { Ports } from './ports.ts';
 
 /** Path of the OpenAPI 3.1 document, generated from the zod route schemas. */
@@ -162,7 +163,11 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.notFound((c) => c.json(errorBody('not_found', `no route ${c.req.method} ${new URL(c.req.url).pathname}`, c.var.requestId), 404));
   app.onError((error, c) => {
     const requestId = c.var.requestId ?? crypto.randomUUID();
-    if (error instanceof DomainError) return c.json(errorBody(error.code, error.message, requestId, error.details), httpStatusOf(error.code));
+    if (error instanceof DomainError) {
+      if (error.retryAfterS !== undefined) c.header('Retry-After', String(error.retryAfterS));
+      countRefusal(c.var.ports, error.code);
+      return c.json(errorBody(error.code, error.message, requestId, error.details), httpStatusOf(error.code));
+    }
     if (error instanceof HTTPException) {
       const code = codeOfHttpException(error);
       return c.json(errorBody(code, error.message || code, requestId), error.status);

@@ -3,6 +3,7 @@ import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
 import type * as schema from './db/schema.ts';
 import type { HostConnector } from './host/host-session.ts';
+import { DEFAULT_QUOTAS, type QuotaConfig } from './quotas/quota-config.ts';
 
 /**
  * The edge's side effects, built per request by the entry point (Workers, Deno, Node) and handed
@@ -94,6 +95,8 @@ export interface EdgeConfig {
   readonly resultBudgetBytes: number;
   /** How long an agent's claim on a run lasts without a new proposal, in ms. */
   readonly claimTtlMs: number;
+  /** Quotas and rate limits per owner and per agent (`QUOTA_*`). */
+  readonly quotas: QuotaConfig;
 }
 
 /** Defaults for {@link EdgeConfig}. */
@@ -103,6 +106,7 @@ export const DEFAULT_EDGE_CONFIG: EdgeConfig = {
   admissionWaitMs: undefined,
   resultBudgetBytes: 64 * 1024,
   claimTtlMs: 120_000,
+  quotas: DEFAULT_QUOTAS,
 };
 
 /**
@@ -123,5 +127,13 @@ export function edgeConfigFrom(vars: Record<string, unknown>): EdgeConfig {
     admissionWaitMs: read('ADMISSION_WAIT_MS', DEFAULT_EDGE_CONFIG.admissionWaitMs),
     resultBudgetBytes: read('RESULT_BUDGET_BYTES', DEFAULT_EDGE_CONFIG.resultBudgetBytes),
     claimTtlMs: read('CLAIM_TTL_MS', DEFAULT_EDGE_CONFIG.claimTtlMs),
+    quotas: {
+      runsPerMinutePerAgent: read('QUOTA_RUNS_PER_MINUTE_PER_AGENT', DEFAULT_QUOTAS.runsPerMinutePerAgent),
+      runsPerMinutePerOwner: read('QUOTA_RUNS_PER_MINUTE_PER_OWNER', DEFAULT_QUOTAS.runsPerMinutePerOwner),
+      openRunsPerOwner: read('QUOTA_OPEN_RUNS_PER_OWNER', DEFAULT_QUOTAS.openRunsPerOwner),
+      proposalsPerMinutePerAgent: read('QUOTA_PROPOSALS_PER_MINUTE_PER_AGENT', DEFAULT_QUOTAS.proposalsPerMinutePerAgent),
+      proposalsPerMinutePerOwner: read('QUOTA_PROPOSALS_PER_MINUTE_PER_OWNER', DEFAULT_QUOTAS.proposalsPerMinutePerOwner),
+      leasedBrowsersPerOwner: read('QUOTA_LEASED_BROWSERS_PER_OWNER', DEFAULT_QUOTAS.leasedBrowsersPerOwner),
+    },
   };
 }

@@ -59,6 +59,8 @@ export const runs = sqliteTable(
     deadlineAt: integer('deadline_at').notNull(),
     leaseId: text('lease_id'),
     leaseGeneration: integer('lease_generation'),
+    /** When the host said the lease ends unless renewed (epoch ms, host clock); meaningful only with `leaseId`. */
+    leaseExpiresAt: integer('lease_expires_at'),
     /** The newest page revision the host reported for this run's page. */
     latestRevision: integer('latest_revision'),
     /** URL of the page at that revision; an act touches this page's origin. */
@@ -72,7 +74,7 @@ export const runs = sqliteTable(
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
-  (t) => [index('runs_owner_idx').on(t.ownerId, t.createdAt)],
+  (t) => [index('runs_owner_idx').on(t.ownerId, t.createdAt), index('runs_created_by_idx').on(t.createdBy, t.createdAt)],
 );
 
 export const messages = sqliteTable(
@@ -129,6 +131,7 @@ export const toolCalls = sqliteTable(
   },
   (t) => [
     index('tool_calls_run_idx').on(t.runId, t.createdAt),
+    index('tool_calls_principal_idx').on(t.principalId, t.createdAt),
     uniqueIndex('tool_calls_one_active_per_run').on(t.runId).where(sql`state IN ('waiting_for_approval', 'dispatching')`),
   ],
 );
@@ -387,3 +390,12 @@ export type ApprovalRow = typeof approvals.$inferSelect;
 export type PrincipalRow = typeof principals.$inferSelect;
 export type RunState = (typeof RUN_STATES)[number];
 export type ToolCallState = (typeof TOOL_CALL_STATES)[number];
+
+/**
+ * Refusals answered, by error code (`GET /metrics`): one row per code, counted up by the app's
+ * error handler after it answered. Operational counts only; no domain state depends on them.
+ */
+export const refusalCounts = sqliteTable('refusal_counts', {
+  code: text('code').primaryKey(),
+  count: integer('count').notNull(),
+});

@@ -9,7 +9,8 @@ import { hostProfileId } from '../profiles/bindings.ts';
  * Makes sure the run holds a live lease on its profile's browser before a command is sent
  * (DESIGN.md section 6). An existing lease is renewed; when the host says it is gone, a read
  * acquires a fresh one, but a write fails `lease_lost` without dispatch: the page it was planned
- * against may no longer be the one it would hit.
+ * against may no longer be the one it would hit. The lease's expiry is recorded on the run
+ * (`lease_expires_at`: how long the profile stays in use, see `assertLeaseAvailable`).
  * @param timeoutMs time available for the lease commands, in ms.
  * @throws HostCallError('lease_lost') for a write whose lease is gone;
  *   HostCallError('admission_full') when no browser slot frees up in time; and whatever
@@ -18,12 +19,17 @@ import { hostProfileId } from '../profiles/bindings.ts';
 export async function ensureLease(ports: Ports, session: HostSession, run: RunRow, forWrite: boolean, timeoutMs: number): Promise<LeaseGrant> {
   if (run.leaseId !== null) {
     try {
-      return await session.call('lease.renew', { lease_id: run.leaseId, ttl_ms: ports.config.leaseTtlMs }, timeoutMs);
+      const renewed = await session.call('lease.renew', { lease_id: run.leaseId, ttl_ms: ports.config.leaseTtlMs }, timeoutMs);
+      await ports.db
+        .update(runs)
+        .set({ leaseExpiresAt: renewed.expires_at_ms })
+        .where(and(eq(runs.id, run.id), eq(runs.leaseId, renewed.lease_id)));
+      return renewed;
     } catch (error) {
       if (!(error instanceof HostCallError) || error.code !== 'lease_lost') throw error;
       await ports.db
         .update(runs)
-        .set({ leaseId: null, updatedAt: ports.clock.now() })
+        .set({ leaseId: null, leaseExpiresAt: null, updatedAt: ports.clock.now() })
         .where(and(eq(runs.id, run.id), eq(runs.leaseId, run.leaseId)));
       if (forWrite) throw error;
     }
@@ -44,7 +50,7 @@ export async function ensureLease(ports: Ports, session: HostSession, run: RunRo
   );
   await ports.db
     .update(runs)
-    .set({ leaseId: grant.lease_id, leaseGeneration: grant.generation, updatedAt: ports.clock.now() })
+    .set({ leaseId: grant.lease_id, leaseGeneration: grant.generation, leaseExpiresAt: grant.expires_at_ms, updatedAt: ports.clock.now() })
     .where(and(eq(runs.id, run.id), or(isNull(runs.leaseId), eq(runs.leaseId, run.leaseId ?? ''))));
   return grant;
 }
@@ -69,6 +75,6 @@ export async function releaseLease(ports: Ports, run: RunRow): Promise<void> {
   }
   await ports.db
     .update(runs)
-    .set({ leaseId: null })
+    .set({ leaseId: null, leaseExpiresAt: null })
     .where(and(eq(runs.id, run.id), eq(runs.leaseId, run.leaseId)));
 }

@@ -16,6 +16,7 @@ import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decideForRun } from '../policy/decision-input.ts';
 import type { Ports } from '../ports.ts';
 import { assertProfileActive } from '../profiles/bindings.ts';
+import { assertLeaseAvailable, assertProposalAllowed } from '../quotas/quotas.ts';
 import { holdRun } from '../runs/lifecycle.ts';
 import { actTarget } from './act-target.ts';
 import { beginDispatch, type NewCall } from './begin-dispatch.ts';
@@ -42,9 +43,12 @@ export interface ProposalOutcome {
  *   the run received shows;
  *   DomainError('policy_denied') with the deciding rule; DomainError('run_not_active' |
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now; DomainError('profile_revoked')
- *   when the owner revoked the run's profile.
+ *   when the owner revoked the run's profile; DomainError('rate_limited') past the proposal rates;
+ *   DomainError('profile_in_use' | 'quota_exceeded') when a needed lease cannot be had (see
+ *   `assertLeaseAvailable`). Refusals before a call is stored change nothing.
  */
 export async function proposeToolCall(ports: Ports, principal: Principal, loadedRun: RunRow, body: ProposeBody): Promise<ProposalOutcome> {
+  await assertProposalAllowed(ports, principal, loadedRun);
   const now = ports.clock.now();
   const argumentsHash = await canonicalHash({ tool: body.tool, version: body.version, arguments: body.arguments });
   const base = {
@@ -59,7 +63,8 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   };
   const reject = async (code: 'invalid_arguments' | 'outcome_unknown' | 'stale_revision', message: string) => {
     const id = newId('call');
-    await ports.db.insert(toolCalls).values({ ...base, id, state: 'rejected', errorCode: code, errorMessage: message, phases: {} });
+    const stored = { ...base, arguments: rejectedArguments(body.arguments), errorMessage: message.slice(0, MAX_REJECTION_MESSAGE_CHARS) };
+    await ports.db.insert(toolCalls).values({ ...stored, id, state: 'rejected', errorCode: code, phases: {} });
     return id;
   };
 
@@ -118,6 +123,8 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     }
   }
 
+  // A call that needs a new lease: the profile must be free and the owner under its browser quota.
+  await assertLeaseAvailable(ports, run);
   const turn = await turnContext(ports, run);
   const decision = await decideForRun(
     ports.db,
@@ -163,6 +170,23 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
 
   const call = await beginDispatch(ports, run, decided, invocation, { by: 'policy' });
   return { status: 200, call: await dispatchCall(ports, run, call, invocation), approvalId: null };
+}
+
+/** Longest JSON of a rejected proposal's arguments kept whole, in characters; past it, an excerpt. */
+export const MAX_REJECTED_ARGUMENTS_CHARS = 2048;
+/** Longest error message stored with a rejection, in characters (a schema's message can repeat a huge input). */
+const MAX_REJECTION_MESSAGE_CHARS = 2048;
+
+/**
+ * What a rejected proposal keeps of its arguments: the arguments whole when their JSON is at most
+ * {@link MAX_REJECTED_ARGUMENTS_CHARS}, else `{excerpt, bytes, truncated: true}` (the first
+ * characters and the UTF-8 size of the whole); the row's `arguments_hash` is always of the whole.
+ * A flood of 256 KiB rejections stores about 2 KiB each.
+ */
+export function rejectedArguments(args: unknown): unknown {
+  const json = JSON.stringify(args) ?? 'null';
+  if (json.length <= MAX_REJECTED_ARGUMENTS_CHARS) return args;
+  return { excerpt: json.slice(0, MAX_REJECTED_ARGUMENTS_CHARS), bytes: new TextEncoder().encode(json).length, truncated: true };
 }
 
 /** Parks a call for the owner: call, approval and run state in one batch (DESIGN.md section 4). */

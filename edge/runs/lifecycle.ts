@@ -10,6 +10,7 @@ import { DomainError } from '../domain-error.ts';
 import { releaseLease } from '../pipeline/lease.ts';
 import type { Ports } from '../ports.ts';
 import { assertProfileActive } from '../profiles/bindings.ts';
+import { assertRunCreationAllowed } from '../quotas/quotas.ts';
 import { fenceRunStatements } from './fence.ts';
 
 /**
@@ -18,11 +19,13 @@ import { fenceRunStatements } from './fence.ts';
  */
 
 /**
- * Creates a run for the caller's owner (`profile_revoked` when the owner revoked the profile). An agent that creates a run holds it (`running`, claimed
+ * Creates a run for the caller's owner (`profile_revoked` when the owner revoked the profile;
+ * `rate_limited` / `quota_exceeded` past the operator's quotas, see `assertRunCreationAllowed`). An agent that creates a run holds it (`running`, claimed
  * by that agent); a run the owner creates is `queued` until an agent's first proposal claims it.
  * The intent is recorded as the run's first message, trusted only when the owner wrote it.
  */
 export async function createRun(ports: Ports, principal: Principal, body: CreateRunBody): Promise<RunRow> {
+  await assertRunCreationAllowed(ports, principal);
   await assertProfileActive(ports, principal.ownerId, body.profile_id);
   const now = ports.clock.now();
   const row: RunRow = {
@@ -43,6 +46,7 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
     deadlineAt: now + (body.deadline_ms ?? DEFAULT_RUN_DEADLINE_MS),
     leaseId: null,
     leaseGeneration: null,
+    leaseExpiresAt: null,
     latestRevision: null,
     reportSummary: null,
     signInAttempts: 0,
@@ -75,14 +79,17 @@ export async function loadRun(ports: Ports, principal: Principal, runId: string)
 
 /**
  * Moves a run whose deadline has passed to `deadline_exceeded` (one conditional update, with its
- * parked approvals and calls cancelled and its sign-in wait fenced in the same batch) and returns
- * the current row.
+ * parked approvals and calls cancelled and its sign-in wait fenced in the same batch), releases its
+ * lease after the answer (`ports.background`), and returns the current row.
  */
 export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<RunRow> {
   const now = ports.clock.now();
   if (now < row.deadlineAt || !(ACTIVE_RUN_STATES as readonly string[]).includes(row.state)) return row;
-  await ports.db.batch(fenceRunStatements(ports.db, { runId: row.id }, { reason: 'deadline_exceeded', endState: 'deadline_exceeded', now }));
-  return (await ports.db.select().from(runs).where(eq(runs.id, row.id)).get()) ?? row;
+  const [expired] = await ports.db.batch(fenceRunStatements(ports.db, { runId: row.id }, { reason: 'deadline_exceeded', endState: 'deadline_exceeded', now }));
+  const current = (await ports.db.select().from(runs).where(eq(runs.id, row.id)).get()) ?? row;
+  // The run ended: its browser is free at once, not when the lease's TTL runs out.
+  if (rowsChanged(expired) === 1 && current.leaseId !== null) ports.background(`release the lease of ${row.id}`, () => releaseLease(ports, current));
+  return current;
 }
 
 /**

@@ -97,6 +97,7 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
       deadlineAt: now + schedule.deadlineMs,
       leaseId: null,
       leaseGeneration: null,
+      leaseExpiresAt: null,
       latestRevision: null,
       latestUrl: null,
       reportSummary: null,

@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:test';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { HostCallError, HostNoAnswer, HostUnreachable } from '../../edge/host/host-session.ts';
 import { decideApproval } from '../../edge/pipeline/approvals.ts';
 import { proposeToolCall } from '../../edge/pipeline/propose.ts';
@@ -65,11 +65,19 @@ function draftsHost(actAnswer: (params: Record<string, unknown>) => unknown = ()
   });
 }
 
+/** The run the current test observed last: a test's next run cancels it, so the profile is free (one lease per profile). */
+let previousRun: string | undefined;
+beforeEach(() => {
+  previousRun = undefined;
+});
+
 async function observedRun(host: ReturnType<typeof draftsHost>, origins = [ORIGIN, WIDGETS]) {
+  if (previousRun !== undefined) await call('POST', `/v1/runs/${previousRun}/cancel`, { token: parties.owner.token });
   const ports: Ports = workerdPorts(host.connector);
   const agent = { id: parties.agent.id, kind: 'agent' as const, ownerId: parties.owner.id };
   const created = await call<RunView>('POST', '/v1/runs', { token: parties.owner.token, body: { profile_id: 'drafts', intent: 'tidy my drafts', origins } });
   expect(created.status).toBe(201);
+  previousRun = created.body.id;
   const runOf = () => loadRun(ports, agent, created.body.id);
   await proposeToolCall(ports, agent, await runOf(), { tool: 'browser.observe', version: '1.3.0', arguments: {} });
   const act = async (args: Record<string, unknown>) =>

@@ -51,7 +51,8 @@ describe('grants', () => {
     expect(covered.call.phases).toMatchObject({ decision: { grant_id: granted.id } });
     const after = (await call<GrantList>('GET', '/v1/grants', { token: parties.owner.token })).body.grants[0];
     expect(after!.uses).toBe(1);
-    const next = await act(await ownerRun(), { action: 'click' });
+    // Another profile: the first run still holds the feed's browser.
+    const next = await act(await ownerRun({ profile_id: 'news' }), { action: 'click' });
     expect(next.status).toBe(202);
   });
 

@@ -16,7 +16,7 @@ const create = createRoute({
   security,
   middleware: [requirePrincipal('owner', 'agent')] as const,
   request: { body: jsonBody(CreateRunBody) },
-  responses: { 201: jsonResponse(RunView, 'the run'), ...errorResponses(...AUTH_ERRORS, 'profile_revoked') },
+  responses: { 201: jsonResponse(RunView, 'the run'), ...errorResponses(...AUTH_ERRORS, 'profile_revoked', 'rate_limited', 'quota_exceeded') },
 });
 
 const read = createRoute({

@@ -17,7 +17,9 @@ const propose = createRoute({
   summary: 'Propose one tool call: {tool, version, arguments}',
   description:
     '200: the finished call (succeeded, failed or uncertain). 202: parked, waiting for the owner (approval_id). ' +
-    '403 policy_denied with the deciding rule; 400 invalid_arguments; 409 stale_revision, call_in_progress or run_not_active.',
+    '403 policy_denied with the deciding rule; 400 invalid_arguments; 409 stale_revision, call_in_progress or run_not_active; ' +
+    '409 profile_in_use (details.run_id holds the profile; Retry-After: seconds until its lease lapses); ' +
+    '429 rate_limited (proposals per minute) or quota_exceeded (leased browsers per owner), with Retry-After.',
   security,
   middleware: [requirePrincipal('agent')] as const,
   request: { params: IdParam, body: jsonBody(ProposeBody) },
@@ -33,6 +35,9 @@ const propose = createRoute({
       'call_in_progress',
       'run_not_active',
       'profile_revoked',
+      'profile_in_use',
+      'rate_limited',
+      'quota_exceeded',
     ),
   },
 });
