@@ -9,6 +9,7 @@ import type { AppEnv } from './http/app-env.ts';
 import { approvalRoutes } from './http/routes/approvals.ts';
 import { grantRoutes } from './http/routes/grants.ts';
 import { healthRoutes } from './http/routes/health.ts';
+import { metricsRoutes } from './http/routes/metrics.ts';
 import { policyProfileRoutes } from './http/routes/policy-profiles.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { scheduleRoutes } from './http/routes/schedules.ts';
@@ -135,6 +136,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', toolCallRoutes);
   app.route('/', approvalRoutes);
   app.route('/', signInRoutes);
+  app.route('/', metricsRoutes);
   app.openAPIRegistry.registerPath({
     method: 'get',
     path: OPENAPI_PATH,

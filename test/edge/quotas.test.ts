@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:test';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createApp } from '../../edge/app.ts';
 import { DEFAULT_EDGE_CONFIG, type Ports } from '../../edge/ports.ts';
 import { DEFAULT_QUOTAS, type QuotaConfig } from '../../edge/quotas/quota-config.ts';
@@ -46,6 +46,8 @@ describe('runs created per minute', () => {
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
     expect(Number(refused.retryAfter)).toBeLessThanOrEqual(60);
     expect(await count('SELECT count(*) AS n FROM runs WHERE created_by = ?', parties.agent.id)).toBe(3);
+    // Counted for GET /metrics (governed_refusals_total{code="rate_limited"}).
+    await vi.waitFor(async () => expect(await count("SELECT count AS n FROM refusal_counts WHERE code = 'rate_limited'")).toBeGreaterThanOrEqual(1));
     // The owner's other agent is not limited by this agent's rate.
     expect((await request('POST', '/v1/runs', parties.secondAgent.token, runBody())).status).toBe(201);
   });
