@@ -1,8 +1,9 @@
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { z } from 'zod';
 import { type HelloFrame, HOST_METHODS, type HostMethod, MAX_FRAME_BYTES, RequestFrame, type ResponseFrame } from '../shared/protocol.ts';
-import { signWireToken, verifyWireToken } from '../shared/wire-auth.ts';
+import { newWireNonce, signHostHello, splitRequestFrame, verifyFrameToken, WIRE_NONCE_PATTERN, wireDigest } from '../shared/wire-auth.ts';
 import { toErrorDetail } from './host-error.ts';
 import type { MethodHandlers } from './methods.ts';
 
@@ -24,37 +25,75 @@ export interface WireServer {
   close(): Promise<void>;
 }
 
+/** Most connections open at once from one peer address; more upgrades are refused (429). */
+export const MAX_CONNECTIONS_PER_PEER = 64;
+/** Most connections open at once in all; more upgrades are refused (503). */
+export const MAX_CONNECTIONS = 256;
 /**
- * Starts the edge-facing WebSocket server (shared/protocol.ts). An upgrade that carries an
- * `Origin` header (what browsers send, never the edge) is refused with 403. On every connection it first
- * sends the hello frame `{method: 'host.hello', params: {host_id, auth}}`, `auth` signed by the
- * host for the edge. Then, for every request frame `{id, method, params, auth}`, concurrently:
- * - not a JSON object: `{id: null, error: invalid_params}`;
- * - `auth` missing or not a valid edge-to-host wire token: `{id: <id if readable, else null>,
- *   error: unauthorized_frame}` (nothing else is looked at);
- * - not a request frame: `{id: <id if readable, else null>, error: invalid_params}`;
+ * Most bytes a connection may send before its first authenticated frame, and most bytes of
+ * refused frames after it; past either the connection is cut (unauthenticated input is bounded
+ * long before a 4 MiB frame is read whole).
+ */
+export const MAX_UNAUTHENTICATED_BYTES = 64 * 1024;
+/** How long a connection may stay without an authenticated frame, in ms; then it is closed. */
+export const AUTHENTICATION_TIMEOUT_MS = 30_000;
+
+/**
+ * Starts the edge-facing WebSocket server (shared/protocol.ts, shared/wire-auth.ts). An upgrade
+ * is refused: with 403 when it carries an `Origin` header (what browsers send, never the edge);
+ * 400 without a well-formed `nonce`; 429 past {@link MAX_CONNECTIONS_PER_PEER} connections from
+ * its address, 503 past {@link MAX_CONNECTIONS}. On every connection it first sends the hello
+ * frame `{method: 'host.hello', params: {host_id, auth}}`, `auth` signing the edge's nonce, the
+ * host id and a fresh connection id. Then, for every request frame `<token>\n<body>`,
+ * concurrently:
+ * - no token part, a token that is not a current frame token for this connection, a body whose
+ *   digest is not the token's, a token already used on this connection (replay), or a body whose
+ *   id or method is not the token's: `{id: <the token's frame id, else null>, error:
+ *   unauthorized_frame}`; the body is not parsed before its token and digest check out;
+ * - a body that is not a JSON request object: `invalid_params`;
  * - a method outside `HOST_METHODS`: `unknown_method`;
  * - params failing the method's schema: `invalid_params`, naming the offending fields;
  * - otherwise the handler's result, checked against the method's result schema (`internal_error`
  *   if it does not conform), or its error as `{code, message}`.
- * The connection stays open after any of these. Frames over `MAX_FRAME_BYTES` (4 MiB) are refused
- * by the WebSocket layer, which closes that connection (1009). There is no raw-CDP or script method.
+ * The connection stays open after any of these, except that unauthenticated input is bounded
+ * ({@link MAX_UNAUTHENTICATED_BYTES}, {@link AUTHENTICATION_TIMEOUT_MS}). Frames over
+ * `MAX_FRAME_BYTES` (4 MiB) are refused by the WebSocket layer, which closes that connection
+ * (1009). There is no raw-CDP or script method.
  * @throws Error when the port cannot be bound.
  */
 export async function startWireServer(options: WireServerOptions): Promise<WireServer> {
+  const perPeer = new Map<string, number>();
+  let open = 0;
   const server = new WebSocketServer({
     host: options.bind,
     port: options.port,
     maxPayload: MAX_FRAME_BYTES,
-    // The edge sends no Origin; a browser page always does (a page in the host's own Chromium, or
-    // any page a person opens): such an upgrade is refused before a hello token is issued.
-    verifyClient: (info, accept) => (info.origin ? accept(false, 403, 'browser pages may not connect') : accept(true)),
+    verifyClient: (info, accept) => {
+      // The edge sends no Origin; a browser page always does (a page in the host's own Chromium,
+      // or any page a person opens): such an upgrade is refused before a hello token is issued.
+      if (info.origin) return accept(false, 403, 'browser pages may not connect');
+      if (nonceOf(info.req) === undefined) return accept(false, 400, 'a nonce is required');
+      if (open >= MAX_CONNECTIONS) return accept(false, 503, 'too many connections');
+      if ((perPeer.get(peerOf(info.req)) ?? 0) >= MAX_CONNECTIONS_PER_PEER) return accept(false, 429, 'too many connections from this address');
+      accept(true);
+    },
   });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
-  server.on('connection', (socket) => serveConnection(socket, options));
+  server.on('connection', (socket, request) => {
+    const peer = peerOf(request);
+    open++;
+    perPeer.set(peer, (perPeer.get(peer) ?? 0) + 1);
+    socket.once('close', () => {
+      open--;
+      const left = (perPeer.get(peer) ?? 1) - 1;
+      if (left > 0) perPeer.set(peer, left);
+      else perPeer.delete(peer);
+    });
+    serveConnection(socket, request, options);
+  });
   const port = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;
   return {
@@ -67,48 +106,93 @@ export async function startWireServer(options: WireServerOptions): Promise<WireS
   };
 }
 
-function serveConnection(socket: WebSocket, options: WireServerOptions): void {
+/** The edge's nonce from the upgrade URL's `nonce` parameter, when well-formed. */
+function nonceOf(request: IncomingMessage): string | undefined {
+  const nonce = new URL(request.url ?? '/', 'http://host.invalid').searchParams.get('nonce');
+  return nonce !== null && WIRE_NONCE_PATTERN.test(nonce) ? nonce : undefined;
+}
+
+function peerOf(request: IncomingMessage): string {
+  return request.socket.remoteAddress ?? 'unknown';
+}
+
+/** What one connection knows of its own authentication. */
+interface ConnectionAuth {
+  readonly connectionId: string;
+  /** Frame token ids seen on this connection, with their epoch-second expiry (replays are refused). */
+  readonly seen: Map<string, number>;
+  authenticated: boolean;
+  /** Bytes counted against {@link MAX_UNAUTHENTICATED_BYTES}. */
+  unauthenticatedBytes: number;
+}
+
+function serveConnection(socket: WebSocket, request: IncomingMessage, options: WireServerOptions): void {
   socket.on('error', () => {});
+  const auth: ConnectionAuth = { connectionId: newWireNonce(), seen: new Map(), authenticated: false, unauthenticatedBytes: 0 };
+  // Bytes before the first authenticated frame are counted as they arrive, so a peer without the
+  // secret is cut off long before the WebSocket layer has read a 4 MiB frame.
+  const countRaw = (chunk: Buffer) => {
+    if (auth.authenticated) return;
+    auth.unauthenticatedBytes += chunk.length;
+    if (auth.unauthenticatedBytes > MAX_UNAUTHENTICATED_BYTES) socket.terminate();
+  };
+  request.socket.on('data', countRaw);
+  const timer = setTimeout(() => {
+    if (!auth.authenticated) socket.close(1008, 'no authenticated frame in time');
+  }, AUTHENTICATION_TIMEOUT_MS);
+  timer.unref();
+  socket.once('close', () => {
+    clearTimeout(timer);
+    request.socket.off('data', countRaw);
+  });
+  const nonce = nonceOf(request)!;
   const hello = (async () => {
     const frame: HelloFrame = {
       method: 'host.hello',
-      params: { host_id: options.hostId, auth: await signWireToken(options.sharedSecret, 'browser-host', 'edge') },
+      params: { host_id: options.hostId, auth: await signHostHello(options.sharedSecret, { nonce, hostId: options.hostId, connectionId: auth.connectionId }) },
     };
     send(socket, frame);
   })();
   socket.on('message', (data: RawData) => {
     void (async () => {
       await hello;
-      send(socket, await answer(rawText(data), options));
+      const text = rawText(data);
+      const response = await answer(text, auth, options);
+      if ('error' in response && response.error.code === 'unauthorized_frame' && auth.authenticated) {
+        auth.unauthenticatedBytes += text.length;
+        if (auth.unauthenticatedBytes > MAX_UNAUTHENTICATED_BYTES) socket.close(1008, 'too many refused frames');
+      }
+      send(socket, response);
     })();
   });
 }
 
-/** Longest `auth` token looked at, in characters (the RequestFrame bound). */
-const MAX_AUTH_CHARS = 4096;
-
 /** The response to one raw frame; never throws. */
-async function answer(text: string, options: Pick<WireServerOptions, 'sharedSecret' | 'handlers'>): Promise<ResponseFrame> {
+async function answer(text: string, auth: ConnectionAuth, options: Pick<WireServerOptions, 'sharedSecret' | 'handlers'>): Promise<ResponseFrame> {
+  // Authentication comes before the body is parsed: an unauthenticated peer learns nothing about
+  // fields or methods, and costs no JSON parsing.
+  const split = splitRequestFrame(text);
+  const claims = split === undefined ? undefined : await verifyFrameToken(options.sharedSecret, split.token);
+  const refuse = (why: string): ResponseFrame => ({
+    id: claims?.frameId ?? null,
+    error: { code: 'unauthorized_frame', message: `the frame carries no valid edge token: ${why}` },
+  });
+  if (split === undefined) return refuse('it has no token part');
+  if (claims === undefined || claims.connectionId !== auth.connectionId) return refuse('not a current frame token for this connection');
+  if (claims.bodyDigest !== (await wireDigest(split.body))) return refuse('the token is for another frame');
+  if (auth.seen.has(claims.jti)) return refuse('the token was already used');
+  rememberToken(auth, claims.jti, claims.exp);
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = JSON.parse(split.body);
   } catch {
-    return { id: null, error: { code: 'invalid_params', message: 'the frame is not JSON' } };
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return { id: null, error: { code: 'invalid_params', message: 'the frame is not a JSON object' } };
-  }
-  // Authentication comes before the frame's shape: an unauthenticated peer learns nothing about
-  // fields or methods.
-  const auth = 'auth' in raw ? raw.auth : undefined;
-  if (typeof auth !== 'string' || auth.length > MAX_AUTH_CHARS || !(await verifyWireToken(options.sharedSecret, auth, 'edge', 'browser-host'))) {
-    return { id: readableId(raw), error: { code: 'unauthorized_frame', message: 'the frame carries no valid edge token' } };
+    return { id: claims.frameId, error: { code: 'invalid_params', message: 'the frame is not JSON' } };
   }
   const frame = RequestFrame.safeParse(raw);
-  if (!frame.success) {
-    return { id: readableId(raw), error: { code: 'invalid_params', message: `not a request frame: ${describe(frame.error)}` } };
-  }
+  if (!frame.success) return { id: claims.frameId, error: { code: 'invalid_params', message: `not a request frame: ${describe(frame.error)}` } };
   const { id, method, params } = frame.data;
+  if (id !== claims.frameId || method !== claims.method) return refuse('the token is for another frame');
+  auth.authenticated = true;
   if (!Object.hasOwn(HOST_METHODS, method)) {
     return { id, error: { code: 'unknown_method', message: `no method ${JSON.stringify(method.slice(0, 64))}` } };
   }
@@ -125,15 +209,16 @@ async function answer(text: string, options: Pick<WireServerOptions, 'sharedSecr
   }
 }
 
+/** Records a used token id until it expires; expired ones are dropped so the set stays bounded by the token lifetime. */
+function rememberToken(auth: ConnectionAuth, jti: string, exp: number): void {
+  const now = Date.now() / 1000;
+  for (const [seen, expiry] of auth.seen) if (expiry + 10 < now) auth.seen.delete(seen);
+  auth.seen.set(jti, exp);
+}
+
 function rawText(data: RawData): string {
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
   return Buffer.from(data as ArrayBuffer).toString('utf8');
-}
-
-function readableId(raw: unknown): number | null {
-  if (typeof raw !== 'object' || raw === null || !('id' in raw)) return null;
-  const id = raw.id;
-  return typeof id === 'number' && Number.isSafeInteger(id) && id >= 0 ? id : null;
 }
 
 /** `path: message; ...` for the first few issues, bounded. */

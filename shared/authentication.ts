@@ -127,17 +127,22 @@ export type CeremonyEventClaims = z.infer<typeof CeremonyEventClaims>;
 export const CEREMONY_EVENT_TTL_S = 600;
 
 const CEREMONY_EVENT_TYPE = 'ceremony-outcome';
+const CEREMONY_EVENT_AUDIENCE = 'edge-ceremony-events';
 
 function ceremonyKey(secret: string): Uint8Array {
   return new TextEncoder().encode(secret);
 }
 
-/** Signs `claims` as a ceremony event token from the host to the edge (HS256, `iss` browser-host, `aud` edge). */
+/**
+ * Signs `claims` as a ceremony event token from the host to the edge (HS256, `iss` browser-host,
+ * `aud` edge-ceremony-events, `typ` ceremony-outcome): its own audience and type, so it can never
+ * pass as a wire hello or frame token (shared/wire-auth.ts), nor they as it.
+ */
 export async function signCeremonyEvent(secret: string, claims: CeremonyEventClaims): Promise<string> {
   return new SignJWT({ ...claims, typ: CEREMONY_EVENT_TYPE })
     .setProtectedHeader({ alg: 'HS256' })
     .setIssuer('browser-host')
-    .setAudience('edge')
+    .setAudience(CEREMONY_EVENT_AUDIENCE)
     .setIssuedAt()
     .setExpirationTime(`${CEREMONY_EVENT_TTL_S}s`)
     .sign(ceremonyKey(secret));
@@ -151,7 +156,7 @@ export async function verifyCeremonyEvent(secret: string, token: string): Promis
   try {
     const { payload } = await jwtVerify(token, ceremonyKey(secret), {
       issuer: 'browser-host',
-      audience: 'edge',
+      audience: CEREMONY_EVENT_AUDIENCE,
       algorithms: ['HS256'],
       // Host and edge clocks are set independently; half a minute of skew must not lose an event.
       clockTolerance: 30,

@@ -7,11 +7,12 @@ import { BrowserAction, ContinuationCursor, MAX_URL_LENGTH } from './tool-argume
 /**
  * The edge-host wire protocol: CDP-style JSON frames over one WebSocket.
  *
- * - request (edge to host): `{id, method, params, auth}`; `auth` is a short-lived token the edge
- *   signed for this host (see `wire-auth.ts`), checked on every frame;
- * - response (host to edge): `{id, result}` or `{id, error: {code, message}}`;
+ * - the edge connects with a fresh nonce in the URL (`?nonce=`);
  * - hello (host to edge, first frame on every connection): `{method: 'host.hello', params}` with
- *   a token the host signed, so the edge knows it reached a host holding the shared secret.
+ *   a token the host signed over that nonce, its id and a connection id (see `wire-auth.ts`);
+ * - request (edge to host): `<token>\n{id, method, params}`; the token binds the body to the
+ *   connection, the frame id and the method, and is checked before the body is parsed;
+ * - response (host to edge): `{id, result}` or `{id, error: {code, message}}`.
  *
  * There is deliberately no method that passes raw CDP or scripts through.
  */
@@ -123,12 +124,11 @@ export type HostResult<M extends HostMethod> = z.infer<(typeof HOST_METHODS)[M][
 /** Largest frame either side accepts, in bytes. */
 export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
 
-/** A request frame before its method is known; params are parsed per method afterwards. */
+/** The body of a request frame (after its token) before its method is known; params are parsed per method afterwards. */
 export const RequestFrame = z.strictObject({
   id: z.int().min(0).max(Number.MAX_SAFE_INTEGER),
   method: z.string().max(64),
   params: z.unknown(),
-  auth: z.string().max(4096),
 });
 export type RequestFrame = z.infer<typeof RequestFrame>;
 

@@ -1,3 +1,4 @@
+import { newWireNonce, withWireNonce } from '../../shared/wire-auth.ts';
 import { type HostConnector, HostSession, HostUnreachable, type WireSocket } from './host-session.ts';
 
 /** The shape of a Workers fetch response that upgraded to a WebSocket. */
@@ -8,7 +9,7 @@ interface UpgradedResponse {
 
 /**
  * Connects to a browser host the Workers way: `fetch(url, {headers: {Upgrade: 'websocket'}})`,
- * then `response.webSocket.accept()` (no `open` event to wait for).
+ * with a fresh nonce in the URL, then `response.webSocket.accept()` (no `open` event to wait for).
  * @param hostUrl ws:// or wss:// URL of the host; fetch wants http(s), so the scheme is swapped.
  * @throws HostUnreachable (from `connect`) when the upgrade fails or the host does not authenticate.
  */
@@ -16,16 +17,17 @@ export function fetchUpgradeConnector(hostUrl: string, secret: string): HostConn
   const httpUrl = hostUrl.replace(/^ws(s?):/, 'http$1:');
   return {
     async connect(timeoutMs) {
+      const nonce = newWireNonce();
       let response: UpgradedResponse;
       try {
-        response = (await fetch(httpUrl, { headers: { Upgrade: 'websocket' } })) as unknown as UpgradedResponse;
+        response = (await fetch(withWireNonce(httpUrl, nonce), { headers: { Upgrade: 'websocket' } })) as unknown as UpgradedResponse;
       } catch (error) {
         throw new HostUnreachable(`cannot reach the browser host: ${error instanceof Error ? error.message : String(error)}`);
       }
       const socket = response.webSocket;
       if (!socket) throw new HostUnreachable(`the browser host refused the WebSocket upgrade (HTTP ${response.status})`);
       socket.accept();
-      return HostSession.handshake(socket, secret, timeoutMs);
+      return HostSession.handshake(socket, secret, timeoutMs, nonce);
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { ErrorCode } from '../../shared/errors.ts';
 import { HelloFrame, HOST_METHODS, type HostMethod, type HostParams, type HostResult, ResponseFrame } from '../../shared/protocol.ts';
-import { signWireToken, verifyWireToken } from '../../shared/wire-auth.ts';
+import { signRequestFrame, verifyHostHello } from '../../shared/wire-auth.ts';
 
 /**
  * The edge's client for one browser-host connection: a map of pending commands, a timeout per
@@ -66,6 +66,8 @@ export class HostSession {
     private readonly socket: WireSocket,
     private readonly secret: string,
     readonly hostId: string,
+    /** The connection id the host's hello named; every frame token is bound to it. */
+    private readonly connectionId: string,
   ) {
     socket.addEventListener('message', (event) => this.onMessage(event.data));
     socket.addEventListener('close', () => this.onClosed('the host closed the connection'));
@@ -73,11 +75,14 @@ export class HostSession {
   }
 
   /**
-   * Waits for the host's hello frame and verifies its signed token before anything is sent.
+   * Waits for the host's hello frame and verifies its signed token before anything is sent: it
+   * must sign `nonce`, the nonce this connection was opened with (shared/wire-auth.ts), so a hello
+   * a relay recorded on another connection is refused.
    * @param timeoutMs how long to wait for the hello, in ms.
+   * @param nonce the nonce sent in the upgrade URL (`withWireNonce`).
    * @throws HostUnreachable when no valid hello arrives in time; the socket is closed.
    */
-  static async handshake(socket: WireSocket, secret: string, timeoutMs: number): Promise<HostSession> {
+  static async handshake(socket: WireSocket, secret: string, timeoutMs: number, nonce: string): Promise<HostSession> {
     const hello = await new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => reject(new HostUnreachable(`no hello from the browser host within ${timeoutMs} ms`)), timeoutMs);
       socket.addEventListener('message', (event) => {
@@ -93,11 +98,12 @@ export class HostSession {
       throw error;
     });
     const frame = HelloFrame.safeParse(parseJson(hello));
-    if (!frame.success || !(await verifyWireToken(secret, frame.data.params.auth, 'browser-host', 'edge'))) {
+    const claims = frame.success ? await verifyHostHello(secret, frame.data.params.auth, { nonce, hostId: frame.data.params.host_id }) : undefined;
+    if (!claims) {
       socket.close(1008, 'unauthenticated host');
-      throw new HostUnreachable('the browser host did not authenticate with the shared secret');
+      throw new HostUnreachable('the browser host did not authenticate with the shared secret for this connection');
     }
-    return new HostSession(socket, secret, frame.data.params.host_id);
+    return new HostSession(socket, secret, claims.hostId, claims.connectionId);
   }
 
   /**
@@ -109,7 +115,7 @@ export class HostSession {
   async call<M extends HostMethod>(method: M, params: HostParams<M>, timeoutMs: number): Promise<HostResult<M>> {
     if (this.closedReason !== undefined) throw new HostUnreachable(this.closedReason);
     const id = this.nextId++;
-    const auth = await signWireToken(this.secret, 'edge', 'browser-host');
+    const frame = await signRequestFrame(this.secret, this.connectionId, { id, method, params });
     const answer = new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -117,7 +123,7 @@ export class HostSession {
       }, timeoutMs);
       this.pending.set(id, { method, resolve, reject, timer });
     });
-    this.socket.send(JSON.stringify({ id, method, params, auth }));
+    this.socket.send(frame);
     return (await answer) as HostResult<M>;
   }
 

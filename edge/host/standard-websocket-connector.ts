@@ -1,3 +1,4 @@
+import { newWireNonce, withWireNonce } from '../../shared/wire-auth.ts';
 import { type HostConnector, HostSession, HostUnreachable, type WireSocket } from './host-session.ts';
 
 /** A standard WebSocket constructor (Deno, browsers, Node 22+, or the `ws` package on Node 20). */
@@ -8,7 +9,8 @@ export type WebSocketConstructor = new (
 };
 
 /**
- * Connects to a browser host with a standard WebSocket: waits for `open`, then the signed hello.
+ * Connects to a browser host with a standard WebSocket (a fresh nonce in the URL): waits for
+ * `open`, then the hello signed over that nonce.
  * @param timeoutMs total time for open plus hello, in ms.
  * @throws HostUnreachable (from `connect`) when the socket does not open or the host does not
  *   authenticate.
@@ -16,7 +18,8 @@ export type WebSocketConstructor = new (
 export function standardWebSocketConnector(hostUrl: string, secret: string, WebSocketImpl: WebSocketConstructor): HostConnector {
   return {
     async connect(timeoutMs) {
-      const socket = new WebSocketImpl(hostUrl);
+      const nonce = newWireNonce();
+      const socket = new WebSocketImpl(withWireNonce(hostUrl, nonce));
       // The hello may arrive right after open; buffer until the handshake listens.
       const opened = new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new HostUnreachable(`the browser host did not answer within ${timeoutMs} ms`)), timeoutMs);
@@ -29,7 +32,7 @@ export function standardWebSocketConnector(hostUrl: string, secret: string, WebS
           reject(new HostUnreachable(`cannot reach the browser host at ${hostUrl}`));
         });
       });
-      const handshake = HostSession.handshake(socket, secret, timeoutMs);
+      const handshake = HostSession.handshake(socket, secret, timeoutMs, nonce);
       handshake.catch(() => undefined);
       try {
         await opened;

@@ -26,6 +26,7 @@ describe('GET /v1/openapi.json', () => {
     expect(answer.body.openapi).toBe('3.1.0');
     expect(Object.keys(answer.body.paths).sort()).toEqual([
       '/docs',
+      '/metrics',
       '/v1/approvals',
       '/v1/approvals/{id}/decision',
       '/v1/grants',

@@ -1,46 +1,82 @@
 import { once } from 'node:events';
 import { SignJWT } from 'jose';
-import { describe, expect } from 'vitest';
+import { chromium } from 'playwright-core';
+import { describe, expect, vi } from 'vitest';
 import WebSocket from 'ws';
+import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
+import { signCeremonyEvent, verifyCeremonyEvent } from '../../shared/authentication.ts';
 import { MAX_FRAME_BYTES } from '../../shared/protocol.ts';
-import { signWireToken } from '../../shared/wire-auth.ts';
+import { newWireNonce, verifyHostHello, wireDigest, withWireNonce } from '../../shared/wire-auth.ts';
+import { connectHost } from '../support/host-client.ts';
 import { hostTest, TEST_SECRET } from '../support/host-fixture.ts';
 
 const test = hostTest();
 
+/** A frame token signed with the right key, `claims` over what a valid one would say for `client`'s next frame. */
+async function frameToken(claims: Record<string, unknown>, options: { audience?: string; issuer?: string; expires?: string } = {}) {
+  return new SignJWT({ typ: 'wire-frame', ...claims })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(options.issuer ?? 'edge')
+    .setAudience(options.audience ?? 'host-wire')
+    .setJti(newWireNonce())
+    .setIssuedAt()
+    .setExpirationTime(options.expires ?? '60s')
+    .sign(new TextEncoder().encode(TEST_SECRET));
+}
+
+/** Opens a raw socket to the host with a fresh nonce; resolves with it and the parsed hello. */
+async function rawConnection(url: string) {
+  const nonce = newWireNonce();
+  const socket = new WebSocket(withWireNonce(url, nonce));
+  const [data] = (await once(socket, 'message')) as [Buffer];
+  return { socket, nonce, hello: JSON.parse(String(data)) as { params: { host_id: string; auth: string } } };
+}
+
 describe('the wire', () => {
-  test('the hello frame names the host and its token verifies with the shared secret', async ({ client }) => {
-    // connectHost has verified the token (iss browser-host, aud edge) before returning.
+  test('the hello signs the nonce the connection was opened with, the host id and a connection id', async ({ client }) => {
+    // connectHost has verified the token against its nonce before returning.
     expect(client.hello.method).toBe('host.hello');
     expect(client.hello.params.host_id).toBe('host-test');
+    expect(client.connectionId).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
-  test('a frame without auth, or with a bad token, is unauthorized and the connection keeps serving', async ({ client }) => {
+  test("a hello recorded on one connection does not verify for another connection's nonce", async ({ host }) => {
+    const first = await rawConnection(host.url);
+    const second = await rawConnection(host.url);
+    expect(await verifyHostHello(TEST_SECRET, first.hello.params.auth, { nonce: first.nonce, hostId: 'host-test' })).toBeDefined();
+    expect(await verifyHostHello(TEST_SECRET, first.hello.params.auth, { nonce: second.nonce, hostId: 'host-test' })).toBeUndefined();
+    expect(await verifyHostHello(TEST_SECRET, first.hello.params.auth, { nonce: first.nonce, hostId: 'another-host' })).toBeUndefined();
+    first.socket.close();
+    second.socket.close();
+  });
+
+  test('an upgrade without a nonce is refused before any hello', async ({ host }) => {
+    const socket = new WebSocket(host.url);
+    const [error] = (await once(socket, 'error')) as [Error];
+    expect(error.message).toContain('400');
+  });
+
+  test('a frame without a token, or with a bad one, is unauthorized and the connection keeps serving', async ({ client }) => {
     const missing = await client.request('host.status', {}, { kind: 'omitted' });
-    expect(missing).toEqual({ id: expect.any(Number), error: { code: 'unauthorized_frame', message: expect.any(String) } });
+    expect(missing).toEqual({ id: null, error: { code: 'unauthorized_frame', message: expect.any(String) } });
 
     const forged = await client.request('host.status', {}, { kind: 'token', token: 'not-a-token' });
-    expect(forged).toEqual({ id: expect.any(Number), error: { code: 'unauthorized_frame', message: expect.any(String) } });
+    expect(forged).toEqual({ id: null, error: { code: 'unauthorized_frame', message: expect.any(String) } });
 
-    const wrongSecret = await signWireToken('another-secret-that-is-at-least-32-bytes', 'edge', 'browser-host');
-    const wrongKey = await client.request('host.status', {}, { kind: 'token', token: wrongSecret });
-    expect(wrongKey).toMatchObject({ error: { code: 'unauthorized_frame' } });
-
-    // The host's own hello token is signed the other way round and must not pass as the edge's.
+    // The host's own hello token is of another type and audience and must not pass as the edge's.
     const reflected = await client.request('host.status', {}, { kind: 'token', token: client.hello.params.auth });
     expect(reflected).toMatchObject({ error: { code: 'unauthorized_frame' } });
 
     // Signed with the right key but never expiring, or expiring in 2100: not short-lived, refused.
     const key = new TextEncoder().encode(TEST_SECRET);
-    const endless = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('edge').setAudience('browser-host').setIssuedAt().sign(key);
-    expect(await client.request('host.status', {}, { kind: 'token', token: endless })).toMatchObject({ error: { code: 'unauthorized_frame' } });
-    const farFuture = await new SignJWT({})
+    const endless = await new SignJWT({ typ: 'wire-frame' })
       .setProtectedHeader({ alg: 'HS256' })
       .setIssuer('edge')
-      .setAudience('browser-host')
-      .setIssuedAt(Math.floor(Date.now() / 1000) - 3600)
-      .setExpirationTime(new Date('2100-01-01T00:00:00Z'))
+      .setAudience('host-wire')
+      .setIssuedAt()
       .sign(key);
+    expect(await client.request('host.status', {}, { kind: 'token', token: endless })).toMatchObject({ error: { code: 'unauthorized_frame' } });
+    const farFuture = await frameToken({ cid: client.connectionId }, { expires: '3000000h' });
     expect(await client.request('host.status', {}, { kind: 'token', token: farFuture })).toMatchObject({ error: { code: 'unauthorized_frame' } });
 
     const status = await client.call('host.status', {});
@@ -58,10 +94,96 @@ describe('the wire', () => {
     });
   });
 
+  test('a captured frame is refused when replayed, when its token is put on another frame, and on another connection', async ({ host, client }) => {
+    const captured = await client.signFrame('host.status', {});
+    expect(await client.sendRaw(captured.text, captured.id)).toMatchObject({ id: captured.id, result: { host_id: 'host-test' } });
+    // The same frame again on the same connection: its token was used.
+    expect(await client.sendRaw(captured.text, captured.id)).toMatchObject({
+      error: { code: 'unauthorized_frame', message: expect.stringContaining('already used') },
+    });
+    // Its token on another frame (another id, another method, other params): the digest differs.
+    const token = captured.text.slice(0, captured.text.indexOf('\n'));
+    for (const body of [
+      { id: captured.id + 1000, method: 'host.status', params: {} },
+      { id: captured.id, method: 'lease.release', params: { lease_id: 'lease_doesnotexist' } },
+      { id: captured.id, method: 'host.status', params: { verbose: true } },
+    ]) {
+      expect(await client.sendRaw(`${token}\n${JSON.stringify(body)}`, captured.id)).toMatchObject({ error: { code: 'unauthorized_frame' } });
+    }
+    // A fresh frame signed for the first connection, sent on a second one: another connection id.
+    const fresh = await client.signFrame('host.status', {});
+    const other = await connectHost(host.url, TEST_SECRET);
+    try {
+      expect(await other.sendRaw(fresh.text, fresh.id)).toMatchObject({
+        error: { code: 'unauthorized_frame', message: expect.stringContaining('this connection') },
+      });
+      expect(await other.call('host.status', {})).toMatchObject({ host_id: 'host-test' });
+    } finally {
+      await other.close();
+    }
+    // A valid token whose claims name another frame id than the body is refused too.
+    const body = JSON.stringify({ id: 4242, method: 'host.status', params: {} });
+    const mismatched = await frameToken({ cid: client.connectionId, fid: 4243, method: 'host.status', bd: await wireDigest(body) });
+    expect(await client.sendRaw(`${mismatched}\n${body}`, 4243)).toMatchObject({ error: { code: 'unauthorized_frame' } });
+  });
+
+  test('a ceremony event token passes neither as a frame token nor as a hello', async ({ client }) => {
+    const event = await signCeremonyEvent(TEST_SECRET, {
+      event_id: 'cev_wiretest0001',
+      ceremony_id: 'cer_wiretest0001',
+      host_id: 'host-test',
+      profile_id: 'p1',
+      origin: 'http://127.0.0.1:8123',
+      generation: 1,
+      outcome: 'verified',
+      method: 'differential',
+      decided_at_ms: Date.now(),
+    });
+    expect(await client.request('host.status', {}, { kind: 'token', token: event })).toMatchObject({ error: { code: 'unauthorized_frame' } });
+    expect(await verifyHostHello(TEST_SECRET, event, { nonce: newWireNonce(), hostId: 'host-test' })).toBeUndefined();
+    expect(await verifyCeremonyEvent(TEST_SECRET, client.hello.params.auth)).toBeUndefined();
+  });
+
   test('an upgrade with an Origin header, as a browser page sends, is refused before any hello', async ({ host }) => {
-    const socket = new WebSocket(host.url, { origin: 'http://127.0.0.1:8123' });
+    const socket = new WebSocket(withWireNonce(host.url, newWireNonce()), { origin: 'http://127.0.0.1:8123' });
     const [error] = (await once(socket, 'error')) as [Error];
     expect(error.message).toContain('403');
+  });
+
+  test("a page in a Chromium on this machine cannot open the host's WebSocket", async ({ host, fixtures }) => {
+    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: [...BASE_CHROMIUM_ARGS] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(fixtures.url('quiet.html'));
+      // A string, not a function: the page's own WebSocket, not this file's import.
+      const url = JSON.stringify(withWireNonce(host.url, newWireNonce()));
+      const outcome = await page.evaluate(`new Promise((resolve) => {
+        const socket = new WebSocket(${url});
+        socket.onmessage = () => resolve('received a frame');
+        socket.onerror = () => resolve('refused');
+        socket.onclose = () => resolve('refused');
+      })`);
+      expect(outcome).toBe('refused');
+    } finally {
+      await browser.close();
+    }
+  });
+
+  test("a page in the host's own Chromium cannot open the host's WebSocket", async ({ host, client, lease, fixtures }) => {
+    const target = encodeURIComponent(withWireNonce(host.url, newWireNonce()));
+    await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url(`confinement/host-socket.html?target=${target}`), timeout_ms: 15_000 });
+    await vi.waitFor(async () => expect((await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 5_000 })).snapshot).toContain('refused'), {
+      timeout: 15_000,
+      interval: 250,
+    });
+  });
+
+  test('a peer without the secret is cut off after 64 KiB, long before a 4 MiB frame is read', async ({ host, client }) => {
+    const { socket } = await rawConnection(host.url);
+    socket.send('x'.repeat(MAX_FRAME_BYTES - 1024));
+    const [code] = await once(socket, 'close');
+    expect(code).toBe(1006);
+    expect(await client.call('host.status', {})).toMatchObject({ host_id: 'host-test' });
   });
 
   test('an unknown method answers unknown_method', async ({ client }) => {
@@ -81,24 +203,23 @@ describe('the wire', () => {
     expect(extra).toMatchObject({ error: { code: 'invalid_params' } });
   });
 
-  test('malformed JSON answers invalid_params with a null id and the connection keeps serving', async ({ client }) => {
-    expect(await client.sendRaw('{"id": 1, "method": ')).toEqual({ id: null, error: { code: 'invalid_params', message: 'the frame is not JSON' } });
-    expect(await client.sendRaw('[1, 2, 3]')).toMatchObject({ id: null, error: { code: 'invalid_params' } });
-    const auth = await signWireToken(TEST_SECRET, 'edge', 'browser-host');
-    expect(await client.sendRaw(JSON.stringify({ id: 7777, method: 'host.status', auth }), 7777)).toMatchObject({
-      id: 7777,
-      error: { code: 'invalid_params' },
-    });
+  test('an authenticated body that is not a request answers invalid_params and the connection keeps serving', async ({ client }) => {
+    const broken = '{"id": 1, "method": ';
+    const brokenToken = await frameToken({ cid: client.connectionId, fid: 7778, method: 'host.status', bd: await wireDigest(broken) });
+    expect(await client.sendRaw(`${brokenToken}\n${broken}`, 7778)).toEqual({ id: 7778, error: { code: 'invalid_params', message: 'the frame is not JSON' } });
+    const arrayBody = '[1, 2, 3]';
+    const arrayToken = await frameToken({ cid: client.connectionId, fid: 7779, method: 'host.status', bd: await wireDigest(arrayBody) });
+    expect(await client.sendRaw(`${arrayToken}\n${arrayBody}`, 7779)).toMatchObject({ id: 7779, error: { code: 'invalid_params' } });
     expect(client.open).toBe(true);
     expect(await client.call('host.status', {})).toMatchObject({ host_id: 'host-test' });
   });
 
-  test('a frame over MAX_FRAME_BYTES is refused by closing that connection (1009); others are unaffected', async ({ host, client }) => {
-    const socket = new WebSocket(host.url);
-    await once(socket, 'message'); // hello
-    socket.send('x'.repeat(MAX_FRAME_BYTES + 1));
-    const [code] = await once(socket, 'close');
-    expect(code).toBe(1009);
+  test('an authenticated connection sending a frame over MAX_FRAME_BYTES is closed (1009); others are unaffected', async ({ host, client }) => {
+    const other = await connectHost(host.url, TEST_SECRET);
+    expect(await other.call('host.status', {})).toMatchObject({ host_id: 'host-test' });
+    const closed = new Promise<number>((resolve) => other.onClose((code) => resolve(code)));
+    void other.sendRaw('x'.repeat(MAX_FRAME_BYTES + 1)).catch(() => undefined);
+    expect(await closed).toBe(1009);
     expect(await client.call('host.status', {})).toMatchObject({ host_id: 'host-test' });
   });
 

@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import type { ErrorDetail } from '../../shared/errors.ts';
 import { HelloFrame, HOST_METHODS, type HostMethod, type HostParams, type HostResult, ResponseFrame } from '../../shared/protocol.ts';
-import { signWireToken, verifyWireToken } from '../../shared/wire-auth.ts';
+import { newWireNonce, signRequestFrame, verifyHostHello, withWireNonce } from '../../shared/wire-auth.ts';
 
 /** A wire call answered with an error; `detail` is the frame's `{code, message}`. */
 export class WireCallError extends Error {
@@ -13,21 +13,27 @@ export class WireCallError extends Error {
   }
 }
 
-/** How a raw request is signed: a valid edge token (default), a given string, or none at all. */
+/** How a raw request is signed: a valid edge token (default), a given string before the body, or no token part at all. */
 export type FrameAuth = { kind: 'valid' } | { kind: 'token'; token: string } | { kind: 'omitted' };
 
 /** The test side of the edge-host wire: an edge stand-in that signs frames like the edge. */
 export interface HostClient {
   /** The host's hello frame, already verified. */
   readonly hello: HelloFrame;
+  /** The connection id the hello named (frame tokens are bound to it). */
+  readonly connectionId: string;
+  /** The next frame id, signed as the edge would sign it (`<token>\n<body>`), without sending it. */
+  signFrame(method: string, params: unknown): Promise<{ id: number; text: string }>;
   /** Calls a method with a valid token; resolves with its schema-checked result. @throws WireCallError */
   call<M extends HostMethod>(method: M, params: HostParams<M>): Promise<HostResult<M>>;
   /** Sends any request frame and resolves with the raw response to its id. */
   request(method: string, params: unknown, auth?: FrameAuth): Promise<ResponseFrame>;
-  /** Sends text as is and resolves with the next response that carries `id: null` (or `expectId`). */
+  /** Sends text as is and resolves with the next response that carries `id: null` (or `expectId`, when the frame names one). */
   sendRaw(text: string, expectId?: number): Promise<ResponseFrame>;
   /** True while the WebSocket is open. */
   readonly open: boolean;
+  /** Calls `listener` with the close code once the connection closes. */
+  onClose(listener: (code: number) => void): void;
   close(): Promise<void>;
 }
 
@@ -35,12 +41,13 @@ export interface HostClient {
 const RESPONSE_TIMEOUT_MS = 45_000;
 
 /**
- * Connects to a host at `url`, waits for its hello frame and verifies the hello token with
- * `secret` (`iss: browser-host`, `aud: edge`).
- * @throws Error when the hello is missing, malformed or not signed with `secret`.
+ * Connects to a host at `url` with a fresh nonce, waits for its hello frame and verifies that the
+ * hello token signs that nonce with `secret` (shared/wire-auth.ts), as the edge does.
+ * @throws Error when the hello is missing, malformed or not signed with `secret` for this nonce.
  */
 export async function connectHost(url: string, secret: string): Promise<HostClient> {
-  const socket = new WebSocket(url);
+  const nonce = newWireNonce();
+  const socket = new WebSocket(withWireNonce(url, nonce));
   const pending = new Map<number, (frame: ResponseFrame) => void>();
   const unmatched: Array<(frame: ResponseFrame) => void> = [];
   let nextId = 1;
@@ -54,7 +61,8 @@ export async function connectHost(url: string, secret: string): Promise<HostClie
       else reject(new Error(`not a hello frame: ${String(data)}`));
     });
   });
-  if (!(await verifyWireToken(secret, hello.params.auth, 'browser-host', 'edge'))) {
+  const claims = await verifyHostHello(secret, hello.params.auth, { nonce, hostId: hello.params.host_id });
+  if (!claims) {
     socket.close();
     throw new Error('the hello token does not verify');
   }
@@ -78,22 +86,30 @@ export async function connectHost(url: string, secret: string): Promise<HostClie
       });
     });
 
-  const request = async (method: string, params: unknown, auth: FrameAuth = { kind: 'valid' }): Promise<ResponseFrame> => {
+  const signFrame = async (method: string, params: unknown) => {
     const id = nextId++;
-    const frame: Record<string, unknown> = { id, method, params };
-    if (auth.kind === 'valid') frame.auth = await signWireToken(secret, 'edge', 'browser-host');
-    if (auth.kind === 'token') frame.auth = auth.token;
-    const response = awaitResponse((deliver) => pending.set(id, deliver), method);
-    socket.send(JSON.stringify(frame));
+    return { id, text: await signRequestFrame(secret, claims.connectionId, { id, method, params }) };
+  };
+
+  const request = async (method: string, params: unknown, auth: FrameAuth = { kind: 'valid' }): Promise<ResponseFrame> => {
+    const signed = await signFrame(method, params);
+    const body = signed.text.slice(signed.text.indexOf('\n') + 1);
+    const text = auth.kind === 'valid' ? signed.text : auth.kind === 'token' ? `${auth.token}\n${body}` : body;
+    // A refused token gives the host no frame id to answer with: the answer carries id null.
+    const response = awaitResponse((deliver) => (auth.kind === 'valid' ? pending.set(signed.id, deliver) : unmatched.push(deliver)), method);
+    socket.send(text);
     return response;
   };
 
   return {
     hello,
+    connectionId: claims.connectionId,
+    signFrame,
     get open() {
       return socket.readyState === WebSocket.OPEN;
     },
     request,
+    onClose: (listener) => socket.once('close', (code) => listener(code)),
     async call(method, params) {
       const response = await request(method, params);
       if ('error' in response) throw new WireCallError(method, response.error);
