@@ -10,7 +10,7 @@ import { DomainError } from '../domain-error.ts';
 import { releaseLease } from '../pipeline/lease.ts';
 import type { Ports } from '../ports.ts';
 import { assertProfileActive } from '../profiles/bindings.ts';
-import { assertRunCreationAllowed } from '../quotas/quotas.ts';
+import { assertRunCreationAllowed } from '../quotas/rates.ts';
 import { fenceRunStatements } from './fence.ts';
 
 /**
