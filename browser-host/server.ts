@@ -69,12 +69,17 @@ export async function startWireServer(options: WireServerOptions): Promise<WireS
     port: options.port,
     maxPayload: MAX_FRAME_BYTES,
     verifyClient: (info, accept) => {
+      const refuse = (status: number, why: string) => {
+        // The operator's log says who was refused and why; the peer learns only the status.
+        process.stderr.write(`browser-host: refused a WebSocket upgrade from ${peerOf(info.req)}: ${why}\n`);
+        accept(false, status, why);
+      };
       // The edge sends no Origin; a browser page always does (a page in the host's own Chromium,
       // or any page a person opens): such an upgrade is refused before a hello token is issued.
-      if (info.origin) return accept(false, 403, 'browser pages may not connect');
-      if (nonceOf(info.req) === undefined) return accept(false, 400, 'a nonce is required');
-      if (open >= MAX_CONNECTIONS) return accept(false, 503, 'too many connections');
-      if ((perPeer.get(peerOf(info.req)) ?? 0) >= MAX_CONNECTIONS_PER_PEER) return accept(false, 429, 'too many connections from this address');
+      if (info.origin) return refuse(403, 'browser pages may not connect');
+      if (nonceOf(info.req) === undefined) return refuse(400, 'a nonce is required');
+      if (open >= MAX_CONNECTIONS) return refuse(503, 'too many connections');
+      if ((perPeer.get(peerOf(info.req)) ?? 0) >= MAX_CONNECTIONS_PER_PEER) return refuse(429, 'too many connections from this address');
       accept(true);
     },
   });

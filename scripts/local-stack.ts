@@ -59,7 +59,9 @@ export interface LocalStack {
   startEdge(): Promise<void>;
   /**
    * Runs the cron pass now (`GET /__scheduled`: `wrangler dev --test-scheduled` on Workers, the
-   * entries' `--test-scheduled` on Deno and Node); resolves when it ran.
+   * entries' `--test-scheduled` on Deno and Node); resolves when the trigger was accepted. On
+   * Workers the pass itself runs under `ctx.waitUntil` and may still be running: wait for its
+   * effect, not for this promise.
    */
   triggerCron(): Promise<void>;
   /** Stops everything it started (process groups, SIGTERM then SIGKILL) and removes temp dirs. */

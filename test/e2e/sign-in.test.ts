@@ -217,9 +217,15 @@ describe('a run that meets a sign-in wall', () => {
     await signInAsPerson({ profileDir: await profileDir('challenged'), origin: site.origin, username: 'carol', password: 'carol-pass', timeoutMs: 60_000 });
     await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('challenge'), { timeout: 60_000, interval: 500 });
     await stack.triggerCron();
+    // On Workers the trigger answers before the pass (ctx.waitUntil) has asked the host: wait for its record.
+    await vi.waitFor(
+      async () => {
+        const signIns = (await owner.request('GET', '/v1/sign-ins?state=open', SignInList)).body.sign_ins.find((s) => s.id === episode.id);
+        expect(signIns?.ceremony_state).toBe('challenge');
+      },
+      { timeout: 30_000, interval: 500 },
+    );
     expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
-    const signIns = (await owner.request('GET', '/v1/sign-ins?state=open', SignInList)).body.sign_ins.find((s) => s.id === episode.id);
-    expect(signIns?.ceremony_state).toBe('challenge');
     expect(await owner.noticesFor(run.id)).toHaveLength(1);
     // Nobody waits once the run is cancelled: the cron pass abandons the episode and ends the
     // ceremony, which gives the profile's browser back to admission.

@@ -4,6 +4,7 @@ import { chromium } from 'playwright-core';
 import { describe, expect, vi } from 'vitest';
 import WebSocket from 'ws';
 import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
+import { MAX_CONNECTIONS_PER_PEER } from '../../browser-host/server.ts';
 import { signCeremonyEvent, verifyCeremonyEvent } from '../../shared/authentication.ts';
 import { MAX_FRAME_BYTES } from '../../shared/protocol.ts';
 import { newWireNonce, verifyHostHello, wireDigest, withWireNonce } from '../../shared/wire-auth.ts';
@@ -176,6 +177,29 @@ describe('the wire', () => {
       timeout: 15_000,
       interval: 250,
     });
+  });
+
+  test('one address may hold at most MAX_CONNECTIONS_PER_PEER connections; the next upgrade is refused 429, and a closed one frees a place', async ({
+    host,
+    client,
+  }) => {
+    const opened = await Promise.all(Array.from({ length: MAX_CONNECTIONS_PER_PEER - 1 }, () => rawConnection(host.url)));
+    try {
+      const refused = new WebSocket(withWireNonce(host.url, newWireNonce()));
+      const [error] = (await once(refused, 'error')) as [Error];
+      expect(error.message).toContain('429');
+      const closed = opened.pop()!;
+      const gone = once(closed.socket, 'close');
+      closed.socket.close();
+      await gone;
+      await vi.waitFor(async () => {
+        const again = await rawConnection(host.url);
+        opened.push(again);
+      });
+      expect(await client.call('host.status', {})).toMatchObject({ host_id: 'host-test' });
+    } finally {
+      for (const { socket } of opened) socket.terminate();
+    }
   });
 
   test('a peer without the secret is cut off after 64 KiB, long before a 4 MiB frame is read', async ({ host, client }) => {
