@@ -53,7 +53,7 @@ export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, 
     await errorPageCommitted(deadline, page);
     // Chromium's own error text (connection refused or reset, name not resolved) would tell a
     // page's redirects apart: a port-scan oracle. The agent gets the code; the operator's log the detail.
-    process.stderr.write(`browser-host: a navigation to ${target.origin} failed: ${firstLineOf(error)}\n`);
+    process.stderr.write(`browser-host: profile ${browser.profileId}: a navigation to ${target.origin} failed: ${firstLineOf(error)}\n`);
     throw new HostError('navigation_failed', `could not load ${target.href}`);
   } finally {
     load.dispose();

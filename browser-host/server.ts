@@ -25,9 +25,19 @@ export interface WireServer {
   close(): Promise<void>;
 }
 
-/** Most connections open at once from one peer address; more upgrades are refused (429). */
+/** Most authenticated connections open at once from one peer address; more upgrades are refused (429). */
 export const MAX_CONNECTIONS_PER_PEER = 64;
-/** Most connections open at once in all; more upgrades are refused (503). */
+/**
+ * Most connections from one peer address that have not yet sent an authenticated frame. A new
+ * upgrade past it closes the oldest of them that has waited at least {@link PENDING_EVICTABLE_MS}
+ * (the edge authenticates within milliseconds of the hello), so idle connections from a process
+ * without the secret on the same address can never lock the edge out; when none is that old the
+ * upgrade is refused (429).
+ */
+export const MAX_PENDING_PER_PEER = 16;
+/** How long a connection must have authenticated nothing before a new one may take its place, in ms. */
+export const PENDING_EVICTABLE_MS = 1_000;
+/** Most connections open at once in all; past it the oldest unauthenticated one is closed, or the upgrade refused (503). */
 export const MAX_CONNECTIONS = 256;
 /**
  * Most bytes a connection may send before its first authenticated frame, and most bytes of
@@ -36,13 +46,15 @@ export const MAX_CONNECTIONS = 256;
  */
 export const MAX_UNAUTHENTICATED_BYTES = 64 * 1024;
 /** How long a connection may stay without an authenticated frame, in ms; then it is closed. */
-export const AUTHENTICATION_TIMEOUT_MS = 30_000;
+export const AUTHENTICATION_TIMEOUT_MS = 10_000;
 
 /**
  * Starts the edge-facing WebSocket server (shared/protocol.ts, shared/wire-auth.ts). An upgrade
  * is refused: with 403 when it carries an `Origin` header (what browsers send, never the edge);
- * 400 without a well-formed `nonce`; 429 past {@link MAX_CONNECTIONS_PER_PEER} connections from
- * its address, 503 past {@link MAX_CONNECTIONS}. On every connection it first sends the hello
+ * 400 without a well-formed `nonce`; 429 past {@link MAX_CONNECTIONS_PER_PEER} authenticated
+ * connections from its address, or past {@link MAX_PENDING_PER_PEER} connections still setting
+ * up when none of them is old enough to close for it; 503 past {@link MAX_CONNECTIONS} likewise
+ * (the oldest idle unauthenticated connection is closed to make room whenever there is one). On every connection it first sends the hello
  * frame `{method: 'host.hello', params: {host_id, auth}}`, `auth` signing the edge's nonce, the
  * host id and a fresh connection id. Then, for every request frame `<token>\n<body>`,
  * concurrently:
@@ -62,8 +74,7 @@ export const AUTHENTICATION_TIMEOUT_MS = 30_000;
  * @throws Error when the port cannot be bound.
  */
 export async function startWireServer(options: WireServerOptions): Promise<WireServer> {
-  const perPeer = new Map<string, number>();
-  let open = 0;
+  const connections = new ConnectionTable();
   const server = new WebSocketServer({
     host: options.bind,
     port: options.port,
@@ -78,8 +89,13 @@ export async function startWireServer(options: WireServerOptions): Promise<WireS
       // or any page a person opens): such an upgrade is refused before a hello token is issued.
       if (info.origin) return refuse(403, 'browser pages may not connect');
       if (nonceOf(info.req) === undefined) return refuse(400, 'a nonce is required');
-      if (open >= MAX_CONNECTIONS) return refuse(503, 'too many connections');
-      if ((perPeer.get(peerOf(info.req)) ?? 0) >= MAX_CONNECTIONS_PER_PEER) return refuse(429, 'too many connections from this address');
+      const peer = peerOf(info.req);
+      if (connections.authenticatedFrom(peer) >= MAX_CONNECTIONS_PER_PEER) return refuse(429, 'too many connections from this address');
+      // Room is made by closing the oldest connections that have authenticated nothing.
+      if (connections.pendingFrom(peer) >= MAX_PENDING_PER_PEER && !connections.evictOldestPending(peer)) {
+        return refuse(429, 'too many connections being set up from this address');
+      }
+      if (connections.size >= MAX_CONNECTIONS && !connections.evictOldestPending()) return refuse(503, 'too many connections');
       accept(true);
     },
   });
@@ -87,18 +103,7 @@ export async function startWireServer(options: WireServerOptions): Promise<WireS
     server.once('listening', resolve);
     server.once('error', reject);
   });
-  server.on('connection', (socket, request) => {
-    const peer = peerOf(request);
-    open++;
-    perPeer.set(peer, (perPeer.get(peer) ?? 0) + 1);
-    socket.once('close', () => {
-      open--;
-      const left = (perPeer.get(peer) ?? 1) - 1;
-      if (left > 0) perPeer.set(peer, left);
-      else perPeer.delete(peer);
-    });
-    serveConnection(socket, request, options);
-  });
+  server.on('connection', (socket, request) => serveConnection(socket, request, options, connections));
   const port = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;
   return {
@@ -124,6 +129,10 @@ function peerOf(request: IncomingMessage): string {
 /** What one connection knows of its own authentication. */
 interface ConnectionAuth {
   readonly connectionId: string;
+  readonly peer: string;
+  readonly socket: WebSocket;
+  /** Epoch ms the connection opened. */
+  readonly openedAt: number;
   /** Frame token ids seen on this connection, with their epoch-second expiry (replays are refused). */
   readonly seen: Map<string, number>;
   authenticated: boolean;
@@ -131,9 +140,62 @@ interface ConnectionAuth {
   unauthenticatedBytes: number;
 }
 
-function serveConnection(socket: WebSocket, request: IncomingMessage, options: WireServerOptions): void {
+/** The open connections, in the order they opened, by whether they have authenticated yet. */
+class ConnectionTable {
+  readonly #open = new Set<ConnectionAuth>();
+
+  get size(): number {
+    return this.#open.size;
+  }
+
+  add(connection: ConnectionAuth): void {
+    this.#open.add(connection);
+  }
+
+  remove(connection: ConnectionAuth): void {
+    this.#open.delete(connection);
+  }
+
+  authenticatedFrom(peer: string): number {
+    let count = 0;
+    for (const connection of this.#open) if (connection.peer === peer && connection.authenticated) count++;
+    return count;
+  }
+
+  pendingFrom(peer: string): number {
+    let count = 0;
+    for (const connection of this.#open) if (connection.peer === peer && !connection.authenticated) count++;
+    return count;
+  }
+
+  /**
+   * Closes the oldest connection (of `peer`, when given) that has authenticated nothing for at
+   * least {@link PENDING_EVICTABLE_MS}; false when there is none.
+   */
+  evictOldestPending(peer?: string): boolean {
+    const openedBefore = Date.now() - PENDING_EVICTABLE_MS;
+    for (const connection of this.#open) {
+      if (connection.authenticated || (peer !== undefined && connection.peer !== peer) || connection.openedAt > openedBefore) continue;
+      this.#open.delete(connection);
+      connection.socket.terminate();
+      return true;
+    }
+    return false;
+  }
+}
+
+function serveConnection(socket: WebSocket, request: IncomingMessage, options: WireServerOptions, connections: ConnectionTable): void {
   socket.on('error', () => {});
-  const auth: ConnectionAuth = { connectionId: newWireNonce(), seen: new Map(), authenticated: false, unauthenticatedBytes: 0 };
+  const auth: ConnectionAuth = {
+    connectionId: newWireNonce(),
+    peer: peerOf(request),
+    socket,
+    openedAt: Date.now(),
+    seen: new Map(),
+    authenticated: false,
+    unauthenticatedBytes: 0,
+  };
+  connections.add(auth);
   // Bytes before the first authenticated frame are counted as they arrive, so a peer without the
   // secret is cut off long before the WebSocket layer has read a 4 MiB frame.
   const countRaw = (chunk: Buffer) => {
@@ -149,6 +211,7 @@ function serveConnection(socket: WebSocket, request: IncomingMessage, options: W
   socket.once('close', () => {
     clearTimeout(timer);
     request.socket.off('data', countRaw);
+    connections.remove(auth);
   });
   const nonce = nonceOf(request)!;
   const hello = (async () => {

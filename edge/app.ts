@@ -172,6 +172,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     }
     if (error instanceof HTTPException) {
       const code = codeOfHttpException(error);
+      countRefusal(c.var.ports, code);
       return c.json(errorBody(code, error.message || code, requestId), error.status);
     }
     console.error(`[${requestId}] unexpected error`, error);

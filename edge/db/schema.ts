@@ -399,3 +399,15 @@ export const refusalCounts = sqliteTable('refusal_counts', {
   code: text('code').primaryKey(),
   count: integer('count').notNull(),
 });
+
+/**
+ * Fixed one-minute windows of the per-minute rates (edge/quotas/rates.ts): one row per key
+ * (`agent:<id>:proposals`, `owner:<id>:runs`, ...), the window's start (epoch ms), the admissions
+ * counted in it, and the token of the last admission (how a batch knows its first statement won).
+ */
+export const rateWindows = sqliteTable('rate_windows', {
+  key: text('key').primaryKey(),
+  windowStart: integer('window_start').notNull(),
+  count: integer('count').notNull(),
+  token: text('token').notNull(),
+});

@@ -13,7 +13,7 @@ import type { Ports } from '../ports.ts';
 import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
 import { parkForSignIn } from '../sign-in/park.ts';
 import { atSignInWall, BLANK_PAGE, classifyFailure, type DispatchOutcome, inAgentTerms, onBlankPage, withheld } from './dispatch-outcome.ts';
-import { ensureLease } from './lease.ts';
+import { ensureLease, giveBackReservation } from './lease.ts';
 import { recordOutcome } from './record-outcome.ts';
 
 /**
@@ -58,6 +58,8 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     else if (traits.condition) outcome = await withCondition(ports, session, lease.lease_id, traits.condition, outcome, deadlineAt, isWrite);
   } catch (error) {
     outcome = classifyFailure(inAgentTerms(error, traits.hostRefusesOwnArgument), isWrite, sent);
+    // No lease came of it (the host was unreachable, say): the reservation is given back.
+    await giveBackReservation(ports, run.id);
   } finally {
     session?.close();
   }

@@ -36,23 +36,45 @@ export async function ensureLease(ports: Ports, session: HostSession, run: RunRo
   } else if (forWrite) {
     throw new HostCallError('lease_lost', 'the run holds no lease; observe the page first');
   }
-  const grant = await session.call(
-    'lease.acquire',
-    {
-      run_id: run.id,
-      profile_id: await hostProfileId(run.ownerId, run.profileId),
-      origins: run.origins,
-      ttl_ms: ports.config.leaseTtlMs,
-      // Unset: the host's own admission wait applies (README "Configuration").
-      ...(ports.config.admissionWaitMs === undefined ? {} : { wait_ms: ports.config.admissionWaitMs }),
-    },
-    timeoutMs,
-  );
+  const grant = await acquire(ports, session, run, timeoutMs);
   await ports.db
     .update(runs)
     .set({ leaseId: grant.lease_id, leaseGeneration: grant.generation, leaseExpiresAt: grant.expires_at_ms, updatedAt: ports.clock.now() })
     .where(and(eq(runs.id, run.id), or(isNull(runs.leaseId), eq(runs.leaseId, run.leaseId ?? ''))));
   return grant;
+}
+
+/** `lease.acquire` for the run; a failure gives back the run's reservation (`reserveLease`), so its profile is free at once. */
+async function acquire(ports: Ports, session: HostSession, run: RunRow, timeoutMs: number): Promise<LeaseGrant> {
+  try {
+    return await session.call(
+      'lease.acquire',
+      {
+        run_id: run.id,
+        profile_id: await hostProfileId(run.ownerId, run.profileId),
+        origins: run.origins,
+        ttl_ms: ports.config.leaseTtlMs,
+        // Unset: the host's own admission wait applies (README "Configuration").
+        ...(ports.config.admissionWaitMs === undefined ? {} : { wait_ms: ports.config.admissionWaitMs }),
+      },
+      timeoutMs,
+    );
+  } catch (error) {
+    await giveBackReservation(ports, run.id);
+    throw error;
+  }
+}
+
+/**
+ * Gives back a lease reservation (`reserveLease`) that did not become a lease: clears the run's
+ * `lease_expires_at` only while it holds no lease, so its profile and its owner's browser quota
+ * are free at once. A run with a lease is left alone.
+ */
+export async function giveBackReservation(ports: Ports, runId: string): Promise<void> {
+  await ports.db
+    .update(runs)
+    .set({ leaseExpiresAt: null })
+    .where(and(eq(runs.id, runId), isNull(runs.leaseId)));
 }
 
 /** Lease commands and the release on a run's end get at most this long, in ms. */
@@ -63,7 +85,14 @@ const RELEASE_TIMEOUT_MS = 3_000;
  * lease changes nothing, because an unrenewed lease lapses by its TTL anyway.
  */
 export async function releaseLease(ports: Ports, run: RunRow): Promise<void> {
-  if (run.leaseId === null) return;
+  if (run.leaseId === null) {
+    // Only a reservation (reserveLease): give it back.
+    await ports.db
+      .update(runs)
+      .set({ leaseExpiresAt: null })
+      .where(and(eq(runs.id, run.id), isNull(runs.leaseId)));
+    return;
+  }
   let session: HostSession | undefined;
   try {
     session = await ports.host.connect(RELEASE_TIMEOUT_MS);

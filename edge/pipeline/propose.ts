@@ -16,8 +16,7 @@ import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decideForRun } from '../policy/decision-input.ts';
 import type { Ports } from '../ports.ts';
 import { assertProfileActive } from '../profiles/bindings.ts';
-import { assertLeaseAvailable } from '../quotas/lease-availability.ts';
-import { assertProposalAllowed } from '../quotas/rates.ts';
+import { reserveLease } from '../quotas/lease-availability.ts';
 import { holdRun } from '../runs/lifecycle.ts';
 import { actTarget } from './act-target.ts';
 import { beginDispatch, type NewCall } from './begin-dispatch.ts';
@@ -44,12 +43,11 @@ export interface ProposalOutcome {
  *   the run received shows;
  *   DomainError('policy_denied') with the deciding rule; DomainError('run_not_active' |
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now; DomainError('profile_revoked')
- *   when the owner revoked the run's profile; DomainError('rate_limited') past the proposal rates;
- *   DomainError('profile_in_use' | 'quota_exceeded') when a needed lease cannot be had (see
- *   `assertLeaseAvailable`). Refusals before a call is stored change nothing.
+ *   when the owner revoked the run's profile (the proposal rates are counted before, by the
+ *   route: `admitProposal`); DomainError('profile_in_use' | 'quota_exceeded') when a needed lease cannot be had (see
+ *   `reserveLease`). Refusals before a call is stored change nothing.
  */
 export async function proposeToolCall(ports: Ports, principal: Principal, loadedRun: RunRow, body: ProposeBody): Promise<ProposalOutcome> {
-  await assertProposalAllowed(ports, principal, loadedRun);
   const now = ports.clock.now();
   const argumentsHash = await canonicalHash({ tool: body.tool, version: body.version, arguments: body.arguments });
   const base = {
@@ -124,8 +122,6 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     }
   }
 
-  // A call that needs a new lease: the profile must be free and the owner under its browser quota.
-  await assertLeaseAvailable(ports, run);
   const turn = await turnContext(ports, run);
   const decision = await decideForRun(
     ports.db,
@@ -158,6 +154,8 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     const touchedOrigin = target?.frame_origin ?? (run.latestUrl === null ? undefined : originOf(run.latestUrl));
     const grant = await coveringGrant(ports, run.ownerId, invocation, touchedOrigin, { profile: run.policyProfile, hash: decision.policy_hash });
     if (grant) {
+      // About to dispatch: a call that needs a new lease takes it only if the profile is free and the owner under its browser quota.
+      await reserveLease(ports, run);
       const covered = { ...decided, phases: { ...decided.phases, decision: { ...decision, grant_id: grant.id } } };
       const started = await beginDispatch(ports, run, covered, invocation, { by: 'grant', grant }).catch((error: unknown) => {
         // The grant ran out between the look-up and the batch: ask the owner instead.
@@ -169,6 +167,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     return park(ports, run, decided, decision, argumentsHash);
   }
 
+  await reserveLease(ports, run);
   const call = await beginDispatch(ports, run, decided, invocation, { by: 'policy' });
   return { status: 200, call: await dispatchCall(ports, run, call, invocation), approvalId: null };
 }

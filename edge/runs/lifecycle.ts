@@ -10,7 +10,8 @@ import { DomainError } from '../domain-error.ts';
 import { releaseLease } from '../pipeline/lease.ts';
 import type { Ports } from '../ports.ts';
 import { assertProfileActive } from '../profiles/bindings.ts';
-import { assertRunCreationAllowed } from '../quotas/rates.ts';
+import { overOpenRunsQuota } from '../quotas/open-runs.ts';
+import { admitRunCreation } from '../quotas/rates.ts';
 import { fenceRunStatements } from './fence.ts';
 
 /**
@@ -20,13 +21,14 @@ import { fenceRunStatements } from './fence.ts';
 
 /**
  * Creates a run for the caller's owner (`profile_revoked` when the owner revoked the profile;
- * `rate_limited` / `quota_exceeded` past the operator's quotas, see `assertRunCreationAllowed`). An agent that creates a run holds it (`running`, claimed
+ * `rate_limited` past the per-minute rates, see `admitRunCreation`; `quota_exceeded` with
+ * Retry-After when the owner would have more than `openRunsPerOwner` runs not yet ended). An agent that creates a run holds it (`running`, claimed
  * by that agent); a run the owner creates is `queued` until an agent's first proposal claims it.
  * The intent is recorded as the run's first message, trusted only when the owner wrote it.
  */
 export async function createRun(ports: Ports, principal: Principal, body: CreateRunBody): Promise<RunRow> {
-  await assertRunCreationAllowed(ports, principal);
   await assertProfileActive(ports, principal.ownerId, body.profile_id);
+  await admitRunCreation(ports, principal);
   const now = ports.clock.now();
   const row: RunRow = {
     id: newId('run'),
@@ -53,17 +55,33 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
     createdAt: now,
     updatedAt: now,
   };
+  const messageId = newId('msg');
+  // The open-runs quota is checked where the run is written (see overOpenRunsQuota).
+  const overQuota = overOpenRunsQuota(principal.ownerId, ports.config.quotas.openRunsPerOwner);
   await ports.db.batch([
     ports.db.insert(runs).values(row),
     ports.db.insert(messages).values({
-      id: newId('msg'),
+      id: messageId,
       runId: row.id,
       principalId: principal.id,
       trust: principal.kind === 'owner' ? 'trusted' : 'untrusted',
       text: body.intent,
       createdAt: now,
     }),
+    ports.db.delete(messages).where(and(eq(messages.id, messageId), overQuota)),
+    ports.db.delete(runs).where(and(eq(runs.id, row.id), overQuota)),
   ]);
+  const created = await ports.db.select({ id: runs.id }).from(runs).where(eq(runs.id, row.id)).get();
+  if (!created) {
+    throw new DomainError(
+      'quota_exceeded',
+      `this owner already has ${ports.config.quotas.openRunsPerOwner} runs not yet ended; end or cancel one first`,
+      undefined,
+      {
+        retryAfterS: 60,
+      },
+    );
+  }
   return row;
 }
 

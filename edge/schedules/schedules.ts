@@ -10,6 +10,7 @@ import { DomainError } from '../domain-error.ts';
 import { profileInForce } from '../policy/profile.ts';
 import type { Ports } from '../ports.ts';
 import { profileRevoked } from '../profiles/bindings.ts';
+import { overOpenRunsQuota } from '../quotas/open-runs.ts';
 
 /** One minute, in ms: the resolution of cron schedules. */
 const MINUTE_MS = 60_000;
@@ -61,7 +62,8 @@ export function listSchedules(ports: Ports, principal: Principal): Promise<Sched
  * `scheduled` run with trusted-configuration authority (its intent is a trusted message from the
  * schedule itself), the schedule's pinned versions and policy profile. Idempotent: the run's id is
  * derived from the schedule and the minute, so a repeated pass for the same minute changes nothing.
- * A schedule whose profile the owner revoked queues nothing. A schedule that cannot be fired (a
+ * A schedule whose profile the owner revoked queues nothing; nor does one whose owner is at the
+ * open-runs quota (that minute's firing is skipped and logged). A schedule that cannot be fired (a
  * database failure) is logged with the pass's request id and left for the next pass, which fires
  * it for the missed minute (see {@link latestDueMinute}); the others still fire.
  * @returns the runs queued by this pass.
@@ -105,20 +107,19 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
       createdAt: now,
       updatedAt: now,
     };
+    const messageId = `msg_${run.id.slice('run_'.length)}`;
+    // The owner's open-runs quota counts scheduled runs too: over it, this firing queues nothing.
+    const overQuota = overOpenRunsQuota(schedule.ownerId, ports.config.quotas.openRunsPerOwner);
     try {
       await ports.db.batch([
         ports.db.insert(runs).values(run),
-        ports.db.insert(messages).values({
-          id: `msg_${run.id.slice('run_'.length)}`,
-          runId: run.id,
-          principalId: schedule.id,
-          trust: 'trusted',
-          text: schedule.intent,
-          createdAt: now,
-        }),
+        ports.db.insert(messages).values({ id: messageId, runId: run.id, principalId: schedule.id, trust: 'trusted', text: schedule.intent, createdAt: now }),
+        ports.db.delete(messages).where(and(eq(messages.id, messageId), overQuota)),
+        ports.db.delete(runs).where(and(eq(runs.id, run.id), overQuota)),
         ports.db.update(schedules).set({ lastFiredFor: dueMinute }).where(eq(schedules.id, schedule.id)),
       ]);
-      fired.push(run);
+      if (await ports.db.select({ id: runs.id }).from(runs).where(eq(runs.id, run.id)).get()) fired.push(run);
+      else console.error(`[${ports.requestId}] schedule ${schedule.id}: its owner has too many runs not yet ended; nothing queued for ${iso(dueMinute)}`);
     } catch (error) {
       // The batch is all or nothing. When the run of this schedule and minute exists, a repeated
       // pass fired it already and nothing changes; any other failure is logged for the next pass.

@@ -82,7 +82,9 @@ describe('grants', () => {
 /** An owner's run on revision 3 of the feed that holds a lease of the stand-in host. */
 async function leasedRun(): Promise<string> {
   const runId = await ownerRun();
-  await env.DB.prepare('UPDATE runs SET lease_id = ? WHERE id = ?').bind('lease_grantsunknown1', runId).run();
+  await env.DB.prepare('UPDATE runs SET lease_id = ?, lease_expires_at = ? WHERE id = ?')
+    .bind('lease_grantsunknown1', Date.now() + 300_000, runId)
+    .run();
   return runId;
 }
 

@@ -1,11 +1,13 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it, vi } from 'vitest';
 import { createApp } from '../../edge/app.ts';
+import type { HostConnector } from '../../edge/host/host-session.ts';
 import { DEFAULT_EDGE_CONFIG, type Ports } from '../../edge/ports.ts';
 import { DEFAULT_QUOTAS, type QuotaConfig } from '../../edge/quotas/quota-config.ts';
 import type { RunView } from '../../shared/api.ts';
 import type { ErrorBody } from '../../shared/errors.ts';
 import { call, partiesForEachTest, workerdPorts } from './support/edge-client.ts';
+import { hostPage, scriptedHost } from './support/fake-host.ts';
 import { ORIGIN, PAGE } from './support/run-fixture.ts';
 
 // Quotas and rate limits per owner and per agent, and a busy profile as its own refusal
@@ -14,18 +16,91 @@ import { ORIGIN, PAGE } from './support/run-fixture.ts';
 
 const parties = partiesForEachTest();
 
-/** The Worker's app with `quotas` over the defaults. */
-function appWith(quotas: Partial<QuotaConfig>) {
-  const app = createApp(() => ({ ...workerdPorts(), config: { ...DEFAULT_EDGE_CONFIG, quotas: { ...DEFAULT_QUOTAS, ...quotas } } }) satisfies Ports);
+/** The Worker's app with `quotas` over the defaults (and a stand-in host when given). */
+function appWith(quotas: Partial<QuotaConfig>, host?: HostConnector) {
+  const app = createApp(() => ({ ...workerdPorts(host), config: { ...DEFAULT_EDGE_CONFIG, quotas: { ...DEFAULT_QUOTAS, ...quotas } } }) satisfies Ports);
   return async <Body = unknown>(method: string, path: string, token: string, body?: unknown) => {
     const response = await app.request(`http://edge.test${path}`, {
       method,
       headers: { Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     });
     return { status: response.status, retryAfter: response.headers.get('Retry-After'), body: (await response.json()) as Body };
   };
 }
+
+/** A stand-in host that grants every lease and answers page commands with the feed. */
+function leasingHost() {
+  return scriptedHost(async (method, params) => {
+    if (method === 'lease.acquire' || method === 'lease.renew') {
+      return {
+        lease_id: `lease_quota${String(params.run_id ?? params.lease_id).slice(-12)}`,
+        profile_id: String(params.profile_id),
+        generation: 1,
+        expires_at_ms: Date.now() + 300_000,
+      };
+    }
+    if (method.startsWith('page.')) return hostPage(PAGE, 3);
+    return { released: true };
+  }).connector;
+}
+
+describe('requests that arrive together', () => {
+  const statuses = (answers: { status: number }[]) => answers.map((answer) => answer.status).sort();
+
+  it('cannot all pass the per-agent run rate: exactly the limit is created', async () => {
+    const request = appWith({ runsPerMinutePerAgent: 5 });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => request('POST', '/v1/runs', parties.agent.token, runBody())));
+    expect(statuses(answers)).toEqual([...Array(5).fill(201), ...Array(15).fill(429)]);
+    expect(await count('SELECT count(*) AS n FROM runs WHERE created_by = ?', parties.agent.id)).toBe(5);
+  });
+
+  it('cannot all pass the open-runs quota: exactly the limit is open, and refused runs leave no rows', async () => {
+    const request = appWith({ openRunsPerOwner: 4 });
+    const answers = await Promise.all(Array.from({ length: 12 }, () => request('POST', '/v1/runs', parties.owner.token, runBody())));
+    expect(statuses(answers)).toEqual([...Array(4).fill(201), ...Array(8).fill(429)]);
+    expect(await count('SELECT count(*) AS n FROM runs WHERE owner_id = ?', parties.owner.id)).toBe(4);
+    expect(await count('SELECT count(*) AS n FROM messages m JOIN runs r ON r.id = m.run_id WHERE r.owner_id = ?', parties.owner.id)).toBe(4);
+  });
+
+  it('cannot all pass the proposal rate, malformed bodies and envelopes included', async () => {
+    const request = appWith({ proposalsPerMinutePerAgent: 10 });
+    const run = await request<RunView>('POST', '/v1/runs', parties.owner.token, runBody());
+    const path = `/v1/runs/${run.body.id}/tool-calls`;
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        request('POST', path, parties.agent.token, index % 2 === 0 ? '{not json' : { tool: 'browser.navigate', version: '1.3.0', arguments: { url: 12 } }),
+      ),
+    );
+    expect(answers.filter((answer) => answer.status === 429)).toHaveLength(10);
+    expect(await count('SELECT count(*) AS n FROM tool_calls WHERE run_id = ?', run.body.id)).toBeLessThanOrEqual(10);
+    expect(await request('POST', path, parties.agent.token, { tool: 'nope' })).toMatchObject({ status: 429, body: { error: { code: 'rate_limited' } } });
+  });
+
+  it('cannot all take a browser: at most QUOTA_LEASED_BROWSERS_PER_OWNER, and one run per profile', async () => {
+    const request = appWith({}, leasingHost());
+    const onProfiles = await Promise.all(
+      ['b1', 'b2', 'b3', 'b4', 'b5'].map((profile) => request<RunView>('POST', '/v1/runs', parties.owner.token, runBody(profile))),
+    );
+    const observe = (runId: string) =>
+      request<ErrorBody>('POST', `/v1/runs/${runId}/tool-calls`, parties.agent.token, { tool: 'browser.observe', version: '1.2.0', arguments: {} });
+    const answers = await Promise.all(onProfiles.map((run) => observe(run.body.id)));
+    expect(statuses(answers)).toEqual([200, 200, 429, 429, 429]);
+    expect(answers.filter((answer) => answer.status === 429).every((answer) => answer.body.error.code === 'quota_exceeded' && answer.retryAfter !== null)).toBe(
+      true,
+    );
+
+    const stranger = { owner: parties.strangerOwner.token, agent: parties.strangerAgent.token };
+    const sameProfile = await Promise.all([0, 1, 2].map(() => request<RunView>('POST', '/v1/runs', stranger.owner, runBody('shared'))));
+    const onShared = await Promise.all(
+      sameProfile.map((run) =>
+        request<ErrorBody>('POST', `/v1/runs/${run.body.id}/tool-calls`, stranger.agent, { tool: 'browser.observe', version: '1.2.0', arguments: {} }),
+      ),
+    );
+    expect(statuses(onShared)).toEqual([200, 409, 409]);
+    expect(onShared.filter((answer) => answer.status === 409).every((answer) => answer.body.error.code === 'profile_in_use')).toBe(true);
+  });
+});
 
 const count = async (sql: string, ...binds: unknown[]) =>
   Number(

@@ -4,7 +4,7 @@ import { chromium } from 'playwright-core';
 import { describe, expect, vi } from 'vitest';
 import WebSocket from 'ws';
 import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
-import { MAX_CONNECTIONS_PER_PEER } from '../../browser-host/server.ts';
+import { MAX_CONNECTIONS_PER_PEER, MAX_PENDING_PER_PEER, PENDING_EVICTABLE_MS } from '../../browser-host/server.ts';
 import { signCeremonyEvent, verifyCeremonyEvent } from '../../shared/authentication.ts';
 import { MAX_FRAME_BYTES } from '../../shared/protocol.ts';
 import { newWireNonce, verifyHostHello, wireDigest, withWireNonce } from '../../shared/wire-auth.ts';
@@ -179,26 +179,46 @@ describe('the wire', () => {
     });
   });
 
-  test('one address may hold at most MAX_CONNECTIONS_PER_PEER connections; the next upgrade is refused 429, and a closed one frees a place', async ({
+  test('idle connections without the secret cannot lock the edge out: past MAX_PENDING_PER_PEER from one address the oldest is closed', async ({
     host,
     client,
   }) => {
-    const opened = await Promise.all(Array.from({ length: MAX_CONNECTIONS_PER_PEER - 1 }, () => rawConnection(host.url)));
+    await client.call('host.status', {});
+    const idle = await Promise.all(Array.from({ length: MAX_PENDING_PER_PEER }, () => rawConnection(host.url)));
     try {
+      // Young connections still setting up are not closed for a newcomer, which is refused.
+      const early = new WebSocket(withWireNonce(host.url, newWireNonce()));
+      expect(((await once(early, 'error')) as [Error])[0].message).toContain('429');
+      // Once they have idled past PENDING_EVICTABLE_MS, a newcomer takes the oldest one's place.
+      await new Promise((resolve) => setTimeout(resolve, PENDING_EVICTABLE_MS + 200));
+      const other = await connectHost(host.url, TEST_SECRET);
+      expect(await other.call('host.status', {})).toMatchObject({ host_id: 'host-test' });
+      await other.close();
+      await vi.waitFor(() => expect(idle.filter(({ socket }) => socket.readyState === WebSocket.OPEN).length).toBeLessThanOrEqual(MAX_PENDING_PER_PEER));
+      expect(await client.call('host.status', {})).toMatchObject({ host_id: 'host-test' });
+    } finally {
+      for (const { socket } of idle) socket.terminate();
+    }
+  });
+
+  test('one address may hold at most MAX_CONNECTIONS_PER_PEER authenticated connections; the next upgrade is refused 429', async ({ host, client }) => {
+    await client.call('host.status', {});
+    const clients: Awaited<ReturnType<typeof connectHost>>[] = [];
+    try {
+      // In batches, so no more than MAX_PENDING_PER_PEER are ever setting up at once.
+      while (clients.length < MAX_CONNECTIONS_PER_PEER - 1) {
+        const batch = await Promise.all(
+          Array.from({ length: Math.min(8, MAX_CONNECTIONS_PER_PEER - 1 - clients.length) }, () => connectHost(host.url, TEST_SECRET)),
+        );
+        await Promise.all(batch.map((each) => each.call('host.status', {})));
+        clients.push(...batch);
+      }
       const refused = new WebSocket(withWireNonce(host.url, newWireNonce()));
       const [error] = (await once(refused, 'error')) as [Error];
       expect(error.message).toContain('429');
-      const closed = opened.pop()!;
-      const gone = once(closed.socket, 'close');
-      closed.socket.close();
-      await gone;
-      await vi.waitFor(async () => {
-        const again = await rawConnection(host.url);
-        opened.push(again);
-      });
       expect(await client.call('host.status', {})).toMatchObject({ host_id: 'host-test' });
     } finally {
-      for (const { socket } of opened) socket.terminate();
+      await Promise.all(clients.map((each) => each.close()));
     }
   });
 

@@ -1,15 +1,24 @@
 import { createRoute } from '@hono/zod-openapi';
+import { createMiddleware } from 'hono/factory';
 import { z } from 'zod';
 import { IdParam, ProposeBody, ToolCallView, WaitQuery } from '../../../shared/api.ts';
 import { DomainError } from '../../domain-error.ts';
 import { proposeToolCall } from '../../pipeline/propose.ts';
 import { readToolCall } from '../../pipeline/read-call.ts';
 import { toolCallView } from '../../pipeline/views.ts';
+import { admitProposal } from '../../quotas/rates.ts';
 import { loadRun } from '../../runs/lifecycle.ts';
+import type { AppEnv } from '../app-env.ts';
 import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
 const security = [{ bearer: [] }];
+
+/** Middleware: counts the proposal against the agent's and its owner's per-minute rates (429 `rate_limited` past them). */
+const proposalAdmission = createMiddleware<AppEnv>(async function proposalAdmission(c, next) {
+  await admitProposal(c.var.ports, c.var.principal);
+  await next();
+});
 
 const propose = createRoute({
   method: 'post',
@@ -21,7 +30,8 @@ const propose = createRoute({
     '409 profile_in_use (details.run_id holds the profile; Retry-After: seconds until its lease lapses); ' +
     '429 rate_limited (proposals per minute) or quota_exceeded (leased browsers per owner), with Retry-After.',
   security,
-  middleware: [requirePrincipal('agent')] as const,
+  // The proposal rate is counted before the body is read: malformed proposals count too.
+  middleware: [requirePrincipal('agent'), proposalAdmission] as const,
   request: { params: IdParam, body: jsonBody(ProposeBody) },
   responses: {
     200: jsonResponse(ToolCallView, 'the finished call'),
