@@ -66,7 +66,7 @@ try {
   }
 
   console.log(
-    '\nDemo finished: the bounded scroll ran without asking; every other act waited for the owner and was dispatched exactly once; the sign-in episode was resolved by one native sign-in and resumed by itself.',
+    "\nDemo finished: on TodoMVC the bounded scroll ran without asking and every other act waited for the owner and was dispatched exactly once; on the account site the owner's grant covered the acts, and the sign-in episode was resolved by one native sign-in and resumed by itself.",
   );
 } catch (error) {
   exitCode = 1;
