@@ -4,11 +4,12 @@ import { createApp } from '../../edge/app.ts';
 import type { HostConnector } from '../../edge/host/host-session.ts';
 import { DEFAULT_EDGE_CONFIG, type Ports } from '../../edge/ports.ts';
 import { DEFAULT_QUOTAS, type QuotaConfig } from '../../edge/quotas/quota-config.ts';
+import { fireDueSchedules } from '../../edge/schedules/schedules.ts';
 import type { RunView } from '../../shared/api.ts';
 import type { ErrorBody } from '../../shared/errors.ts';
 import { call, partiesForEachTest, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
-import { ORIGIN, PAGE } from './support/run-fixture.ts';
+import { ORIGIN, PAGE, SCHEDULE, SEVEN_AM } from './support/run-fixture.ts';
 
 // Quotas and rate limits per owner and per agent, and a busy profile as its own refusal
 // (README "Security"). The app runs in workerd over the real D1 with small limits; the host is
@@ -249,5 +250,22 @@ describe('a busy profile', () => {
       .bind(Date.now() - 1, parties.owner.id)
       .run();
     expect((await observe(third)).status).toBe(200);
+  });
+});
+
+describe('scheduled runs', () => {
+  it("count against the owner's open runs: a firing past the quota queues nothing", async () => {
+    const ports: Ports = { ...workerdPorts(), config: { ...DEFAULT_EDGE_CONFIG, quotas: { ...DEFAULT_QUOTAS, openRunsPerOwner: 2 } } };
+    for (const hour of [7, 8, 9]) {
+      const created = await call('POST', '/v1/schedules', { token: parties.owner.token, body: { ...SCHEDULE, cron: `0 ${hour} * * *` } });
+      expect(created.status).toBe(201);
+    }
+    await call('POST', '/v1/runs', { token: parties.owner.token, body: runBody() });
+    expect((await fireDueSchedules(ports, SEVEN_AM)).length).toBe(1);
+    expect(await count("SELECT count(*) AS n FROM runs WHERE owner_id = ? AND state = 'queued'", parties.owner.id)).toBe(2);
+    // The next firing finds the owner at the quota: nothing is queued, nothing is left behind.
+    expect(await fireDueSchedules(ports, SEVEN_AM + 3_600_000)).toEqual([]);
+    expect(await count('SELECT count(*) AS n FROM runs WHERE owner_id = ?', parties.owner.id)).toBe(2);
+    expect(await count('SELECT count(*) AS n FROM messages m JOIN runs r ON r.id = m.run_id WHERE r.owner_id = ?', parties.owner.id)).toBe(2);
   });
 });
