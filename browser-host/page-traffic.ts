@@ -14,7 +14,8 @@ const TRACKED_TYPES: ReadonlySet<string> = new Set(['document', 'script', 'style
  * and what a loading document starts before it is ready (its scripts, stylesheets, the data fetch
  * of its own startup script); once closed nothing joins it, so background polling never extends
  * it. Completed or failed requests leave it; an event stream leaves when its response headers
- * arrive. A new main-frame document empties it and opens it again, with a fresh count, until
+ * arrive, whoever opened it: an `EventSource`, or a `fetch` / XHR whose response is
+ * `text/event-stream` (how chat and AI UIs stream). Other long bodies (NDJSON, say) keep counting. A new main-frame document empties it and opens it again, with a fresh count, until
  * settling has seen that document ready.
  */
 export interface RequestSnapshot {
@@ -85,7 +86,7 @@ export class PageTraffic {
       this.#forget(request);
     };
     const onResponse = (response: Response): void => {
-      if (response.request().resourceType() === 'eventsource') this.#forget(response.request());
+      if (isEventStream(response)) this.#forget(response.request());
     };
     const onNavigated = (frame: { parentFrame(): unknown }): void => {
       if (frame.parentFrame() !== null || !this.#navigationRequested) return;
@@ -134,6 +135,17 @@ export class PageTraffic {
     }
     for (const snapshot of this.#snapshots) snapshot.restart();
   }
+}
+
+/**
+ * True for a response that opens an event stream (ADR-0159: it leaves the request set at its
+ * headers): an `EventSource` request, or any tracked request whose `Content-Type` is
+ * `text/event-stream`, parameters and case aside.
+ */
+function isEventStream(response: Response): boolean {
+  if (response.request().resourceType() === 'eventsource') return true;
+  const type = response.headers()['content-type'] ?? '';
+  return type.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
 }
 
 class Snapshot implements RequestSnapshot {

@@ -115,6 +115,25 @@ describe('settling after an action (ADR-0159)', () => {
     expect(after.snapshot).toContain('Loaded 42');
   });
 
+  test('a click whose fetch answers text/event-stream (how chat UIs stream): the stream leaves the set at its headers (300 ms)', async ({
+    client,
+    lease,
+    fixtures,
+  }) => {
+    const page = await open(client, lease.lease_id, fixtures, 'fetch-stream.html');
+    const after = await click(client, lease.lease_id, page, 'button', 'Ask');
+    expect(after.settle).toEqual({ outcome: 'dom_quiet', elapsed_ms: expect.any(Number), pending_at_entry: 1, overflow: false });
+    expectElapsedIn(after.settle, quietAfter(300 + QUIET_MS));
+    expect(after.snapshot).toContain('Answer: open');
+  });
+
+  test('a click whose fetch answers a never-ending NDJSON body keeps it in the set: bound_expired at the budget', async ({ client, lease, fixtures }) => {
+    const page = await open(client, lease.lease_id, fixtures, 'fetch-stream.html?as=ndjson');
+    const after = await click(client, lease.lease_id, page, 'button', 'Ask');
+    expect(after.settle).toMatchObject({ outcome: 'bound_expired', expired_by: 'deadline', pending_at_entry: 1 });
+    expectElapsedIn(after.settle, AT_BUDGET);
+  });
+
   test('a click that navigates settles on the new document, not on the old one’s 3 s request', async ({ client, lease, fixtures }) => {
     const page = await open(client, lease.lease_id, fixtures, 'click-navigate.html');
     const after = await click(client, lease.lease_id, page, 'button', 'Go to the quiet page');

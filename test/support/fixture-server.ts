@@ -47,7 +47,8 @@ const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAE
  * - `GET /poll?ms=N`: JSON `{"n": hits}` after N ms (default at once), counting hits (a page that
  *   polls);
  * - `GET /events?headers_after_ms=N`: a server-sent event stream whose headers come after N ms,
- *   then one `data: open` event and a comment line every second, never ending;
+ *   then one `data: open` event and a comment line every second, never ending; with
+ *   `&as=ndjson` the same body as `application/x-ndjson` (a long body that is no event stream);
  * - `GET /fail?ms=N`: after N ms, headers promising 1,000 bytes, six of them, then the connection is
  *   destroyed: the request fails (`net::ERR_CONTENT_LENGTH_MISMATCH` or similar) rather than
  *   finishing, and no byte-less reset invites Chromium to retry it.
@@ -95,7 +96,8 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
       const n = polls;
       later(ms, () => response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify({ n })));
     } else if (url.pathname === '/events') {
-      later(Number(url.searchParams.get('headers_after_ms') ?? '0'), () => streamEvents(response));
+      const type = url.searchParams.get('as') === 'ndjson' ? 'application/x-ndjson' : 'text/event-stream';
+      later(Number(url.searchParams.get('headers_after_ms') ?? '0'), () => streamEvents(response, type));
     } else if (url.pathname === '/redirect') {
       response.writeHead(302, { location: url.searchParams.get('to') ?? '/', 'cache-control': 'no-store' }).end();
     } else if (url.pathname === '/fail') {
@@ -110,8 +112,8 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
   }
 
   /** An event stream that never ends: headers now, one event, then a comment every second. */
-  function streamEvents(response: ServerResponse): void {
-    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
+  function streamEvents(response: ServerResponse, type: string): void {
+    response.writeHead(200, { 'content-type': type, 'cache-control': 'no-store', connection: 'keep-alive' });
     response.write('data: open\n\n');
     const heartbeat = setInterval(() => response.write(': still here\n\n'), EVENT_STREAM_HEARTBEAT_MS);
     streams.add(heartbeat);
