@@ -33,7 +33,7 @@ export interface DispatchOutcome {
   state: 'succeeded' | 'failed' | 'uncertain';
   /** The last observation read, with the condition result when there was one. */
   observation: Observation | null;
-  /** How the dispatched command settled (a later condition read reports `not_waited`). */
+  /** How the dispatched command settled; the returned observation carries it too, also after condition reads. */
   settle?: SettleReport;
   condition?: ConditionResult;
   /** Where the page went when it left the run's origins (its content is not kept). */

@@ -25,8 +25,9 @@ export class ConditionDeadlineExceeded extends Error {
  * condition's budget (`timeout_ms`, default 2,000 ms) ends (ADR-0159, ADR-0164 part 1). The
  * window is never expanded to search. Reads that the outer deadline cuts short throw.
  * @param outerDeadlineAt epoch ms of the tool deadline (already capped by the run deadline).
- * @returns the last observation read, carrying what every read reported the page tried
- *   (`blocked`, `dialogs`, the newest 64 and 32), and the report.
+ * @returns the last observation read, with the initial observation's settle report (how the
+ *   command itself settled) and what every read reported the page tried (`blocked`, `dialogs`,
+ *   the newest 64 and 32), and the report (reads counted, elapsed ms).
  * @throws ConditionDeadlineExceeded when `outerDeadlineAt` passes before the budget ends or a
  *   read fails; errors of the session otherwise.
  */
@@ -72,7 +73,14 @@ export async function awaitCondition(
   }
   const { blocked: _blocked, dialogs: _dialogs, ...last } = latest;
   return {
-    observation: { ...last, ...(blocked.length > 0 ? { blocked: blocked.slice(-64) } : {}), ...(dialogs.length > 0 ? { dialogs: dialogs.slice(-32) } : {}) },
+    // The command's own settle report stays on the observation it returns (ADR-0159); the reads'
+    // count and time are in the report beside it.
+    observation: {
+      ...last,
+      settle: initial.settle,
+      ...(blocked.length > 0 ? { blocked: blocked.slice(-64) } : {}),
+      ...(dialogs.length > 0 ? { dialogs: dialogs.slice(-32) } : {}),
+    },
     report: report(),
   };
 }
