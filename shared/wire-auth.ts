@@ -1,4 +1,4 @@
-import { jwtVerify, SignJWT } from 'jose';
+import { base64url, jwtVerify, SignJWT } from 'jose';
 
 /**
  * How the edge and a browser host authenticate each other on the wire (README "Security"), HS256
@@ -43,20 +43,14 @@ function keyOf(secret: string): Uint8Array {
   return key;
 }
 
-function base64url(bytes: Uint8Array): string {
-  let binary = '';
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
-}
-
 /** A fresh nonce (or connection id): 32 random bytes, base64url. */
 export function newWireNonce(): string {
-  return base64url(crypto.getRandomValues(new Uint8Array(32)));
+  return base64url.encode(crypto.getRandomValues(new Uint8Array(32)));
 }
 
 /** SHA-256 of `text` (UTF-8), base64url. */
 export async function wireDigest(text: string): Promise<string> {
-  return base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))));
+  return base64url.encode(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))));
 }
 
 /** `url` with the edge's nonce as the `nonce` query parameter (how the edge opens a connection). */

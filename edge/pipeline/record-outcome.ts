@@ -53,6 +53,9 @@ export async function recordOutcome(
     phases,
     updatedAt: now,
   };
+  // Where the page is now; a blank page (an act that emptied the page, say) is never the run's page.
+  const shown = outcome.observation ?? outcome.left;
+  const page = shown && shown.url !== BLANK_PAGE ? shown : undefined;
   const statements = [
     ...refundStatements(ports, call, outcome, isWrite),
     ports.db
@@ -67,14 +70,13 @@ export async function recordOutcome(
             .where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
         ]
       : []),
-    // A blank page (an act that emptied the page, say) is never the run's page.
-    ...((outcome.observation ?? outcome.left) && (outcome.observation ?? outcome.left)!.url !== BLANK_PAGE
+    ...(page !== undefined
       ? [
           ports.db
             .update(runs)
             .set({
-              latestRevision: (outcome.observation ?? outcome.left)!.revision,
-              latestUrl: (outcome.observation ?? outcome.left)!.url,
+              latestRevision: page.revision,
+              latestUrl: page.url,
               // Semantic progress (ADR-0164 part 4): a write that went through with no sign-in
               // wall after it. Reads do not count: the fresh read every resumption starts with
               // is revision churn, not progress.
