@@ -11,6 +11,8 @@ import { checkTarget } from './target-check.ts';
 
 /** How much earlier than the deadline Playwright's action timeout fires, in ms. */
 const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
+/** Prechecks that took longer than this, in ms, waited for the page: the target is checked again. */
+const RECHECK_AFTER_WAIT_MS = 250;
 
 /**
  * What an act is configured with: the settling numbers (ADR-0159) and `actionabilityMs`, the
@@ -28,15 +30,16 @@ export interface ActConfig extends SettleConfig {
  * 2. the latest references must still be trusted, else `page_changed` (a capture failed or was
  *    cancelled, the page was replaced, or the lease is new: observe first);
  * 3. `page.getByRef(action.reference)` must match an element, else `action_failed`;
- * 4. the element must pass the action's prechecks (Playwright's trial run of it, or the element
+ * 4. when `expected` is given, the element must still have that role, name and frame and be
+ *    reachable (`target_changed`, `not_actionable` when inert; see {@link checkTarget});
+ * 5. the element must pass the action's prechecks (Playwright's trial run of it, or the element
  *    states it needs), which send no input, within `config.actionabilityMs` (and the deadline),
  *    else `not_actionable` with Playwright's reason ("element is not visible", "<div id=cover>
  *    intercepts pointer events", ...), or `action_failed` when the action cannot apply to the
  *    element at all;
- * 5. `stillLeased` must not throw: the lease is checked once more right before the input, so a
+ * 6. `stillLeased` must not throw: the lease is checked once more right before the input, so a
  *    run cancelled while the prechecks waited sends nothing (`lease_lost`);
- * 6. when `expected` is given, the element must still have that role, name and frame
- *    (`target_changed`, see {@link checkTarget});
+ * 7. when the prechecks waited (over 250 ms), the target check of step 4 runs again;
  * nothing is dispatched when any of these fails. Then settling is entered and the input is sent
  * once (never retried), bounded by the deadline; the page settles and is captured.
  * @throws HostError('stale_revision' | 'page_changed' | 'action_failed' | 'not_actionable' |
@@ -79,6 +82,10 @@ export async function actOnPage(
   const plan = dispatchPlan(page, target, action, () => Math.max(1, phase.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS));
   let entry: SettleEntry;
   try {
+    // The element must still be what the call was decided (and approved) on, and reachable: an
+    // inert target or a relabelled one fails here, before any wait for actionability.
+    if (expected !== undefined) await checkTarget(actionDeadline, browser, page, action.reference, expected);
+    const checksStarted = performance.now();
     await precheck(checks, plan, action)
       .catch((error: unknown) => {
         // A lease that ended while the prechecks waited is why they failed (its page was left).
@@ -92,8 +99,11 @@ export async function actOnPage(
     // The prechecks may have waited (a disabled button, say) while the run was cancelled and its
     // lease released: the last moment to refuse, with nothing sent.
     stillLeased();
-    // The element must still be what the call was decided (and approved) on.
-    if (expected !== undefined) await checkTarget(actionDeadline, browser, page, action.reference, expected);
+    // Prechecks that waited (a disabled button enabling, an animation ending) gave the page time
+    // to change the element: checked again right before the input.
+    if (expected !== undefined && performance.now() - checksStarted > RECHECK_AFTER_WAIT_MS) {
+      await checkTarget(actionDeadline, browser, page, action.reference, expected);
+    }
     // Settling entry: just before the input, so what the input starts joins the request set.
     entry = enterSettling(browser.traffic, config);
     try {
@@ -124,7 +134,9 @@ export async function actOnPage(
 type Step = () => Promise<unknown>;
 
 /**
- * An action as two phases. `precheck` sends no input: Playwright's trial run of the same action
+ * An action as two phases. The input runs with `force`: the prechecks were the action's one
+ * actionability pass, so Playwright does not wait for the same checks a second time.
+ * `precheck` sends no input: Playwright's trial run of the same action
  * (its actionability checks: attached, visible, stable, enabled, receiving events) or, for the
  * actions Playwright has no trial for, the same element states checked directly. `input` sends
  * the action itself.
@@ -144,12 +156,12 @@ function dispatchPlan(page: Page, target: Locator, action: BrowserAction, timeou
     };
   switch (action.action) {
     case 'click':
-      return { precheck: [() => target.click({ trial: true, timeout: timeout() })], input: [() => target.click({ timeout: timeout() })] };
+      return { precheck: [() => target.click({ trial: true, timeout: timeout() })], input: [() => target.click({ force: true, timeout: timeout() })] };
     case 'type':
       return {
         precheck: [visible, require('editable', () => target.isEditable({ timeout: timeout() }))],
         input: [
-          () => target.fill(action.text, { timeout: timeout() }),
+          () => target.fill(action.text, { force: true, timeout: timeout() }),
           ...(action.submit === true ? [() => target.press('Enter', { timeout: timeout() })] : []),
         ],
       };
@@ -160,12 +172,12 @@ function dispatchPlan(page: Page, target: Locator, action: BrowserAction, timeou
     case 'select':
       return {
         precheck: [visible, require('enabled', () => target.isEnabled({ timeout: timeout() }))],
-        input: [() => target.selectOption(action.value, { timeout: timeout() })],
+        input: [() => target.selectOption(action.value, { force: true, timeout: timeout() })],
       };
     case 'check':
-      return { precheck: [() => target.check({ trial: true, timeout: timeout() })], input: [() => target.check({ timeout: timeout() })] };
+      return { precheck: [() => target.check({ trial: true, timeout: timeout() })], input: [() => target.check({ force: true, timeout: timeout() })] };
     case 'uncheck':
-      return { precheck: [() => target.uncheck({ trial: true, timeout: timeout() })], input: [() => target.uncheck({ timeout: timeout() })] };
+      return { precheck: [() => target.uncheck({ trial: true, timeout: timeout() })], input: [() => target.uncheck({ force: true, timeout: timeout() })] };
     case 'scroll':
       // The wheel is the action. The pointer is only placed, and never by scrolling the element
       // into view: that would undo the scrolls before this one.

@@ -4,6 +4,7 @@ import { Deadline } from './deadline.ts';
 import { confineFrames } from './frame-confinement.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import { markSnapshot, readReach } from './snapshot-marks.ts';
 
 /** How long a cancelled capture gets to wind down before the host answers anyway, in ms. */
 const JOIN_GRACE_MS = 5_000;
@@ -23,7 +24,8 @@ export function captureReserveMs(deadline: Deadline): number {
  * (`page.ariaSnapshot({mode: 'ai'})`, `[ref=eN]` markers that `page.getByRef` resolves), the title
  * and the URL, recorded as the page's next revision together with `settle`, the report of the
  * settling that preceded it, and the page's frames, content of frames outside the run's origins
- * withheld (see {@link confineFrames}).
+ * withheld (see {@link confineFrames}), with names from content and `[inert]` marks written in
+ * and what could not be observed listed (see {@link markSnapshot}).
  *
  * Capture cancellation (ADR-0159): if the capture fails or outlives the deadline, it is aborted
  * through its signal and joined (its Playwright calls awaited until they have finished, at most
@@ -39,15 +41,18 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
   // Its own signal, so the capture can be cancelled without ending the whole operation.
   const capture = deadline.child(deadline.remainingMs());
   const reading = browser.trackCapture(
-    page
-      .ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) })
-      .then(async (text) => ({ text, title: await page.title() })),
+    // What a person cannot reach is read first: the page's own snapshot must be the last one taken (snapshot-marks.ts).
+    readReach(capture, page).then(async (reach) => {
+      const text = await page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) });
+      return { text, reach, title: await page.title() };
+    }),
   );
   try {
-    const { text, title } = await capture.race(reading);
+    const { text, reach, title } = await capture.race(reading);
     const url = page.url();
-    const { lines, frames } = await capture.race(confineFrames(capture, page, text === '' ? [] : text.split('\n'), browser.confinement));
-    return browser.recordCapture({ url, title, lines, frames, settle });
+    const confined = await capture.race(confineFrames(capture, page, text === '' ? [] : text.split('\n'), browser.confinement));
+    const { lines, incomplete } = await capture.race(markSnapshot(capture, page, confined.lines, reach, browser.closedRoots));
+    return browser.recordCapture({ url, title, lines, frames: confined.frames, incomplete, settle });
   } catch (error) {
     capture.dispose();
     await join(reading);

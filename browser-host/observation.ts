@@ -67,6 +67,7 @@ export async function hostObservationOf(
     ...(blocked.length > 0 ? { blocked } : {}),
     ...(dialogs.length > 0 ? { dialogs } : {}),
     ...(captured.frames.length > 0 ? { frames: [...captured.frames] } : {}),
+    ...(captured.incomplete.length > 0 ? { incomplete: [...captured.incomplete] } : {}),
   };
   return signal === undefined ? observation : { ...observation, sign_in: signal };
 }

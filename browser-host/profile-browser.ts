@@ -1,6 +1,6 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import type { ErrorCode } from '../shared/errors.ts';
-import type { FrameSummary, SettleReport } from '../shared/observation.ts';
+import type { FrameSummary, IncompleteReason, SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
 import { Confinement, NO_EGRESS_SETTINGS } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
@@ -11,6 +11,7 @@ import { closePage, pageAnswers } from './page-recovery.ts';
 import { PageTraffic } from './page-traffic.ts';
 import { type LaunchOptions, launchProfileContext } from './profiles.ts';
 import { SerialLock } from './serial-lock.ts';
+import { CLOSED_SHADOW_ROOTS_SCRIPT, ClosedRootProbe } from './snapshot-marks.ts';
 
 /** Longest opening the replacement of an ended page may take, in ms. */
 const SPARE_PAGE_MS = 5_000;
@@ -36,6 +37,8 @@ export interface CapturedRevision {
   readonly lines: readonly string[];
   /** The page's iframes, in snapshot order; foreign ones withheld from `lines` (frame-confinement.ts). */
   readonly frames: readonly FrameSummary[];
+  /** Why `lines` may hold less than a person sees (snapshot-marks.ts); empty when nothing is known missing. */
+  readonly incomplete: readonly IncompleteReason[];
   readonly settle: SettleReport;
 }
 
@@ -62,6 +65,8 @@ export class ProfileBrowser {
   readonly events: PageEvents;
   /** The egress confinement of every page of this browser (README "Confinement"). */
   readonly confinement: Confinement;
+  /** Closed shadow roots the host could not open, counted once per document (snapshot-marks.ts). */
+  readonly closedRoots = new ClosedRootProbe();
   readonly #context: BrowserContext;
   readonly #proxy: EgressProxy;
   /** Pages the host opened itself; any other page is a popup and is closed. */
@@ -125,6 +130,13 @@ export class ProfileBrowser {
     const browser = new ProfileBrowser(profileId, context, firstRevision, confinement, proxy);
     // Chromium crashed or quit: nothing is left to drive, and the egress proxy goes with it.
     context.once('close', () => void browser.close());
+    try {
+      // Closed shadow roots opened to the host's own reads (snapshot-marks.ts), in every document from now on.
+      await context.addInitScript(CLOSED_SHADOW_ROOTS_SCRIPT);
+    } catch (error) {
+      await browser.close();
+      throw new HostError('host_unavailable', `the page scripts of profile ${profileId} could not be installed: ${firstLineOf(error)}`);
+    }
     for (const page of context.pages()) browser.#ownPages.add(page);
     context.on('page', (page) => browser.#onNewPage(page));
     try {

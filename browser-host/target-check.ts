@@ -5,6 +5,7 @@ import type { Deadline } from './deadline.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { httpOrigin } from './site-verification/sign-in-signal.ts';
+import { markNamesAndReach, type PageReach, readReach } from './snapshot-marks.ts';
 
 /**
  * Checks, right before an act's input, that the element `reference` names is still what the
@@ -14,22 +15,31 @@ import { httpOrigin } from './site-verification/sign-in-signal.ts';
  * `expected.name`, and the element's frame must still be of `expected.frame_origin` and one the
  * page may navigate to. The snapshot assigns refs afresh only to elements that changed, so the
  * revision's other references keep working. Sends no input.
+ * Names from content and `[inert]` marks are written in first, as a capture writes them
+ * (snapshot-marks.ts).
  * @throws HostError('target_changed') when the element is gone, relabelled, re-roled or now in
- *   another frame; HostError('outside_run_origins') when its frame is not of the run's origins;
+ *   another frame; HostError('not_actionable') when it is now inert (behind a modal dialog); HostError('outside_run_origins') when its frame is not of the run's origins;
  *   HostError('action_failed') when the check itself fails; nothing is sent in any case.
  */
 export async function checkTarget(deadline: Deadline, browser: ProfileBrowser, page: Page, reference: string, expected: ExpectedTarget): Promise<void> {
   const timeout = Math.max(1, deadline.remainingMs());
   let text: string;
+  let reach: PageReach;
   try {
-    text = await browser.trackCapture(page.ariaSnapshot({ mode: 'ai', timeout, signal: deadline.signal }));
+    // What a person cannot reach first: the snapshot getByRef resolves against must be the last one (snapshot-marks.ts).
+    const reading = readReach(deadline, page).then(async (found) => ({
+      found,
+      text: await page.ariaSnapshot({ mode: 'ai', timeout, signal: deadline.signal }),
+    }));
+    ({ found: reach, text } = await browser.trackCapture(reading));
   } catch (error) {
     throw new HostError('action_failed', `could not check the target ${reference}: ${firstLineOf(error)}; nothing was dispatched`);
   }
   const marker = `[ref=${reference}]`;
+  // Names from content and inert marks, as the capture the owner was shown had them.
+  const lines = markNamesAndReach(text.split('\n'), reach);
   // The node whose own ref it is: page text may contain "[ref=e4]" too.
-  const node = text
-    .split('\n')
+  const node = lines
     .filter((candidate) => candidate.includes(marker))
     .map(nodeOfSnapshotLine)
     .find((candidate) => candidate?.ref === reference);
@@ -39,6 +49,12 @@ export async function checkTarget(deadline: Deadline, browser: ProfileBrowser, p
   }
   if (node.role !== expected.role || (node.name ?? '') !== expected.name) {
     throw new HostError('target_changed', `${reference} is now the ${node.role} ${JSON.stringify(node.name ?? '')}, not ${shown}; nothing was dispatched`);
+  }
+  if (node.attributes.inert === 'true') {
+    throw new HostError(
+      'not_actionable',
+      `${reference} (${shown}) is inert: behind a modal dialog or inside an inert part of the page, where no person can reach it; nothing was dispatched`,
+    );
   }
   const origin = await frameOriginOf(page, reference, timeout);
   if (origin !== expected.frame_origin) {

@@ -1,6 +1,9 @@
+import { parseAriaSnapshot, walkAria } from '../shared/aria-snapshot.ts';
+
 /**
  * Reading refs out of an AI-mode aria snapshot as an agent would: by role and accessible name,
- * from the text the API returned. Lines look like `- textbox "What needs to be done?" [ref=e20]`.
+ * from the text the API returned. Lines look like `- textbox "What needs to be done?" [ref=e20]`
+ * (or quoted whole, `- 'heading "Post #10" [ref=e4]'`); shared/aria-snapshot.ts reads them.
  */
 
 /** One node of a snapshot: its indentation depth, role, name, attributes and ref. */
@@ -10,28 +13,27 @@ export interface SnapshotNode {
   readonly name: string | undefined;
   readonly ref: string | undefined;
   readonly checked: boolean;
+  readonly inert: boolean;
   readonly line: string;
 }
 
-const NODE = /^(\s*)- ([a-z]+)(?: "((?:[^"\\]|\\.)*)")?(.*)$/;
-
-/** Parses every node line of a snapshot; other lines (`/url:` props, text) are skipped. */
+/** Every node of a snapshot in line order (a depth-first walk is line order); text nodes and `/url:` props are skipped. */
 export function snapshotNodes(snapshot: string): SnapshotNode[] {
-  return snapshot.split('\n').flatMap((line) => {
-    const match = NODE.exec(line);
-    if (!match) return [];
-    const rest = match[4] ?? '';
-    return [
-      {
-        depth: (match[1] ?? '').length / 2,
-        role: match[2] ?? '',
-        name: match[3],
-        ref: /\[ref=([a-z0-9]+)\]/.exec(rest)?.[1],
-        checked: /\[checked\]/.test(rest),
+  const lines = snapshot.split('\n');
+  return [...walkAria(parseAriaSnapshot(snapshot))]
+    .filter((node) => node.role !== 'text')
+    .map((node) => {
+      const line = lines[node.line] ?? '';
+      return {
+        depth: (line.length - line.trimStart().length) / 2,
+        role: node.role,
+        name: node.name,
+        ref: node.ref,
+        checked: node.attributes.checked === 'true',
+        inert: node.attributes.inert === 'true',
         line,
-      },
-    ];
-  });
+      };
+    });
 }
 
 /** The ref of the one node with this role (and name, when given); throws when not exactly one. */

@@ -1,9 +1,15 @@
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+
 /**
- * A reader for the text of Playwright's AI-mode aria snapshot (`page.ariaSnapshot({mode: 'ai'})`),
- * as it travels in an observation window. Lines look like
- * `  - checkbox "Done" [checked] [ref=e7]: inline text`, `- text: some text` or `- /url: ...`;
- * two spaces of indentation per level. It reads only what the window carries: nodes cut off by
- * the window simply are not there, which is the point (DESIGN.md section 7).
+ * A reader and writer for the text of Playwright's AI-mode aria snapshot
+ * (`page.ariaSnapshot({mode: 'ai'})`), as it travels in an observation window. The text is YAML:
+ * a sequence whose items are a node's key alone (`- button "Save" [ref=e3]`), a key with inline
+ * text (`- paragraph [ref=e4]: Hello`), a key with a nested sequence of children and properties
+ * (`- link [ref=e5]:` then `  - /url: /home`), or a text node (`- text: some text`); YAML quotes a
+ * whole key or value when its characters need it (`- 'heading "Post #10" [level=2] [ref=e6]'`).
+ * The YAML is read by the `yaml` package (the parser Playwright itself uses); only the node key's
+ * own grammar (`role "name" [attribute=value] ...`) is read here. Nodes cut off by the window are
+ * simply not there, which is the point (DESIGN.md section 7).
  */
 
 /** One node of the snapshot tree. */
@@ -12,14 +18,20 @@ export interface AriaNode {
   readonly role: string;
   /** Accessible name, when the snapshot gives one. */
   readonly name: string | undefined;
-  /** Bracketed attributes: `[checked]` is `{checked: 'true'}`, `[level=3]` is `{level: '3'}`. */
+  /**
+   * Bracketed attributes in the order the line gives them, `ref` excepted: `[checked]` is
+   * `{checked: 'true'}`, `[level=3]` is `{level: '3'}`. `[inert]` is the host's own mark for a
+   * node no person can reach (behind a modal dialog, or inside an `inert` subtree).
+   */
   readonly attributes: Readonly<Record<string, string>>;
   readonly ref: string | undefined;
   /** Inline text after the colon, e.g. a paragraph's text or a text node's value. */
   readonly value: string | undefined;
-  /** `/url`, `/placeholder` and similar properties listed under the node. */
+  /** `/url`, `/placeholder` and similar properties listed under the node, in their order. */
   readonly props: Readonly<Record<string, string>>;
   readonly children: readonly AriaNode[];
+  /** Index of the node's own line in the parsed text (0-based). */
+  readonly line: number;
 }
 
 interface MutableNode {
@@ -30,78 +42,279 @@ interface MutableNode {
   value: string | undefined;
   props: Record<string, string>;
   children: MutableNode[];
+  line: number;
 }
 
-const LINE = /^(\s*)- (.*)$/;
+/** A sequence item line: its indentation and what follows `- `. */
+const ITEM = /^( *)- /;
+/** Key of the synthetic ancestors that hold a window starting deeper than its later lines. */
+const ANCESTOR_KEY = 'window-ancestor';
 
-/** Parses snapshot text into its top-level nodes; lines it does not understand are skipped. */
+/**
+ * Parses snapshot text, a whole snapshot or any window of its lines, into its top-level nodes.
+ * A window that starts inside a subtree (its first line deeper than later ones) is read as if
+ * its missing ancestors were there, and its orphans become top-level nodes. Lines before the
+ * first item and items that are not nodes are skipped; text that is not valid YAML (which
+ * Playwright never emits) is read line by line, each line still by the YAML parser, so one bad
+ * line costs only itself. Never throws.
+ */
 export function parseAriaSnapshot(snapshot: string): AriaNode[] {
+  const lines = snapshot.split('\n');
+  const first = lines.findIndex((line) => ITEM.test(line));
+  if (first < 0) return [];
+  let base = Number.POSITIVE_INFINITY;
+  for (let index = first; index < lines.length; index++) {
+    const indent = ITEM.exec(lines[index] ?? '')?.[1]?.length;
+    if (indent !== undefined && indent < base) base = indent;
+  }
+  const firstIndent = ITEM.exec(lines[first] ?? '')?.[1]?.length ?? base;
+  const ancestors: string[] = [];
+  for (let depth = base; depth + 2 <= firstIndent; depth += 2) ancestors.push(`${' '.repeat(depth - base)}- ${ANCESTOR_KEY}:`);
+  const body = lines.slice(first).map((line) => line.slice(Math.min(base, leadingSpaces(line))));
+  const text = [...ancestors, ...body].join('\n');
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { schema: 'failsafe', lineCounter, strict: false, uniqueKeys: false, prettyErrors: false });
+  const lineOf = (node: YamlNode | null | undefined): number => {
+    const offset = node?.range?.[0] ?? 0;
+    return lineCounter.linePos(offset).line - 1 - ancestors.length + first;
+  };
+  if (document.errors.length > 0 || !isSeq(document.contents)) return parseLineByLine(lines, first);
+  let items = document.contents.items as unknown[];
+  const orphans: unknown[][] = [];
+  for (let level = 0; level < ancestors.length; level++) {
+    const holder = items[0];
+    const held = isMap(holder) ? holder.items[0]?.value : undefined;
+    orphans.unshift(items.slice(1));
+    items = isSeq(held) ? (held.items as unknown[]) : [];
+  }
   const roots: MutableNode[] = [];
-  const stack: Array<{ depth: number; node: MutableNode }> = [];
-  for (const line of snapshot.split('\n')) {
-    const match = LINE.exec(line);
-    if (!match) continue;
-    const depth = (match[1] ?? '').length;
-    const body = match[2] ?? '';
-    while (stack.length > 0 && stack[stack.length - 1]!.depth >= depth) stack.pop();
-    const parent = stack[stack.length - 1]?.node;
-    if (body.startsWith('/')) {
-      const colon = body.indexOf(':');
-      if (parent && colon > 1) parent.props[body.slice(1, colon)] = unquote(body.slice(colon + 1).trim());
+  for (const item of [...items, ...orphans.flat()]) readItem(item, roots, undefined, lineOf);
+  return roots;
+}
+
+function leadingSpaces(line: string): number {
+  return line.length - line.trimStart().length;
+}
+
+/** Reads one sequence item into `into` (a child list) or, for a property, onto `parent`. */
+function readItem(item: unknown, into: MutableNode[], parent: MutableNode | undefined, lineOf: (node: YamlNode | null | undefined) => number): void {
+  if (isScalar(item)) {
+    const node = nodeOfKey(String(item.value ?? ''), lineOf(item));
+    if (node) into.push(node);
+    return;
+  }
+  if (!isMap(item)) return;
+  for (const pair of item.items) {
+    if (!isScalar(pair.key)) continue;
+    const key = String(pair.key.value ?? '');
+    const value = pair.value as unknown;
+    const scalarValue = isScalar(value) ? String(value.value ?? '') : undefined;
+    if (key === 'text') {
+      into.push(textNode(scalarValue ?? '', lineOf(pair.key)));
       continue;
     }
-    const node = parseNode(body);
+    if (key.startsWith('/')) {
+      if (parent && key.length > 1 && scalarValue !== undefined) parent.props[key.slice(1)] = scalarValue;
+      continue;
+    }
+    const node = nodeOfKey(key, lineOf(pair.key));
     if (!node) continue;
-    (parent ? parent.children : roots).push(node);
-    stack.push({ depth, node });
+    if (scalarValue !== undefined && scalarValue !== '') node.value = scalarValue;
+    if (isSeq(value)) for (const child of value.items) readItem(child, node.children, node, lineOf);
+    into.push(node);
+  }
+}
+
+function textNode(value: string, line: number): MutableNode {
+  return { role: 'text', name: undefined, attributes: {}, ref: undefined, value, props: {}, children: [], line };
+}
+
+/** Fallback for text that is not one YAML document: structure from indentation, each line parsed alone. */
+function parseLineByLine(lines: readonly string[], first: number): AriaNode[] {
+  const roots: MutableNode[] = [];
+  const stack: Array<{ depth: number; node: MutableNode }> = [];
+  for (let index = first; index < lines.length; index++) {
+    const line = lines[index] ?? '';
+    const indent = ITEM.exec(line)?.[1]?.length;
+    if (indent === undefined) continue;
+    while (stack.length > 0 && stack[stack.length - 1]!.depth >= indent) stack.pop();
+    const parent = stack[stack.length - 1]?.node;
+    const single = parseDocument(line.trimStart(), { schema: 'failsafe', strict: false, prettyErrors: false });
+    if (single.errors.length > 0 || !isSeq(single.contents)) continue;
+    const found: MutableNode[] = [];
+    for (const item of single.contents.items) readItem(item, found, parent, () => index);
+    for (const node of found) {
+      (parent ? parent.children : roots).push(node);
+      stack.push({ depth: indent, node });
+    }
   }
   return roots;
 }
 
-function parseNode(body: string): MutableNode | undefined {
-  if (body.startsWith('text:')) {
-    return { role: 'text', name: undefined, attributes: {}, ref: undefined, value: unquote(body.slice(5).trim()), props: {}, children: [] };
-  }
-  const role = /^[a-z]+/.exec(body)?.[0];
+/**
+ * Reads a node key, `role "name" [attribute] [attribute=value] ...`, as Playwright writes it (the
+ * name is a JSON string literal), into a node at `line`; undefined when the key is not one.
+ */
+function nodeOfKey(key: string, line: number): MutableNode | undefined {
+  const role = /^[a-zA-Z]+/.exec(key)?.[0];
   if (!role) return undefined;
-  let rest = body.slice(role.length);
+  let rest = key.slice(role.length);
   let name: string | undefined;
-  const quoted = /^ "((?:[^"\\]|\\.)*)"/.exec(rest);
+  const quoted = /^ ("(?:[^"\\]|\\.)*")/.exec(rest);
   if (quoted) {
-    name = unescapeQuoted(quoted[1] ?? '');
+    try {
+      name = JSON.parse(quoted[1] ?? '""') as string;
+    } catch {
+      name = (quoted[1] ?? '').slice(1, -1).replace(/\\(.)/g, '$1');
+    }
     rest = rest.slice(quoted[0].length);
   }
   const attributes: Record<string, string> = {};
+  let ref: string | undefined;
   for (;;) {
-    const attribute = /^ \[([a-z-]+)(?:=([^\]]*))?\]/.exec(rest);
+    const attribute = /^ \[([a-zA-Z-]+)(?:=([^\]]*))?\]/.exec(rest);
     if (!attribute) break;
-    attributes[attribute[1]!] = attribute[2] ?? 'true';
+    if (attribute[1] === 'ref') ref = attribute[2];
+    else attributes[attribute[1]!] = attribute[2] ?? 'true';
     rest = rest.slice(attribute[0].length);
   }
-  const ref = attributes.ref;
-  delete attributes.ref;
-  let value: string | undefined;
-  if (rest.startsWith(':')) {
-    const inline = rest.slice(1).trim();
-    if (inline !== '') value = unquote(inline);
-  }
-  return { role, name, attributes, ref, value, props: {}, children: [] };
+  if (rest.trim() !== '') return undefined;
+  return { role, name, attributes, ref, value: undefined, props: {}, children: [], line };
 }
 
-function unescapeQuoted(text: string): string {
-  return text.replace(/\\(.)/g, '$1');
+/** Attributes Playwright writes after `[ref=...]`; every other one comes before it. */
+const AFTER_REF = new Set(['cursor', 'box']);
+
+/**
+ * The key of `node` as Playwright writes it, before any YAML quoting:
+ * `role "name" [states...] [ref=eN] [cursor=pointer]`.
+ */
+export function ariaKeyOf(node: Pick<AriaNode, 'role' | 'name' | 'attributes' | 'ref'>): string {
+  let key = node.role;
+  if (node.name) key += ` ${JSON.stringify(node.name)}`;
+  const attribute = ([name, value]: [string, string]) => (value === 'true' ? ` [${name}]` : ` [${name}=${value}]`);
+  const entries = Object.entries(node.attributes);
+  for (const entry of entries) if (!AFTER_REF.has(entry[0])) key += attribute(entry);
+  if (node.ref !== undefined) key += ` [ref=${node.ref}]`;
+  for (const entry of entries) if (AFTER_REF.has(entry[0])) key += attribute(entry);
+  return key;
 }
 
-/** YAML-ish scalars: a double-quoted value loses its quotes and escapes. */
-function unquote(text: string): string {
-  if (text.length >= 2 && text.startsWith('"') && text.endsWith('"')) {
-    try {
-      return JSON.parse(text) as string;
-    } catch {
-      return unescapeQuoted(text.slice(1, -1));
+/**
+ * The line of `node` itself at `depth` (two spaces each), exactly as Playwright's renderer writes
+ * it: `- key`, `- key: value` or `- key:` (children and properties follow on their own lines).
+ */
+export function ariaLineOf(node: AriaNode, depth: number): string {
+  const indent = '  '.repeat(depth);
+  if (node.role === 'text') return `${indent}- text: ${yamlValue(node.value ?? '')}`;
+  const key = `${indent}- ${yamlKey(ariaKeyOf(node))}`;
+  const hasProps = Object.keys(node.props).length > 0;
+  if (node.value !== undefined && !hasProps && node.children.length === 0) return `${key}: ${yamlValue(node.value)}`;
+  return hasProps || node.children.length > 0 ? `${key}:` : key;
+}
+
+/**
+ * Renders nodes back to snapshot text in Playwright's own form (its quoting rules, two spaces per
+ * level, properties before children). `renderAriaSnapshot(parseAriaSnapshot(text))` gives `text`
+ * back for any snapshot Playwright emits.
+ */
+export function renderAriaSnapshot(nodes: readonly AriaNode[], depth = 0): string {
+  const out: string[] = [];
+  const visit = (node: AriaNode, level: number) => {
+    out.push(ariaLineOf(node, level));
+    if (node.role === 'text') return;
+    for (const [name, value] of Object.entries(node.props)) out.push(`${'  '.repeat(level + 1)}- /${name}: ${yamlValue(value)}`);
+    if (node.value !== undefined && (Object.keys(node.props).length > 0 || node.children.length > 0)) {
+      out.push(`${'  '.repeat(level + 1)}- text: ${yamlValue(node.value)}`);
     }
+    for (const child of node.children) visit(child, level + 1);
+  };
+  for (const node of nodes) visit(node, depth);
+  return out.join('\n');
+}
+
+/** What {@link rewriteAriaLine} may change on a line's node. */
+export type AriaLineNode = Pick<AriaNode, 'role' | 'name' | 'attributes' | 'ref'>;
+
+/**
+ * One snapshot line with its node's key changed by `change` (a name written in, an attribute
+ * added) and everything else kept: indentation, the inline value, the trailing `:` of a node
+ * with children. Quoting follows Playwright's rules for the new key. A line that is not a node
+ * (a text node, a property, a blank) comes back unchanged.
+ */
+export function rewriteAriaLine(line: string, change: (node: AriaLineNode) => AriaLineNode): string {
+  const indent = ITEM.exec(line)?.[1];
+  if (indent === undefined) return line;
+  const document = parseDocument(line.slice(indent.length), { schema: 'failsafe', strict: false, prettyErrors: false });
+  if (document.errors.length > 0 || !isSeq(document.contents)) return line;
+  const item = document.contents.items[0];
+  let key: string;
+  let suffix: string;
+  if (isScalar(item)) {
+    key = String(item.value ?? '');
+    suffix = '';
+  } else if (isMap(item) && isScalar(item.items[0]?.key)) {
+    key = String(item.items[0].key.value ?? '');
+    const value = item.items[0].value;
+    // `key:` (children follow) reads as an empty scalar with no source of its own.
+    const inline = isScalar(value) && value.range !== undefined && value.range !== null && value.range[1] > value.range[0];
+    suffix = inline ? `: ${yamlValue(String(value.value ?? ''))}` : ':';
+  } else {
+    return line;
   }
-  return text;
+  if (key === 'text' || key.startsWith('/')) return line;
+  const node = nodeOfKey(key, 0);
+  if (node === undefined) return line;
+  return `${indent}- ${yamlKey(ariaKeyOf(change(node)))}${suffix}`;
+}
+
+/** A key YAML-quoted as Playwright does it: single quotes, `'` doubled, only when needed. */
+function yamlKey(text: string): string {
+  return needsQuotes(text) ? `'${text.replace(/'/g, "''")}'` : text;
+}
+
+/** A value YAML-quoted as Playwright does it: double quotes with backslash escapes, only when needed. */
+function yamlValue(text: string): string {
+  if (!needsQuotes(text)) return text;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what must be escaped
+  const escaped = text.replace(/[\\"\x00-\x1f\x7f-\x9f]/g, (character) => {
+    switch (character) {
+      case '\\':
+        return '\\\\';
+      case '"':
+        return '\\"';
+      case '\b':
+        return '\\b';
+      case '\f':
+        return '\\f';
+      case '\n':
+        return '\\n';
+      case '\r':
+        return '\\r';
+      case '\t':
+        return '\\t';
+      default:
+        return `\\x${character.charCodeAt(0).toString(16).padStart(2, '0')}`;
+    }
+  });
+  return `"${escaped}"`;
+}
+
+/** When a plain YAML scalar would not read back as the same string (Playwright's rules). */
+function needsQuotes(text: string): boolean {
+  if (text.length === 0) return true;
+  if (/^\s|\s$/.test(text)) return true;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what YAML cannot carry plain
+  if (/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/.test(text)) return true;
+  if (/^-/.test(text)) return true;
+  if (/[\n:](\s|$)/.test(text)) return true;
+  if (/\s#/.test(text)) return true;
+  if (/[\n\r]/.test(text)) return true;
+  if (/^[&*\],?!>|@"'#%]/.test(text)) return true;
+  if (/[{}`]/.test(text)) return true;
+  if (/^\[/.test(text)) return true;
+  if (!Number.isNaN(Number(text)) || ['y', 'n', 'yes', 'no', 'true', 'false', 'on', 'off', 'null', '~'].includes(text.toLowerCase())) return true;
+  return /^[-+]?\.(inf|nan)$/i.test(text);
 }
 
 /** Every node of the forest, depth first, parents before children. */
@@ -109,6 +322,23 @@ export function* walkAria(nodes: readonly AriaNode[]): Generator<AriaNode> {
   for (const node of nodes) {
     yield node;
     yield* walkAria(node.children);
+  }
+}
+
+/** True for a node the host marked `[inert]`: behind a modal dialog or inside an inert subtree. */
+export function isInert(node: AriaNode): boolean {
+  return node.attributes.inert === 'true';
+}
+
+/**
+ * Every node a person can reach, depth first: like {@link walkAria}, but an `[inert]` node and
+ * its whole subtree are left out.
+ */
+export function* walkReachable(nodes: readonly AriaNode[]): Generator<AriaNode> {
+  for (const node of nodes) {
+    if (isInert(node)) continue;
+    yield node;
+    yield* walkReachable(node.children);
   }
 }
 
@@ -128,13 +358,13 @@ export function textOf(node: AriaNode): string {
 }
 
 /**
- * Role and accessible name of one snapshot line (`- button "Save draft" [ref=e3]`), or undefined
- * for a text node or a line that is not a node. A line YAML had to quote as a whole
- * (`- 'heading "Post #10" [ref=e4]'`, for names with `#`, `:` and the like) is unquoted first.
+ * Role, accessible name, reference and attributes of one snapshot line
+ * (`- button "Save draft" [ref=e3]`, or quoted as a whole: `- 'heading "Post #10" [ref=e4]'`), or
+ * undefined for a text node or a line that is not a node.
  */
-export function nodeOfSnapshotLine(line: string): { role: string; name: string | undefined; ref: string | undefined } | undefined {
-  const quoted = /^(\s*- )'(.*)'(:?)$/.exec(line);
-  const plain = quoted ? `${quoted[1]}${(quoted[2] ?? '').replace(/''/g, "'")}${quoted[3]}` : line;
-  const node = parseAriaSnapshot(plain.trimStart())[0];
-  return node === undefined || node.role === 'text' ? undefined : { role: node.role, name: node.name, ref: node.ref };
+export function nodeOfSnapshotLine(
+  line: string,
+): { role: string; name: string | undefined; ref: string | undefined; attributes: Readonly<Record<string, string>> } | undefined {
+  const node = parseAriaSnapshot(line.trimStart())[0];
+  return node === undefined || node.role === 'text' ? undefined : { role: node.role, name: node.name, ref: node.ref, attributes: node.attributes };
 }

@@ -109,6 +109,14 @@ export const FrameSummary = z.strictObject({
 export type FrameSummary = z.infer<typeof FrameSummary>;
 
 /**
+ * Why an observation may hold less than a person sees (1.4.0): `closed_shadow_root`, the page has
+ * closed shadow roots the host could not open (declarative ones, `<template
+ * shadowrootmode="closed">`), whose content is not in the snapshot.
+ */
+export const IncompleteReason = z.enum(['closed_shadow_root']);
+export type IncompleteReason = z.infer<typeof IncompleteReason>;
+
+/**
  * What the host saw: the page revision the snapshot's `[ref=...]` markers belong to, the URL and
  * title, settling metadata and a bounded window of Playwright's AI-mode aria snapshot.
  */
@@ -127,6 +135,8 @@ export const Observation = z.strictObject({
   dialogs: z.array(PageDialog).max(32).optional(),
   /** The page's iframes with their origins, in snapshot order (1.3.0). */
   frames: z.array(FrameSummary).max(128).optional(),
+  /** Why the snapshot may hold less than a person sees; absent when nothing is known missing (1.4.0). */
+  incomplete: z.array(IncompleteReason).max(8).optional(),
 });
 export type Observation = z.infer<typeof Observation>;
 
@@ -153,7 +163,7 @@ export type OmittedObservation = z.infer<typeof OmittedObservation>;
  * recorded in the call's phases). Strict, like every other contract: a 1.1.0 client never
  * receives a field it does not know.
  */
-export const ObservationV1_1 = Observation.omit({ settle: true, condition: true, blocked: true, dialogs: true, frames: true });
+export const ObservationV1_1 = Observation.omit({ settle: true, condition: true, blocked: true, dialogs: true, frames: true, incomplete: true });
 export type ObservationV1_1 = z.infer<typeof ObservationV1_1>;
 
 /** {@link OmittedObservation} in the 1.1.0 result shape: without `condition`, a 1.2.0 addition. */
@@ -169,21 +179,29 @@ export type ToolResultV1_1 = z.infer<typeof ToolResultV1_1>;
  * `frames`), which a call pinned to 1.2.0 never receives (the host still reports them; they are
  * kept in the call's stored result and phases).
  */
-export const ObservationV1_2 = Observation.omit({ blocked: true, dialogs: true, frames: true });
+export const ObservationV1_2 = Observation.omit({ blocked: true, dialogs: true, frames: true, incomplete: true });
 export type ObservationV1_2 = z.infer<typeof ObservationV1_2>;
 
 /** What a call pinned to 1.2.0 returns as its result: an observation, or the explicit marker. */
 export const ToolResultV1_2 = z.union([ObservationV1_2, OmittedObservation]);
 export type ToolResultV1_2 = z.infer<typeof ToolResultV1_2>;
 
+/** An observation in the 1.3.0 result shape: without `incomplete`, the 1.4.0 addition. */
+export const ObservationV1_3 = Observation.omit({ incomplete: true });
+export type ObservationV1_3 = z.infer<typeof ObservationV1_3>;
+
 /** What a call pinned to 1.3.0 returns as its result: an observation, or the explicit marker. */
-export const ToolResultV1_3 = z.union([Observation, OmittedObservation]);
+export const ToolResultV1_3 = z.union([ObservationV1_3, OmittedObservation]);
 export type ToolResultV1_3 = z.infer<typeof ToolResultV1_3>;
+
+/** What a call pinned to 1.4.0 returns as its result: an observation, or the explicit marker. */
+export const ToolResultV1_4 = z.union([Observation, OmittedObservation]);
+export type ToolResultV1_4 = z.infer<typeof ToolResultV1_4>;
 
 /**
  * A call's result at whichever version it was pinned to. The 1.2.0 shapes come first: a 1.1.0
  * observation lacks `settle`, so it never parses as a 1.2.0 one, and vice versa (all strict).
  */
 export const ToolResult = z.union([Observation, OmittedObservation, ObservationV1_1, OmittedObservationV1_1]);
-// (A 1.2.0 result is a 1.3.0 observation without the optional 1.3.0 fields: `Observation` parses it.)
+// (A 1.2.0 or 1.3.0 result is a 1.4.0 observation without the optional later fields: `Observation` parses it.)
 export type ToolResult = z.infer<typeof ToolResult>;

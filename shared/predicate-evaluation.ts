@@ -1,4 +1,4 @@
-import { type AriaNode, parseAriaSnapshot, textOf, walkAria } from './aria-snapshot.ts';
+import { type AriaNode, isInert, parseAriaSnapshot, textOf, walkAria, walkReachable } from './aria-snapshot.ts';
 import type { Observation } from './observation.ts';
 import type { Condition, ConditionStatus, Predicate } from './predicate.ts';
 
@@ -17,10 +17,15 @@ export interface PredicateReading {
 /**
  * Reads one predicate against one observation (DESIGN.md section 7):
  * - control: nodes of the exact role and exact name; state `disabled` / `checked` when asked;
- * - text: the exact substring in some node's rendered text (any number of places is one match);
+ * - text: the exact substring in some node's rendered text (any number of places is one match;
+ *   text behind a modal dialog is still text a person sees);
  * - region: landmark or region nodes of the exact role and name;
  * - location: the document's exact URL, or its exact path (plus query and hash when given);
  * - row: rows of the named collection whose named cells equal the given values.
+ *
+ * Controls, regions and rows count only where a person can reach them: a node the host marked
+ * `[inert]` (behind a modal dialog, inside an `inert` subtree) and everything under it is never
+ * a candidate.
  */
 export function readPredicate(predicate: Predicate, observation: Pick<Observation, 'url' | 'snapshot'>): PredicateReading {
   switch (predicate.kind) {
@@ -28,11 +33,11 @@ export function readPredicate(predicate: Predicate, observation: Pick<Observatio
       return exactlyOne(locationMatches(predicate, observation.url) ? 1 : 0);
     case 'text': {
       const needle = collapse(predicate.text);
-      const found = [...walkAria(parseAriaSnapshot(observation.snapshot))].some((node) => textOf(node).includes(needle));
+      const found = [...walkAria(snapshotNodes(observation.snapshot))].some((node) => textOf(node).includes(needle));
       return { candidates: found ? 1 : 0, matched: found };
     }
     case 'control': {
-      const candidates = [...walkAria(parseAriaSnapshot(observation.snapshot))].filter((node) => node.role === predicate.role && node.name === predicate.name);
+      const candidates = [...walkReachable(snapshotNodes(observation.snapshot))].filter((node) => node.role === predicate.role && node.name === predicate.name);
       const only = candidates.length === 1 ? candidates[0]! : undefined;
       const inState =
         only !== undefined &&
@@ -42,11 +47,19 @@ export function readPredicate(predicate: Predicate, observation: Pick<Observatio
     }
     case 'region':
       return exactlyOne(
-        [...walkAria(parseAriaSnapshot(observation.snapshot))].filter((node) => node.role === predicate.role && node.name === predicate.name).length,
+        [...walkReachable(snapshotNodes(observation.snapshot))].filter((node) => node.role === predicate.role && node.name === predicate.name).length,
       );
     case 'row':
-      return exactlyOne(matchingRows(predicate, parseAriaSnapshot(observation.snapshot)));
+      return exactlyOne(matchingRows(predicate, snapshotNodes(observation.snapshot)));
   }
+}
+
+/** The last snapshot text parsed and its nodes: a condition reads one window several times. */
+let lastParsed: { text: string; nodes: AriaNode[] } | undefined;
+
+function snapshotNodes(text: string): AriaNode[] {
+  if (lastParsed?.text !== text) lastParsed = { text, nodes: parseAriaSnapshot(text) };
+  return lastParsed.nodes;
 }
 
 function exactlyOne(count: number): PredicateReading {
@@ -98,7 +111,7 @@ function locationMatches(predicate: Extract<Predicate, { kind: 'location' }>, ur
 
 /** Rows of the collection the predicate names whose named cells hold exactly the given values. */
 function matchingRows(predicate: Extract<Predicate, { kind: 'row' }>, forest: AriaNode[]): number {
-  const collections = [...walkAria(forest)].filter(
+  const collections = [...walkReachable(forest)].filter(
     (node) => node.role === predicate.collection.role && (predicate.collection.name === undefined || node.name === predicate.collection.name),
   );
   let count = 0;
@@ -107,10 +120,12 @@ function matchingRows(predicate: Extract<Predicate, { kind: 'row' }>, forest: Ar
       const keys = Object.keys(predicate.cells);
       if (keys.length !== 1 || keys[0] !== 'text') continue;
       const wanted = collapse(predicate.cells.text ?? '');
-      count += collection.children.filter((item) => (item.role === 'listitem' || item.role === 'option') && collapse(textOf(item)) === wanted).length;
+      count += collection.children.filter(
+        (item) => !isInert(item) && (item.role === 'listitem' || item.role === 'option') && collapse(textOf(item)) === wanted,
+      ).length;
       continue;
     }
-    const rows = [...walkAria(collection.children)].filter((node) => node.role === 'row');
+    const rows = [...walkReachable(collection.children)].filter((node) => node.role === 'row');
     const header = rows.find((row) => row.children.some((cell) => cell.role === 'columnheader'));
     const columns = header ? header.children.filter((cell) => cell.role === 'columnheader').map((cell) => collapse(cell.name ?? textOf(cell))) : [];
     for (const row of rows) {

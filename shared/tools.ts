@@ -11,17 +11,18 @@ import { ActArguments, ActArgumentsV1_1, type ActionKind, NavigateArguments, Obs
  * protects, and what of the arguments policy looks at. Adding a tool or a version touches this
  * file (and the edge's policy defaults, which the type system then asks for). Each version is
  * additive over the one before (1.2.0: settle report and conditions; 1.3.0: the observation's
- * `blocked`, `dialogs` and `frames`, with the same arguments as 1.2.0), and a call pinned to an
+ * `blocked`, `dialogs` and `frames`, with the same arguments as 1.2.0; 1.4.0: the observation's
+ * `incomplete`, same arguments again), and a call pinned to an
  * older version keeps working unchanged.
  */
 export const ToolName = z.enum(['browser.navigate', 'browser.observe', 'browser.act']);
 export type ToolName = z.infer<typeof ToolName>;
 
-export const ToolVersion = z.enum(['1.3.0', '1.2.0', '1.1.0']);
+export const ToolVersion = z.enum(['1.4.0', '1.3.0', '1.2.0', '1.1.0']);
 export type ToolVersion = z.infer<typeof ToolVersion>;
 
 /** The newest version of every tool; what `GET /v1/health` reports first. */
-export const CURRENT_TOOL_VERSION: ToolVersion = '1.3.0';
+export const CURRENT_TOOL_VERSION: ToolVersion = '1.4.0';
 
 /**
  * How a tool touches the outside world. `external_write` calls are serial, write an effect
@@ -85,7 +86,7 @@ const none = () => undefined;
 const navigate = defineTool({
   name: 'browser.navigate',
   classification: 'external_read',
-  arguments: { '1.3.0': NavigateArguments, '1.2.0': NavigateArguments, '1.1.0': NavigateArguments },
+  arguments: { '1.4.0': NavigateArguments, '1.3.0': NavigateArguments, '1.2.0': NavigateArguments, '1.1.0': NavigateArguments },
   // The URL as parsed (shared/page-url.ts): what policy decides on is exactly what the host loads.
   command: (args) => ({ method: 'page.navigate', params: { url: navigationHref(args.url) ?? args.url } }),
   condition: none,
@@ -100,7 +101,7 @@ const navigate = defineTool({
 const observe = defineTool({
   name: 'browser.observe',
   classification: 'read',
-  arguments: { '1.3.0': ObserveArguments, '1.2.0': ObserveArguments, '1.1.0': ObserveArgumentsV1_1 as z.ZodType<ObserveArguments> },
+  arguments: { '1.4.0': ObserveArguments, '1.3.0': ObserveArguments, '1.2.0': ObserveArguments, '1.1.0': ObserveArgumentsV1_1 as z.ZodType<ObserveArguments> },
   command: (args) => ({ method: 'page.observe', params: args.continuation ? { continuation: args.continuation } : {} }),
   condition: (args) => args.wait_for,
   protectedUrl: (_args, pageBefore) => pageBefore,
@@ -114,7 +115,7 @@ const observe = defineTool({
 const act = defineTool({
   name: 'browser.act',
   classification: 'external_write',
-  arguments: { '1.3.0': ActArguments, '1.2.0': ActArguments, '1.1.0': ActArgumentsV1_1 as z.ZodType<ActArguments> },
+  arguments: { '1.4.0': ActArguments, '1.3.0': ActArguments, '1.2.0': ActArguments, '1.1.0': ActArgumentsV1_1 as z.ZodType<ActArguments> },
   // Only the original single action goes to the host, never the postcondition (ADR-0159).
   command: (args) => ({ method: 'page.act', params: { action: wireAction(args) } }),
   condition: (args) => args.postcondition,

@@ -16,9 +16,11 @@ const MAX_RESULTS_SEARCHED = 32;
  * of that revision the run received (first windows and continuations alike), its role and
  * accessible name, the origin of its frame (from the observation's `frames` for a reference
  * inside an iframe, else the page's), the page's URL and title, and the input the act would send.
+ * `inert` is true when the host marked the node `[inert]` (behind a modal dialog or inside an
+ * inert subtree): no person can reach it, so an act on it is refused before anything is sent.
  * @returns undefined when no observation of that revision the run received shows the reference.
  */
-export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction): Promise<ActTarget | undefined> {
+export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction): Promise<{ target: ActTarget; inert: boolean } | undefined> {
   const marker = `[ref=${action.reference}]`;
   const rows = await ports.db
     .select({ result: toolCalls.result })
@@ -41,7 +43,7 @@ export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction
     const prefix = /^(f\d+)e\d+$/.exec(action.reference)?.[1];
     const frame = prefix === undefined ? undefined : observation.data.frames?.find((candidate) => candidate.prefix === prefix);
     const pageOrigin = originOf(observation.data.url) ?? 'null';
-    return {
+    const target: ActTarget = {
       reference: action.reference,
       role: node.role,
       name: node.name ?? '',
@@ -52,6 +54,7 @@ export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction
       ...(action.action === 'select' ? { option: action.value } : {}),
       ...(action.action === 'press' ? { key: action.key } : {}),
     };
+    return { target, inert: node.attributes.inert === 'true' };
   }
   return undefined;
 }

@@ -60,7 +60,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     createdAt: now,
     updatedAt: now,
   };
-  const reject = async (code: 'invalid_arguments' | 'outcome_unknown' | 'stale_revision', message: string) => {
+  const reject = async (code: 'invalid_arguments' | 'outcome_unknown' | 'stale_revision' | 'not_actionable', message: string) => {
     const id = newId('call');
     const stored = { ...base, arguments: rejectedArguments(body.arguments), errorMessage: message.slice(0, MAX_REJECTION_MESSAGE_CHARS) };
     await ports.db.insert(toolCalls).values({ ...stored, id, state: 'rejected', errorCode: code, phases: {} });
@@ -114,12 +114,18 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   let target: ActTarget | undefined;
   if (invocation.tool === 'browser.act') {
     const action = wireAction(invocation.arguments);
-    target = await actTarget(ports, run, action);
-    if (target === undefined) {
+    const observed = await actTarget(ports, run, action);
+    if (observed === undefined) {
       const message = `reference ${action.reference} is in no observation of revision ${action.revision} this run received; observe (or read the continuation) first`;
       await reject('invalid_arguments', message);
       throw new DomainError('invalid_arguments', message);
     }
+    if (observed.inert) {
+      const message = `${action.reference} (the ${observed.target.role} ${JSON.stringify(observed.target.name)}) is inert: it is behind a modal dialog or inside an inert part of the page, where no person can reach it; nothing was dispatched`;
+      await reject('not_actionable', message);
+      throw new DomainError('not_actionable', message);
+    }
+    target = observed.target;
   }
 
   const turn = await turnContext(ports, run);

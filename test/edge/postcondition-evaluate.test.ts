@@ -122,3 +122,49 @@ describe('the predicate schema', () => {
     expect(Condition.safeParse(condition).success).toBe(false);
   });
 });
+
+describe('what no person can reach does not count (issue 14)', () => {
+  const MODAL = `- generic [ref=e1]:
+  - button "Save" [inert] [ref=e2]
+  - region "Archive" [inert] [ref=e3]:
+    - button "Restore" [ref=e4]
+  - list "Todos" [inert] [ref=e5]:
+    - listitem [ref=e6]: Buy milk
+  - dialog "Confirm" [ref=e7]:
+    - button "Save" [ref=e8]
+    - paragraph [ref=e9]: Unsaved changes`;
+
+  it('a same-named button behind a modal dialog is not a second candidate', () => {
+    expect(status({ success: { kind: 'control', role: 'button', name: 'Save' } }, MODAL)).toBe('satisfied');
+  });
+
+  it('a control inside an inert subtree is not observed, nor is an inert region or list row', () => {
+    expect(status({ success: { kind: 'control', role: 'button', name: 'Restore' } }, MODAL)).toBe('not_observed');
+    expect(status({ success: { kind: 'region', role: 'region', name: 'Archive' } }, MODAL)).toBe('not_observed');
+    expect(status({ success: { kind: 'row', collection: { role: 'list', name: 'Todos' }, cells: { text: 'Buy milk' } } }, MODAL)).toBe('not_observed');
+  });
+
+  it('text behind a modal dialog is still text a person sees', () => {
+    expect(status({ success: { kind: 'text', text: 'Buy milk' } }, MODAL)).toBe('satisfied');
+  });
+});
+
+describe('names YAML has to quote (issue 14)', () => {
+  const FEED = `- list "Posts" [ref=e1]:
+  - listitem [ref=e2]:
+    - 'heading "Post #10" [level=2] [ref=e3]'
+    - paragraph [ref=e4]: "Hello: world"
+  - listitem [ref=e5]:
+    - 'heading "Post #11: the sequel" [level=2] [ref=e6]'
+- 'button "Save: now" [ref=e7]'`;
+
+  it('a heading and a button printed as quoted keys are controls by their names', () => {
+    expect(status({ success: { kind: 'control', role: 'heading', name: 'Post #10' } }, FEED)).toBe('satisfied');
+    expect(status({ success: { kind: 'control', role: 'button', name: 'Save: now' } }, FEED)).toBe('satisfied');
+  });
+
+  it('a list item holding a quoted heading and a quoted value is a row with their text', () => {
+    expect(status({ success: { kind: 'row', collection: { role: 'list', name: 'Posts' }, cells: { text: 'Post #10 Hello: world' } } }, FEED)).toBe('satisfied');
+    expect(status({ success: { kind: 'text', text: 'Post #11: the sequel' } }, FEED)).toBe('satisfied');
+  });
+});
