@@ -113,6 +113,8 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     await discardUnreadBody(c.req.raw);
     const sent = c.var.ports.statementsSent;
     if (sent) c.header('X-D1-Statements', String(sent()));
+    const profile = c.var.ports.profile;
+    if (profile) c.header('Server-Timing', profile.serverTiming());
   });
   app.use(async function knownBodySize(c, next) {
     c.req.raw = await sizedBody(c.req.raw);

@@ -3,6 +3,7 @@ import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
 import type * as schema from './db/schema.ts';
 import type { HostConnector } from './host/host-session.ts';
+import type { RequestProfile } from './metrics/request-profile.ts';
 import { DEFAULT_QUOTAS, type QuotaConfig } from './quotas/quota-config.ts';
 
 /**
@@ -30,6 +31,8 @@ export interface Ports {
   readonly requestId: string;
   /** When set, the number of database statements this request sent so far (see `X-D1-Statements`). */
   readonly statementsSent?: () => number;
+  /** When set, where this request's time goes (see `Server-Timing`, edge/metrics/request-profile.ts). */
+  readonly profile?: RequestProfile;
 }
 
 /**

@@ -4,6 +4,7 @@ import { cronPass } from './cron-pass.ts';
 import * as schema from './db/schema.ts';
 import { countStatements } from './db/statement-counter.ts';
 import { fetchUpgradeConnector } from './host/fetch-upgrade-connector.ts';
+import { profiledConnector, RequestProfile } from './metrics/request-profile.ts';
 import { backgroundRunner, edgeConfigFrom, type Ports, systemClock } from './ports.ts';
 
 /** Bindings and vars of the Worker (wrangler.toml, `.dev.vars`, `wrangler secret`). */
@@ -16,7 +17,10 @@ export interface WorkerEnv {
   TOOL_DEADLINE_MS?: string;
   LEASE_TTL_MS?: string;
   ADMISSION_WAIT_MS?: string;
-  /** `1`: count D1 statements per request and answer them in `X-D1-Statements`. */
+  /**
+   * `1`: count D1 statements per request and answer them in `X-D1-Statements`, and where the
+   * request's time went in `Server-Timing` (edge/metrics/request-profile.ts).
+   */
   D1_STATEMENT_COUNTER?: string;
 }
 
@@ -25,11 +29,13 @@ export interface WorkerEnv {
  * drizzle), the fetch-upgrade WebSocket connector and the system clock into the shared app.
  */
 function portsOf(env: WorkerEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, requestId: string): Ports {
-  const counter = env.D1_STATEMENT_COUNTER === '1' ? countStatements(env.DB) : undefined;
+  const profile = env.D1_STATEMENT_COUNTER === '1' ? new RequestProfile() : undefined;
+  const counter = profile ? countStatements(env.DB, profile) : undefined;
+  const host = fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET, profile);
   return {
     db: drizzle(counter?.db ?? env.DB, { schema }),
-    ...(counter ? { statementsSent: counter.count } : {}),
-    host: fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
+    ...(counter && profile ? { statementsSent: counter.count, profile } : {}),
+    host: profile ? profiledConnector(host, profile) : host,
     clock: systemClock,
     background: backgroundRunner(requestId, (promise) => ctx.waitUntil(promise)),
     requestId,

@@ -1,3 +1,5 @@
+import type { RequestProfile } from '../metrics/request-profile.ts';
+
 /**
  * Counts the D1 statements one request sends, for the decision-cost benchmark and for operators
  * who want to see it (`X-D1-Statements`, only when `D1_STATEMENT_COUNTER=1`). A batch counts
@@ -9,8 +11,11 @@ export interface StatementCounter {
   count(): number;
 }
 
-/** Wraps a D1 binding so that every executed statement is counted. */
-export function countStatements(db: D1Database): StatementCounter {
+/**
+ * Wraps a D1 binding so that every executed statement is counted and, when `profile` is given,
+ * timed into its `d1` span (a batch is timed once and counts each of its statements).
+ */
+export function countStatements(db: D1Database, profile?: RequestProfile): StatementCounter {
   let count = 0;
   // The binding's batch needs its own statement objects, not proxies of them.
   const originals = new WeakMap<object, D1PreparedStatement>();
@@ -23,7 +28,9 @@ export function countStatements(db: D1Database): StatementCounter {
         if (property === 'run' || property === 'all' || property === 'first' || property === 'raw') {
           return (...args: unknown[]) => {
             count++;
-            return (value as (...a: unknown[]) => unknown).apply(target, args);
+            const started = performance.now();
+            const answer = (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+            return profile ? answer.finally(() => profile.add('d1', performance.now() - started)) : answer;
           };
         }
         return (value as (...a: unknown[]) => unknown).bind(target);
@@ -40,7 +47,9 @@ export function countStatements(db: D1Database): StatementCounter {
       if (property === 'batch') {
         return (statements: D1PreparedStatement[]) => {
           count += statements.length;
-          return target.batch(statements.map((statement) => originals.get(statement) ?? statement));
+          const started = performance.now();
+          const answer = target.batch(statements.map((statement) => originals.get(statement) ?? statement));
+          return profile ? answer.finally(() => profile.add('d1', performance.now() - started, statements.length)) : answer;
         };
       }
       return (value as (...a: unknown[]) => unknown).bind(target);

@@ -66,7 +66,8 @@ export async function revokeGrant(ports: Ports, principal: Principal, grantId: s
  * `policy` (the run's profile and the hash of its version that decided): same tool, the action
  * kind among its actions (or all), same origin, made under the same profile and hash, uses left,
  * not expired, not revoked. Whether a use can really be charged is decided by the database in the
- * dispatch batch.
+ * dispatch batch. `preloaded`, when given, is every live grant of the owner for the tool, read
+ * with the proposal (edge/pipeline/proposal-context.ts); else they are read here.
  */
 export async function coveringGrant(
   ports: Ports,
@@ -74,10 +75,26 @@ export async function coveringGrant(
   invocation: ToolInvocation,
   pageOrigin: string | undefined,
   policy: { profile: string; hash: string },
+  preloaded?: readonly GrantRow[],
 ): Promise<GrantRow | undefined> {
   const kind = callTraits(invocation).actionKind;
   if (kind === undefined || pageOrigin === undefined) return undefined;
   const now = ports.clock.now();
+  const covers = (grant: GrantRow) => grant.actions === null || grant.actions.includes(kind);
+  if (preloaded !== undefined) {
+    return preloaded.find(
+      (grant) =>
+        grant.ownerId === ownerId &&
+        grant.tool === invocation.tool &&
+        grant.origin === pageOrigin &&
+        grant.policyProfile === policy.profile &&
+        grant.policyHash === policy.hash &&
+        grant.revokedAt === null &&
+        grant.expiresAt > now &&
+        grant.uses < grant.maxUses &&
+        covers(grant),
+    );
+  }
   const candidates = await ports.db
     .select()
     .from(grants)
@@ -95,7 +112,7 @@ export async function coveringGrant(
     )
     .orderBy(grants.expiresAt)
     .limit(20);
-  return candidates.find((grant) => grant.actions === null || grant.actions.includes(kind));
+  return candidates.find(covers);
 }
 
 /**

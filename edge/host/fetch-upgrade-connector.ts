@@ -1,4 +1,5 @@
 import { newWireNonce, withWireNonce } from '../../shared/wire-auth.ts';
+import type { RequestProfile } from '../metrics/request-profile.ts';
 import { type HostConnector, HostSession, HostUnreachable, type WireSocket } from './host-session.ts';
 
 /** The shape of a Workers fetch response that upgraded to a WebSocket. */
@@ -11,13 +12,15 @@ interface UpgradedResponse {
  * Connects to a browser host the Workers way: `fetch(url, {headers: {Upgrade: 'websocket'}})`,
  * with a fresh nonce in the URL, then `response.webSocket.accept()` (no `open` event to wait for).
  * @param hostUrl ws:// or wss:// URL of the host; fetch wants http(s), so the scheme is swapped.
+ * @param profile when given, the upgrade and the hello are timed into it (`upgrade`, `hello`).
  * @throws HostUnreachable (from `connect`) when the upgrade fails or the host does not authenticate.
  */
-export function fetchUpgradeConnector(hostUrl: string, secret: string): HostConnector {
+export function fetchUpgradeConnector(hostUrl: string, secret: string, profile?: RequestProfile): HostConnector {
   const httpUrl = hostUrl.replace(/^ws(s?):/, 'http$1:');
   return {
     async connect(timeoutMs) {
       const nonce = newWireNonce();
+      const upgradeStarted = performance.now();
       let response: UpgradedResponse;
       try {
         response = (await fetch(withWireNonce(httpUrl, nonce), { headers: { Upgrade: 'websocket' } })) as unknown as UpgradedResponse;
@@ -27,7 +30,10 @@ export function fetchUpgradeConnector(hostUrl: string, secret: string): HostConn
       const socket = response.webSocket;
       if (!socket) throw new HostUnreachable(`the browser host refused the WebSocket upgrade (HTTP ${response.status})`);
       socket.accept();
-      return HostSession.handshake(socket, secret, timeoutMs, nonce);
+      profile?.add('upgrade', performance.now() - upgradeStarted);
+      return profile
+        ? profile.time('hello', () => HostSession.handshake(socket, secret, timeoutMs, nonce))
+        : HostSession.handshake(socket, secret, timeoutMs, nonce);
     },
   };
 }

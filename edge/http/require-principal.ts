@@ -1,6 +1,7 @@
 import { eq } from 'drizzle-orm';
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import type { PrincipalKind } from '../auth/principal.ts';
+import type { Principal, PrincipalKind } from '../auth/principal.ts';
 import { principals } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import { sha256Hex } from '../policy/canonical-hash.ts';
@@ -8,9 +9,36 @@ import type { AppEnv } from './app-env.ts';
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]{16,256})$/;
 
+/** How long a resolved token is remembered by this isolate or process, in ms. */
+const PRINCIPAL_CACHE_MS = 60_000;
+/** Most tokens remembered at once; the oldest is forgotten first. */
+const PRINCIPAL_CACHE_ENTRIES = 1_024;
+
+/**
+ * Tokens resolved lately, by token hash: a principal's id, kind and owner never change for its
+ * token (no route updates or deletes a principal), so each request need not read them again
+ * (issue 14: D1 statements per proposal). Unknown tokens are never remembered. A principal an
+ * operator deletes from the database directly stops working within 60 s.
+ */
+const resolved = new Map<string, { readonly principal: Principal; readonly until: number }>();
+
+async function principalOf(c: Context<AppEnv>, tokenHash: string): Promise<Principal | undefined> {
+  const now = Date.now();
+  const remembered = resolved.get(tokenHash);
+  if (remembered !== undefined && remembered.until > now) return remembered.principal;
+  resolved.delete(tokenHash);
+  const row = await c.var.ports.db.select().from(principals).where(eq(principals.tokenHash, tokenHash)).get();
+  if (!row) return undefined;
+  const principal: Principal = { id: row.id, kind: row.kind, ownerId: row.ownerId };
+  if (resolved.size >= PRINCIPAL_CACHE_ENTRIES) resolved.delete(resolved.keys().next().value as string);
+  resolved.set(tokenHash, { principal, until: now + PRINCIPAL_CACHE_MS });
+  return principal;
+}
+
 /**
  * Middleware: resolves `Authorization: Bearer <token>` to a principal by the SHA-256 of the token
- * (tokens are never stored in clear) and allows only the given kinds.
+ * (tokens are never stored in clear; a token resolved in the last 60 s is not read again) and
+ * allows only the given kinds.
  * @throws DomainError('unauthenticated') for a missing, malformed or unknown token;
  *   DomainError('forbidden') for a principal of another kind.
  */
@@ -19,12 +47,12 @@ export function requirePrincipal(...kinds: PrincipalKind[]) {
     const match = BEARER.exec(c.req.header('Authorization') ?? '');
     if (!match?.[1]) throw new DomainError('unauthenticated', 'send Authorization: Bearer <token>');
     const tokenHash = await sha256Hex(match[1]);
-    const row = await c.var.ports.db.select().from(principals).where(eq(principals.tokenHash, tokenHash)).get();
-    if (!row) throw new DomainError('unauthenticated', 'the bearer token is not known');
-    if (!kinds.includes(row.kind)) {
-      throw new DomainError('forbidden', `this endpoint is for ${kinds.join(' or ')} principals, not ${row.kind}`);
+    const principal = await principalOf(c, tokenHash);
+    if (!principal) throw new DomainError('unauthenticated', 'the bearer token is not known');
+    if (!kinds.includes(principal.kind)) {
+      throw new DomainError('forbidden', `this endpoint is for ${kinds.join(' or ')} principals, not ${principal.kind}`);
     }
-    c.set('principal', { id: row.id, kind: row.kind, ownerId: row.ownerId });
+    c.set('principal', principal);
     await next();
   });
 }

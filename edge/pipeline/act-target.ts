@@ -18,18 +18,29 @@ const MAX_RESULTS_SEARCHED = 32;
  * inside an iframe, else the page's), the page's URL and title, and the input the act would send.
  * `inert` is true when the host marked the node `[inert]` (behind a modal dialog or inside an
  * inert subtree): no person can reach it, so an act on it is refused before anything is sent.
+ * `preloaded`, when given, is those stored results already read with the proposal (newest first;
+ * edge/pipeline/proposal-context.ts); else they are read here.
  * @returns undefined when no observation of that revision the run received shows the reference.
  */
-export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction): Promise<{ target: ActTarget; inert: boolean } | undefined> {
+export async function actTarget(
+  ports: Ports,
+  run: RunRow,
+  action: BrowserAction,
+  preloaded?: readonly unknown[],
+): Promise<{ target: ActTarget; inert: boolean } | undefined> {
   const marker = `[ref=${action.reference}]`;
-  const rows = await ports.db
-    .select({ result: toolCalls.result })
-    .from(toolCalls)
-    .where(and(eq(toolCalls.runId, run.id), isNotNull(toolCalls.result), sql`instr(${toolCalls.result}, ${marker}) > 0`))
-    .orderBy(desc(toolCalls.updatedAt))
-    .limit(MAX_RESULTS_SEARCHED);
-  for (const row of rows) {
-    const observation = Observation.safeParse(row.result);
+  const results =
+    preloaded ??
+    (
+      await ports.db
+        .select({ result: toolCalls.result })
+        .from(toolCalls)
+        .where(and(eq(toolCalls.runId, run.id), isNotNull(toolCalls.result), sql`instr(${toolCalls.result}, ${marker}) > 0`))
+        .orderBy(desc(toolCalls.updatedAt))
+        .limit(MAX_RESULTS_SEARCHED)
+    ).map((row) => row.result);
+  for (const result of results) {
+    const observation = Observation.safeParse(result);
     if (!observation.success || observation.data.revision !== action.revision) continue;
     // The node whose own ref it is: page text may contain "[ref=e4]" too.
     const node = observation.data.snapshot

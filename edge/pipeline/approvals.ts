@@ -1,9 +1,9 @@
-import { and, desc, eq, inArray } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
 import { parseInvocation, type ToolInvocation, ToolName, ToolVersion } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
-import { type ApprovalRow, approvals, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { type ApprovalRow, approvals, policyProfiles, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
@@ -56,11 +56,28 @@ export async function decideApproval(
   approvalId: string,
   decision: 'approve' | 'deny',
 ): Promise<{ approval: ApprovalRow; call: ToolCallRow }> {
-  const approval = await ports.db.select().from(approvals).where(eq(approvals.id, approvalId)).get();
+  // The approval, its call, its run and the run's policy profile in force, in one statement.
+  const joined = await ports.db
+    .select({
+      approval: approvals,
+      call: toolCalls,
+      run: runs,
+      policy: policyProfiles,
+    })
+    .from(approvals)
+    .leftJoin(toolCalls, eq(toolCalls.id, approvals.toolCallId))
+    .leftJoin(runs, eq(runs.id, approvals.runId))
+    .leftJoin(
+      policyProfiles,
+      sql`"policy_profiles"."id" = (select p.id from policy_profiles p where p.name = "runs"."policy_profile" order by p.version desc limit 1)`,
+    )
+    .where(eq(approvals.id, approvalId))
+    .get();
+  const approval = joined?.approval;
   if (!approval || approval.ownerId !== principal.ownerId) throw new DomainError('not_found', `no approval ${approvalId}`);
   if (approval.state !== 'pending') throw new DomainError('already_decided', `the approval is already ${approval.state}`);
-  const call = await ports.db.select().from(toolCalls).where(eq(toolCalls.id, approval.toolCallId)).get();
-  const loadedRun = await ports.db.select().from(runs).where(eq(runs.id, approval.runId)).get();
+  const call = joined.call;
+  const loadedRun = joined.run;
   if (!call || !loadedRun) throw new DomainError('not_found', `the call of approval ${approvalId} is gone`);
   const run = await expireIfPastDeadline(ports, loadedRun);
   if (run.state !== 'waiting_for_approval') throw new DomainError('run_not_active', `the run is ${run.state}`);
@@ -74,7 +91,10 @@ export async function decideApproval(
   const invocation = revalidatedInvocation(call, approval, await canonicalHash({ tool: call.tool, version: call.version, arguments: call.arguments }));
   // Revalidate under the policy in force now (DESIGN.md section 5): an approval made under an
   // older profile hash is never silently carried over.
-  const current = await decideForRun(ports.db, run, invocation, call.arguments, approvalStance(invocation, phases.decision), phases.target);
+  const current = await decideForRun(ports.db, run, invocation, call.arguments, approvalStance(invocation, phases.decision), phases.target, {
+    // The profile's newest version, read with the approval.
+    stored: joined.policy ?? undefined,
+  });
   if (current.effect === 'deny') {
     return settleDenied(
       ports,
@@ -99,8 +119,8 @@ export async function decideApproval(
   };
   const started = await beginDispatch(ports, run, approved, invocation, { by: 'approval', approval, owner: principal, policyHash: current.policy_hash });
   const finished = await dispatchCall(ports, { ...run, state: 'running' }, started, invocation);
-  const approvalAfter = (await ports.db.select().from(approvals).where(eq(approvals.id, approval.id)).get()) ?? approval;
-  return { approval: approvalAfter, call: finished };
+  // beginDispatch moved it from pending to approved, or threw.
+  return { approval: { ...approval, state: 'approved', decidedBy: principal.id, decidedAt: now, policyHash: current.policy_hash }, call: finished };
 }
 
 /** Re-parses the stored call and checks it still hashes to what the owner was asked about. */

@@ -34,9 +34,11 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
   let outcome: DispatchOutcome;
   let session: HostSession | undefined;
   let sent = false;
+  let leaseExpiry: DispatchOutcome['leaseExpiry'];
   try {
     session = await ports.host.connect(Math.min(remaining(), 10_000));
     const lease = await ensureLease(ports, session, run, isWrite, remaining());
+    if (!lease.expiryRecorded) leaseExpiry = { leaseId: lease.lease_id, expiresAtMs: lease.expires_at_ms };
     const timeout = Math.max(100, Math.min(remaining(), MAX_OPERATION_TIMEOUT_MS));
     sent = true;
     const target = (call.phases as CallPhases).target;
@@ -63,7 +65,7 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
   } finally {
     session?.close();
   }
-  const recorded = await recordOutcome(ports, run, call, outcome, startedAt, isWrite);
+  const recorded = await recordOutcome(ports, run, call, leaseExpiry ? { ...outcome, leaseExpiry } : outcome, startedAt, isWrite);
   if (outcome.signIn && outcome.observation) {
     const protectedUrl = traits.protectedUrl(run.latestUrl ?? outcome.observation.url);
     await parkForSignIn(ports, run, { signal: outcome.signIn, signInUrl: outcome.observation.url, protectedUrl, toolCallId: call.id });

@@ -10,21 +10,32 @@ import { hostProfileId } from '../profiles/bindings.ts';
  * (DESIGN.md section 6). An existing lease is renewed; when the host says it is gone, a read
  * acquires a fresh one, but a write fails `lease_lost` without dispatch: the page it was planned
  * against may no longer be the one it would hit. The lease's expiry is recorded on the run
- * (`lease_expires_at`: how long the profile stays in use, see `assertLeaseAvailable`).
+ * (`lease_expires_at`: how long the profile stays in use, see `assertLeaseAvailable`): at once,
+ * or, when the expiry on record outlasts the tool deadline, by the caller with the call's outcome
+ * (`expiryRecorded: false`; see record-outcome.ts).
  * @param timeoutMs time available for the lease commands, in ms.
  * @throws HostCallError('lease_lost') for a write whose lease is gone;
  *   HostCallError('admission_full') when no browser slot frees up in time; and whatever
  *   {@link HostSession.call} throws.
  */
-export async function ensureLease(ports: Ports, session: HostSession, run: RunRow, forWrite: boolean, timeoutMs: number): Promise<LeaseGrant> {
+export async function ensureLease(
+  ports: Ports,
+  session: HostSession,
+  run: RunRow,
+  forWrite: boolean,
+  timeoutMs: number,
+): Promise<LeaseGrant & { readonly expiryRecorded: boolean }> {
   if (run.leaseId !== null) {
     try {
       const renewed = await session.call('lease.renew', { lease_id: run.leaseId, ttl_ms: ports.config.leaseTtlMs }, timeoutMs);
+      // The expiry on record outlasts any call (the tool deadline): the new one is recorded with
+      // the call's outcome, in its batch (one statement fewer per call).
+      if ((run.leaseExpiresAt ?? 0) - ports.clock.now() > ports.config.toolDeadlineMs) return { ...renewed, expiryRecorded: false };
       await ports.db
         .update(runs)
         .set({ leaseExpiresAt: renewed.expires_at_ms })
         .where(and(eq(runs.id, run.id), eq(runs.leaseId, renewed.lease_id)));
-      return renewed;
+      return { ...renewed, expiryRecorded: true };
     } catch (error) {
       if (!(error instanceof HostCallError) || error.code !== 'lease_lost') throw error;
       await ports.db
@@ -41,7 +52,7 @@ export async function ensureLease(ports: Ports, session: HostSession, run: RunRo
     .update(runs)
     .set({ leaseId: grant.lease_id, leaseGeneration: grant.generation, leaseExpiresAt: grant.expires_at_ms, updatedAt: ports.clock.now() })
     .where(and(eq(runs.id, run.id), or(isNull(runs.leaseId), eq(runs.leaseId, run.leaseId ?? ''))));
-  return grant;
+  return { ...grant, expiryRecorded: true };
 }
 
 /** `lease.acquire` for the run; a failure gives back the run's reservation (`reserveLease`), so its profile is free at once. */

@@ -15,13 +15,13 @@ import { coveringGrant } from '../grants/grants.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decideForRun } from '../policy/decision-input.ts';
 import type { Ports } from '../ports.ts';
-import { assertProfileActive } from '../profiles/bindings.ts';
 import { reserveLease } from '../quotas/lease-availability.ts';
 import { holdRun } from '../runs/lifecycle.ts';
 import { actTarget } from './act-target.ts';
 import { beginDispatch, type NewCall } from './begin-dispatch.ts';
 import { dispatchCall } from './dispatch.ts';
 import { settleIfLost } from './lost-dispatch.ts';
+import { loadProposalContext } from './proposal-context.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
 
 /** What proposing a call produced: a finished call (200) or one parked for the owner (202). */
@@ -47,9 +47,23 @@ export interface ProposalOutcome {
  *   route: `admitProposal`); DomainError('profile_in_use' | 'quota_exceeded') when a needed lease cannot be had (see
  *   `reserveLease`). Refusals before a call is stored change nothing.
  */
-export async function proposeToolCall(ports: Ports, principal: Principal, loadedRun: RunRow, body: ProposeBody): Promise<ProposalOutcome> {
+export async function proposeToolCall(ports: Ports, principal: Principal, run: RunRow, body: ProposeBody): Promise<ProposalOutcome> {
+  return proposeOnRun(ports, principal, run.id, body);
+}
+
+/**
+ * {@link proposeToolCall} on the run with id `runId`, read together with everything else the
+ * proposal needs in one statement (see {@link loadProposalContext}).
+ * @throws DomainError('not_found') when the principal's owner has no such run; else as
+ *   {@link proposeToolCall}.
+ */
+export async function proposeOnRun(ports: Ports, principal: Principal, runId: string, body: ProposeBody): Promise<ProposalOutcome> {
   const now = ports.clock.now();
   const argumentsHash = await canonicalHash({ tool: body.tool, version: body.version, arguments: body.arguments });
+  const reference = (body.arguments as { reference?: unknown } | null)?.reference;
+  const act = body.tool === 'browser.act' && typeof reference === 'string' && reference.length <= 32 ? { tool: body.tool, reference } : undefined;
+  const context = await loadProposalContext(ports, principal, runId, argumentsHash, act);
+  const loadedRun = context.run;
   const base = {
     runId: loadedRun.id,
     principalId: principal.id,
@@ -81,24 +95,32 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   }
   const { invocation } = parsed;
   const traits = callTraits(invocation);
-  await assertProfileActive(ports, loadedRun.ownerId, loadedRun.profileId);
+  if (context.profileRevoked) throw new DomainError('profile_revoked', `profile ${loadedRun.profileId} was revoked`);
   const run = await holdRun(ports, principal, loadedRun);
   // A dispatch abandoned by a crashed edge must not block the run until someone reads that call.
-  const stuck = await ports.db
-    .select()
-    .from(toolCalls)
-    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')));
-  for (const call of stuck) await settleIfLost(ports, call);
-
-  const unknown = await ports.db
-    .select({ id: toolCalls.id })
-    .from(toolCalls)
-    .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.argumentsHash, argumentsHash), eq(toolCalls.state, 'uncertain')))
-    .get();
-  if (unknown) {
-    const message = `the same call (${unknown.id}) was already sent and its outcome is unknown; it is never sent again`;
+  let unknownId = context.uncertainCallId;
+  let turn = context.turn;
+  let actResults = context.actResults;
+  if (context.dispatchingCallIds.length > 0) {
+    actResults = undefined;
+    const stuck = await ports.db
+      .select()
+      .from(toolCalls)
+      .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')));
+    for (const call of stuck) await settleIfLost(ports, call);
+    // Settling them may have made one uncertain or given it a result: read both again.
+    const unknown = await ports.db
+      .select({ id: toolCalls.id })
+      .from(toolCalls)
+      .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.argumentsHash, argumentsHash), eq(toolCalls.state, 'uncertain')))
+      .get();
+    unknownId = unknown?.id;
+    turn = await turnContext(ports, run);
+  }
+  if (unknownId !== undefined) {
+    const message = `the same call (${unknownId}) was already sent and its outcome is unknown; it is never sent again`;
     await reject('outcome_unknown', message);
-    throw new DomainError('outcome_unknown', message, { tool_call_id: unknown.id });
+    throw new DomainError('outcome_unknown', message, { tool_call_id: unknownId });
   }
 
   if (traits.targetRevision !== undefined && traits.targetRevision !== run.latestRevision) {
@@ -114,7 +136,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   let target: ActTarget | undefined;
   if (invocation.tool === 'browser.act') {
     const action = wireAction(invocation.arguments);
-    const observed = await actTarget(ports, run, action);
+    const observed = await actTarget(ports, run, action, actResults);
     if (observed === undefined) {
       const message = `reference ${action.reference} is in no observation of revision ${action.revision} this run received; observe (or read the continuation) first`;
       await reject('invalid_arguments', message);
@@ -128,7 +150,6 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
     target = observed.target;
   }
 
-  const turn = await turnContext(ports, run);
   const decision = await decideForRun(
     ports.db,
     run,
@@ -140,6 +161,7 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
       pageDerived: await carriesPageDerivedReferences(ports, run, invocation, turn),
     },
     target,
+    { stored: context.policyProfile },
   );
   const decided: NewCall = {
     ...base,
@@ -158,7 +180,14 @@ export async function proposeToolCall(ports: Ports, principal: Principal, loaded
   if (decision.effect === 'approval') {
     // A grant covers what the act touches: the frame holding the target (the page's for the main frame).
     const touchedOrigin = target?.frame_origin ?? (run.latestUrl === null ? undefined : originOf(run.latestUrl));
-    const grant = await coveringGrant(ports, run.ownerId, invocation, touchedOrigin, { profile: run.policyProfile, hash: decision.policy_hash });
+    const grant = await coveringGrant(
+      ports,
+      run.ownerId,
+      invocation,
+      touchedOrigin,
+      { profile: run.policyProfile, hash: decision.policy_hash },
+      context.grantCandidates,
+    );
     if (grant) {
       // About to dispatch: a call that needs a new lease takes it only if the profile is free and the owner under its browser quota.
       await reserveLease(ports, run);

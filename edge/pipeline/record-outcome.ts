@@ -2,9 +2,10 @@ import { and, eq, gt, sql } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
 import type { Observation, OmittedObservation } from '../../shared/observation.ts';
 import { canonicalPageUrl, shownUrlsOf } from '../../shared/page-url.ts';
+import { rowsChanged } from '../db/rows-changed.ts';
 import { effects, grants, grantUses, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
-import type { Ports } from '../ports.ts';
+import type { Ports, RunResult } from '../ports.ts';
 import { BLANK_PAGE, type DispatchOutcome } from './dispatch-outcome.ts';
 import { projectObservation } from './projection.ts';
 
@@ -56,6 +57,12 @@ export async function recordOutcome(
   // Where the page is now; a blank page (an act that emptied the page, say) is never the run's page.
   const shown = outcome.observation ?? outcome.left;
   const page = shown && shown.url !== BLANK_PAGE ? shown : undefined;
+  // A renewal recorded with the outcome: only while the run still holds that lease.
+  const renewal = outcome.leaseExpiry;
+  const leaseExpiresAt = renewal
+    ? { leaseExpiresAt: sql<number | null>`case when ${runs.leaseId} = ${renewal.leaseId} then ${renewal.expiresAtMs} else ${runs.leaseExpiresAt} end` }
+    : {};
+  const calledUpdate = refundStatements(ports, call, outcome, isWrite).length;
   const statements = [
     ...refundStatements(ports, call, outcome, isWrite),
     ports.db
@@ -81,13 +88,18 @@ export async function recordOutcome(
               // wall after it. Reads do not count: the fresh read every resumption starts with
               // is revision churn, not progress.
               ...(isWrite && outcome.state === 'succeeded' && !outcome.signIn ? { signInAttempts: 0 } : {}),
+              ...leaseExpiresAt,
             })
             .where(eq(runs.id, run.id)),
         ]
-      : []),
+      : renewal
+        ? [ports.db.update(runs).set(leaseExpiresAt).where(eq(runs.id, run.id))]
+        : []),
   ] as const;
   try {
-    await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
+    const results = await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
+    // The call row is what this batch made it, unless something else moved it first.
+    if (rowsChanged(results[calledUpdate] as RunResult) === 1) return { ...call, ...update };
   } catch (error) {
     // The outcome must be recorded whatever the result looked like: keep the state, drop the rest.
     console.error(`[${ports.requestId}] recording the outcome of ${call.id} failed; recording it without its result`, error);

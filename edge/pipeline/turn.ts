@@ -30,10 +30,7 @@ export async function turnContext(ports: Ports, run: RunRow): Promise<TurnContex
     .limit(1)
     .get();
   const startedAt = newest?.createdAt ?? run.createdAt;
-  let authority: Authority = null;
-  if (newest?.trust === 'trusted') {
-    authority = run.kind === 'scheduled' && newest.principalId === run.scheduleId ? 'trusted_configuration' : 'user';
-  }
+  const authority = authorityOf(run, newest);
   const pageResult = await ports.db
     .select({ id: toolCalls.id })
     .from(toolCalls)
@@ -41,6 +38,16 @@ export async function turnContext(ports: Ports, run: RunRow): Promise<TurnContex
     .limit(1)
     .get();
   return { authority, tainted: pageResult !== undefined, startedAt };
+}
+
+/**
+ * The authority the newest message of `run` gives its turn: `user` for an owner's message, the
+ * schedule's own intent message `trusted_configuration`, and none for an untrusted relayed message
+ * or no message at all.
+ */
+export function authorityOf(run: Pick<RunRow, 'kind' | 'scheduleId'>, newest: { trust: string; principalId: string } | undefined): Authority {
+  if (newest?.trust !== 'trusted') return null;
+  return run.kind === 'scheduled' && newest.principalId === run.scheduleId ? 'trusted_configuration' : 'user';
 }
 
 /**

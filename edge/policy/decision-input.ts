@@ -2,10 +2,10 @@ import type { ActTarget } from '../../shared/act-target.ts';
 import type { DecisionRecord } from '../../shared/api.ts';
 import { originOf } from '../../shared/origin.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
-import type { RunRow } from '../db/schema.ts';
+import type { PolicyProfileRow, RunRow } from '../db/schema.ts';
 import type { Database } from '../ports.ts';
 import { type Authority, type DecisionInput, decide } from './decide.ts';
-import { profileInForce } from './profile.ts';
+import { profileInForce, profileOfRow } from './profile.ts';
 
 /** Who proposes, and what the proposing turn has seen (DESIGN.md sections 2 and 4). */
 export interface ProposalStance {
@@ -54,7 +54,8 @@ export function approvalStance(invocation: ToolInvocation, proposal: DecisionRec
 }
 
 /**
- * Decides a call on `run` under the newest version of the run's policy profile.
+ * Decides a call on `run` under the newest version of the run's policy profile, read here or, as
+ * `preloaded.stored`, already read with the proposal (edge/pipeline/proposal-context.ts).
  * @throws DomainError('invalid_request') when the run's profile has no version at all.
  */
 export async function decideForRun(
@@ -64,6 +65,8 @@ export async function decideForRun(
   proposed: unknown,
   stance: ProposalStance,
   target?: ActTarget,
+  preloaded?: { readonly stored: PolicyProfileRow | undefined },
 ): Promise<DecisionRecord> {
-  return decide(decisionInput(run, invocation, proposed, stance, target), await profileInForce(db, run.policyProfile));
+  const profile = preloaded ? await profileOfRow(preloaded.stored, run.policyProfile) : await profileInForce(db, run.policyProfile);
+  return decide(decisionInput(run, invocation, proposed, stance, target), profile);
 }

@@ -1,6 +1,6 @@
 import { desc, eq } from 'drizzle-orm';
 import { PolicyProfileBody } from '../../shared/policy.ts';
-import { policyProfiles } from '../db/schema.ts';
+import { type PolicyProfileRow, policyProfiles } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Database } from '../ports.ts';
 import { canonicalHash } from './canonical-hash.ts';
@@ -39,6 +39,15 @@ export const DEFAULT_PROFILE_VERSION = 2;
  */
 export async function profileInForce(db: Database, name: string): Promise<PolicyProfile> {
   const row = await db.select().from(policyProfiles).where(eq(policyProfiles.name, name)).orderBy(desc(policyProfiles.version)).limit(1).get();
+  return profileOfRow(row, name);
+}
+
+/**
+ * The profile `name` in force given its newest stored version `row` (read by the caller): that
+ * version, or, with none stored, the built-in default for `default`.
+ * @throws DomainError('invalid_request') when another name has no stored version.
+ */
+export async function profileOfRow(row: PolicyProfileRow | undefined, name: string): Promise<PolicyProfile> {
   if (row) {
     const body = PolicyProfileBody.parse({ rules: row.rules, denies: row.denies });
     return { name, version: row.version, body, hash: row.hash };

@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
@@ -8,9 +8,9 @@ import type { Ports, RunResult } from '../ports.ts';
 
 /**
  * Per-minute rates per owner and per agent (README "Security"): fixed one-minute windows counted
- * in D1 (`rate_windows`). An admission is one batch of conditional upserts, so requests that
- * arrive together can never all pass: the first statement counts the narrowest gate only while
- * every gate has room, the others count only if the first did. A refusal is 429 `rate_limited`
+ * in D1 (`rate_windows`). An admission is one conditional upsert of every gate's window, so
+ * requests that arrive together can never all pass: it counts in every gate only while every gate
+ * has room, else in none. A refusal is 429 `rate_limited`
  * with `Retry-After` until the window that is full ends, and counts nothing. The standing limits
  * (open runs, leases) are checked where the row is written (lifecycle.ts, lease-availability.ts).
  */
@@ -36,8 +36,10 @@ function hasRoom(gate: Gate, now: number) {
 }
 
 /**
- * Counts one admission in every gate, or in none: the first gate's upsert runs only while all
- * gates have room and stamps `token`; every other gate's upsert runs only if that stamp landed.
+ * Counts one admission in every gate, or in none, in one statement: an upsert of every gate's
+ * window whose rows are selected only while all gates have room (SQLite reads that selection
+ * whole before it writes, as the selection reads the table written), restarting a window that
+ * ended. Rows changed: one per gate when admitted, none when refused.
  * @throws DomainError('rate_limited') naming the full gate, with Retry-After until its window ends.
  */
 async function admit(ports: Ports, gates: readonly [Gate, ...Gate[]]): Promise<void> {
@@ -47,29 +49,19 @@ async function admit(ports: Ports, gates: readonly [Gate, ...Gate[]]): Promise<v
     gates.map((gate) => hasRoom(gate, now)),
     sql` and `,
   );
-  // Each gate's window row exists first (an empty, long-ended window), so counting is a plain
-  // conditional update.
-  const exists = (gate: Gate) => ports.db.insert(rateWindows).values({ key: gate.key, windowStart: 0, count: 0, token: '' }).onConflictDoNothing();
-  const ended = sql`${rateWindows.windowStart} <= ${now - WINDOW_MS}`;
-  const counted = (gate: Gate, condition: ReturnType<typeof sql>) =>
-    ports.db
-      .update(rateWindows)
-      .set({
-        count: sql`case when ${ended} then 1 else ${rateWindows.count} + 1 end`,
-        windowStart: sql`case when ${ended} then ${now} else ${rateWindows.windowStart} end`,
-        token,
-      })
-      .where(and(eq(rateWindows.key, gate.key), condition));
-  const [first, ...others] = gates;
-  const stamped = sql`exists (select 1 from rate_windows s where s.key = ${first.key} and s.token = ${token})`;
-  const results = await ports.db.batch([
-    ...gates.map(exists),
-    counted(first, allHaveRoom),
-    ...others.map((gate) => counted(gate, stamped)),
-  ] as unknown as Parameters<typeof ports.db.batch>[0]);
-  // Admitted when this batch's own update of the first gate changed its row (later admissions
-  // restamp the token, so the row is not proof afterwards).
-  if (rowsChanged(results[gates.length] as RunResult) === 1) return;
+  const keys = sql.join(
+    gates.map((gate, index) => (index === 0 ? sql`select ${gate.key} as key` : sql`select ${gate.key}`)),
+    sql` union all `,
+  );
+  const ended = sql`rate_windows.window_start <= ${now - WINDOW_MS}`;
+  const counted = await ports.db.run(sql`
+    insert into rate_windows (key, window_start, count, token)
+    select gate.key, ${now}, 1, ${token} from (${keys}) as gate where ${allHaveRoom}
+    on conflict (key) do update set
+      count = case when ${ended} then 1 else rate_windows.count + 1 end,
+      window_start = case when ${ended} then ${now} else rate_windows.window_start end,
+      token = excluded.token`);
+  if (rowsChanged(counted as RunResult) === gates.length) return;
   const windows = await ports.db
     .select()
     .from(rateWindows)

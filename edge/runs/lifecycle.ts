@@ -111,7 +111,8 @@ export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<R
 }
 
 /**
- * Makes sure the calling agent holds the run and that it is running, and extends its claim. A
+ * Makes sure the calling agent holds the run and that it is running, and extends its claim once
+ * less than half of `claimTtlMs` is left (a claim with more left is this agent's until then). A
  * `queued` run is claimed, and a running run whose claim expired may be taken over, each with one
  * conditional update, so two agents can never both win (DESIGN.md section 10).
  * @throws DomainError('run_not_active') when the run is not running or queued;
@@ -133,6 +134,9 @@ export async function holdRun(ports: Ports, principal: Principal, run: RunRow): 
   if (run.claimedBy !== null && run.claimedBy !== principal.id && (run.claimExpiresAt ?? 0) > now) {
     throw new DomainError('forbidden', 'another agent holds this run');
   }
+  // Held by this principal with more than half its time left: nobody else can take it before
+  // then, so it is extended only when it gets short (one write saved per call).
+  if (run.claimedBy === principal.id && (run.claimExpiresAt ?? 0) - now > ports.config.claimTtlMs / 2) return run;
   const held = await ports.db
     .update(runs)
     .set({ claimedBy: principal.id, claimExpiresAt, updatedAt: now })

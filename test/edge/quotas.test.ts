@@ -78,6 +78,17 @@ describe('requests that arrive together', () => {
     expect(await request('POST', path, parties.agent.token, { tool: 'nope' })).toMatchObject({ status: 429, body: { error: { code: 'rate_limited' } } });
   });
 
+  it('counts an admitted proposal in the agent and the owner window alike, and a refused one in neither', async () => {
+    const request = appWith({ proposalsPerMinutePerAgent: 2, proposalsPerMinutePerOwner: 10 });
+    const run = await request<RunView>('POST', '/v1/runs', parties.owner.token, runBody());
+    const path = `/v1/runs/${run.body.id}/tool-calls`;
+    const windowOf = async (key: string) => count('SELECT count AS n FROM rate_windows WHERE key = ?', key);
+    for (let index = 0; index < 3; index++) await request('POST', path, parties.agent.token, { tool: 'nope' });
+    // The second admission filled the agent's window; it was still counted in the owner's.
+    expect(await windowOf(`agent:${parties.agent.id}:proposals`)).toBe(2);
+    expect(await windowOf(`owner:${parties.owner.id}:proposals`)).toBe(2);
+  });
+
   it('cannot all take a browser: at most QUOTA_LEASED_BROWSERS_PER_OWNER, and one run per profile', async () => {
     const request = appWith({}, leasingHost());
     const onProfiles = await Promise.all(

@@ -3,11 +3,10 @@ import { createMiddleware } from 'hono/factory';
 import { z } from 'zod';
 import { IdParam, ProposeBody, ToolCallView, WaitQuery } from '../../../shared/api.ts';
 import { DomainError } from '../../domain-error.ts';
-import { proposeToolCall } from '../../pipeline/propose.ts';
+import { proposeOnRun } from '../../pipeline/propose.ts';
 import { readToolCall } from '../../pipeline/read-call.ts';
 import { toolCallView } from '../../pipeline/views.ts';
 import { admitProposal } from '../../quotas/rates.ts';
-import { loadRun } from '../../runs/lifecycle.ts';
 import type { AppEnv } from '../app-env.ts';
 import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
@@ -67,8 +66,7 @@ export const toolCallRoutes = newRouter()
   .openapi(
     propose,
     async (c) => {
-      const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
-      const outcome = await proposeToolCall(c.var.ports, c.var.principal, run, c.req.valid('json'));
+      const outcome = await proposeOnRun(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json'));
       const view = toolCallView(outcome.call, outcome.approvalId, c.var.ports.config.resultBudgetBytes);
       return outcome.status === 202 ? c.json(view, 202) : c.json(view, 200);
     },

@@ -1,0 +1,168 @@
+import { eq, sql } from 'drizzle-orm';
+import type { Principal } from '../auth/principal.ts';
+import { type GrantRow, type PolicyProfileRow, type RunRow, runs } from '../db/schema.ts';
+import { DomainError } from '../domain-error.ts';
+import type { Ports } from '../ports.ts';
+import { expireIfPastDeadline } from '../runs/lifecycle.ts';
+import { authorityOf, type TurnContext } from './turn.ts';
+
+/**
+ * Everything a proposal reads before it decides, read with one statement (issue 14: D1 statements
+ * per proposal): the run; whether the owner revoked its profile; the newest version of its policy
+ * profile; the ids of its calls still `dispatching` (a crashed edge's leftovers); the id of an
+ * `uncertain` call with the same arguments hash; and the proposing turn (authority from the
+ * newest message, taint from any result since it; see turn.ts).
+ */
+export interface ProposalContext {
+  readonly run: RunRow;
+  readonly profileRevoked: boolean;
+  /** The newest version of the run's policy profile, when one is stored (else the built-in default applies). */
+  readonly policyProfile: PolicyProfileRow | undefined;
+  readonly dispatchingCallIds: readonly string[];
+  readonly uncertainCallId: string | undefined;
+  readonly turn: TurnContext;
+  /**
+   * For an act: the run's stored results that mention its reference (`[ref=...]`), newest first,
+   * at most 32 (act-target.ts reads its target from them).
+   */
+  readonly actResults?: readonly unknown[];
+  /**
+   * For an act: the owner's live grants of the act's tool (not revoked, not expired, uses left),
+   * soonest to expire first; undefined when there were more than {@link MAX_PRELOADED_GRANTS}
+   * (grants.ts `coveringGrant` then reads them itself).
+   */
+  readonly grantCandidates?: readonly GrantRow[];
+}
+
+/** Most live grants of one tool read with a proposal. */
+export const MAX_PRELOADED_GRANTS = 64;
+/** Most stored results searched for an act's reference (as act-target.ts). */
+const MAX_RESULTS_SEARCHED = 32;
+
+interface StoredGrant {
+  id: string;
+  owner_id: string;
+  tool: string;
+  actions: string[] | null;
+  origin: string;
+  max_uses: number;
+  uses: number;
+  expires_at: number;
+  policy_profile: string;
+  policy_hash: string;
+  revoked_at: number | null;
+  created_at: number;
+}
+
+interface StoredPolicy {
+  id: string;
+  name: string;
+  version: number;
+  rules: unknown[];
+  denies: unknown[];
+  hash: string;
+  created_by: string;
+  created_at: number;
+}
+
+/**
+ * Reads the {@link ProposalContext} of run `runId` for `principal`'s proposal whose arguments
+ * hash to `argumentsHash`; a run past its deadline is ended first (lifecycle.ts
+ * `expireIfPastDeadline`, which then reads the run again).
+ * @throws DomainError('not_found') when there is no such run of the principal's owner.
+ */
+export async function loadProposalContext(
+  ports: Ports,
+  principal: Principal,
+  runId: string,
+  argumentsHash: string,
+  act?: { readonly tool: string; readonly reference: string },
+): Promise<ProposalContext> {
+  const now = ports.clock.now();
+  // Column names are written out: the subqueries refer to the outer run row.
+  const newestMessageAt = sql`(select max(m.created_at) from messages m where m.run_id = "runs"."id")`;
+  const row = await ports.db
+    .select({
+      run: runs,
+      bindingState: sql<string | null>`(select b.state from profile_bindings b where b.owner_id = "runs"."owner_id" and b.profile_id = "runs"."profile_id")`,
+      policy: sql<
+        string | null
+      >`(select json_object('id', p.id, 'name', p.name, 'version', p.version, 'rules', json(p.rules), 'denies', json(p.denies), 'hash', p.hash, 'created_by', p.created_by, 'created_at', p.created_at)
+        from policy_profiles p where p.name = "runs"."policy_profile" order by p.version desc limit 1)`,
+      dispatching: sql<string>`(select json_group_array(c.id) from tool_calls c where c.run_id = "runs"."id" and c.state = 'dispatching')`,
+      uncertain: sql<
+        string | null
+      >`(select c.id from tool_calls c where c.run_id = "runs"."id" and c.arguments_hash = ${argumentsHash} and c.state = 'uncertain' limit 1)`,
+      newestMessage: sql<string | null>`(select json_object('trust', m.trust, 'principal_id', m.principal_id, 'created_at', m.created_at)
+        from messages m where m.run_id = "runs"."id" order by m.created_at desc, m.rowid desc limit 1)`,
+      tainted: sql<number>`exists (select 1 from tool_calls c where c.run_id = "runs"."id" and c.updated_at >= coalesce(${newestMessageAt}, "runs"."created_at") and c.result is not null)`,
+      actResults:
+        act === undefined
+          ? sql<null>`null`
+          : sql<string>`(select json_group_array(json(r.result)) from (select c.result from tool_calls c where c.run_id = "runs"."id" and c.result is not null
+              and instr(c.result, ${`[ref=${act.reference}]`}) > 0 order by c.updated_at desc limit ${MAX_RESULTS_SEARCHED}) r)`,
+      grants:
+        act === undefined
+          ? sql<null>`null`
+          : sql<string>`(select json_group_array(json_object('id', g.id, 'owner_id', g.owner_id, 'tool', g.tool, 'actions', json(g.actions), 'origin', g.origin,
+              'max_uses', g.max_uses, 'uses', g.uses, 'expires_at', g.expires_at, 'policy_profile', g.policy_profile, 'policy_hash', g.policy_hash,
+              'revoked_at', g.revoked_at, 'created_at', g.created_at))
+              from (select * from grants g where g.owner_id = "runs"."owner_id" and g.tool = ${act.tool} and g.revoked_at is null
+                and g.expires_at > ${now} and g.uses < g.max_uses order by g.expires_at limit ${MAX_PRELOADED_GRANTS + 1}) g)`,
+    })
+    .from(runs)
+    .where(eq(runs.id, runId))
+    .get();
+  if (!row || row.run.ownerId !== principal.ownerId) throw new DomainError('not_found', `no run ${runId}`);
+  const run = await expireIfPastDeadline(ports, row.run);
+  const policy = row.policy === null ? undefined : (JSON.parse(row.policy) as StoredPolicy);
+  const newest =
+    row.newestMessage === null ? undefined : (JSON.parse(row.newestMessage) as { trust: 'trusted' | 'untrusted'; principal_id: string; created_at: number });
+  return {
+    run,
+    profileRevoked: row.bindingState === 'revoked',
+    policyProfile:
+      policy === undefined
+        ? undefined
+        : {
+            id: policy.id,
+            name: policy.name,
+            version: policy.version,
+            rules: policy.rules,
+            denies: policy.denies,
+            hash: policy.hash,
+            createdBy: policy.created_by,
+            createdAt: policy.created_at,
+          },
+    dispatchingCallIds: JSON.parse(row.dispatching) as string[],
+    ...(row.actResults === null ? {} : { actResults: JSON.parse(row.actResults) as unknown[] }),
+    ...(row.grants === null ? {} : grantsOf(JSON.parse(row.grants) as StoredGrant[])),
+    uncertainCallId: row.uncertain ?? undefined,
+    turn: {
+      authority: authorityOf(run, newest === undefined ? undefined : { trust: newest.trust, principalId: newest.principal_id }),
+      tainted: row.tainted === 1,
+      startedAt: newest?.created_at ?? run.createdAt,
+    },
+  };
+}
+
+/** The preloaded grants, or none when there were more than could be read at once. */
+function grantsOf(stored: StoredGrant[]): { grantCandidates?: GrantRow[] } {
+  if (stored.length > MAX_PRELOADED_GRANTS) return {};
+  return {
+    grantCandidates: stored.map((grant) => ({
+      id: grant.id,
+      ownerId: grant.owner_id,
+      tool: grant.tool,
+      actions: grant.actions,
+      origin: grant.origin,
+      maxUses: grant.max_uses,
+      uses: grant.uses,
+      expiresAt: grant.expires_at,
+      policyProfile: grant.policy_profile,
+      policyHash: grant.policy_hash,
+      revokedAt: grant.revoked_at,
+      createdAt: grant.created_at,
+    })),
+  };
+}

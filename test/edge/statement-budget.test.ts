@@ -1,0 +1,65 @@
+import { env } from 'cloudflare:workers';
+import { drizzle } from 'drizzle-orm/d1';
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../../edge/app.ts';
+import * as schema from '../../edge/db/schema.ts';
+import { countStatements } from '../../edge/db/statement-counter.ts';
+import type { Ports } from '../../edge/ports.ts';
+import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
+import { hostPage, scriptedHost } from './support/fake-host.ts';
+
+// D1 statements per request (issue 14): a proposal reads everything it needs in one statement
+// and writes in one batch, so it sends at most 5 statements (X-D1-Statements counts each
+// statement of a batch). Counted on the real D1 through the Workers app; the host is a stand-in.
+
+const parties = partiesForEachTest();
+const ORIGIN = 'http://127.0.0.1:8125';
+
+function stack() {
+  let revision = 0;
+  const host = scriptedHost(async (method, params) => {
+    if (method === 'lease.acquire' || method === 'lease.renew') {
+      return { lease_id: 'lease_budget000001', profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
+    }
+    if (method === 'page.observe' || method === 'page.navigate' || method === 'page.act') {
+      return { ...hostPage(`${ORIGIN}/page`, ++revision), snapshot: '- button "Go" [ref=e2]' };
+    }
+    return { released: true };
+  });
+  const app = createApp(() => {
+    const counter = countStatements(env.DB);
+    return { ...workerdPorts(host.connector), db: drizzle(counter.db, { schema }), statementsSent: counter.count } satisfies Ports;
+  });
+  const post = async (path: string, token: string, body: unknown) => {
+    const response = await app.request(`http://edge.test${path}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, statements: Number(response.headers.get('X-D1-Statements')), body: (await response.json()) as Record<string, unknown> };
+  };
+  return { post, revision: () => revision };
+}
+
+describe('D1 statements per request', () => {
+  it('a proposal that dispatches and one that parks for the owner each send at most 5, once the run is under way', async () => {
+    const { post, revision } = stack();
+    const run = await post('/v1/runs', parties.owner.token, { profile_id: 'budget', intent: 'count statements', origins: [ORIGIN] });
+    const propose = (tool: string, args: unknown) =>
+      post(`/v1/runs/${run.body.id}/tool-calls`, parties.agent.token, { tool, version: '1.4.0', arguments: args });
+    expect((await propose('browser.navigate', { url: `${ORIGIN}/page` })).status).toBe(200);
+
+    const observed = await propose('browser.observe', {});
+    expect(observed).toMatchObject({ status: 200, body: { state: 'succeeded' } });
+    expect(observed.statements).toBeLessThanOrEqual(5);
+
+    const parked = await propose('browser.act', { action: 'click', revision: revision(), reference: 'e2' });
+    expect(parked).toMatchObject({ status: 202, body: { state: 'waiting_for_approval' } });
+    expect(parked.statements).toBeLessThanOrEqual(5);
+
+    const approved = await post(`/v1/approvals/${parked.body.approval_id}/decision`, parties.owner.token, { decision: 'approve' });
+    expect(approved).toMatchObject({ status: 200, body: { tool_call: { state: 'succeeded' } } });
+    // Reading approval, call, run and policy is one statement; the approval's batch and the outcome's make the rest.
+    expect(approved.statements).toBeLessThanOrEqual(8);
+  });
+});
