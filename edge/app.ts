@@ -4,6 +4,7 @@ import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { type ErrorBody, type ErrorCode, httpStatusOf } from '../shared/errors.ts';
+import { consoleRoutes } from './console/routes.ts';
 import { DomainError } from './domain-error.ts';
 import type { AppEnv } from './http/app-env.ts';
 import { approvalRoutes } from './http/routes/approvals.ts';
@@ -139,6 +140,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', approvalRoutes);
   app.route('/', signInRoutes);
   app.route('/', metricsRoutes);
+  app.route('/', consoleRoutes);
   app.openAPIRegistry.registerPath({
     method: 'get',
     path: OPENAPI_PATH,

@@ -7,6 +7,9 @@
  */
 import { EDGE_RUNTIMES, type EdgeRuntime, startLocalStack } from './local-stack.ts';
 
+/** The local owner's principal id (scripts/setup.mjs seeds it). */
+const LOCAL_OWNER_ID = 'prn_local_owner';
+
 const port = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
   if (!Number.isInteger(value) || value <= 0 || value > 65_535) throw new Error(`${name} must be a TCP port`);
@@ -25,7 +28,20 @@ const stack = await startLocalStack({
   headless: process.env.HOST_HEADLESS === '1',
   echo: true,
 });
+/** A one-time sign-in link to the owner's console for the local owner (valid 15 minutes, once). */
+async function consoleLink(): Promise<string> {
+  const response = await fetch(`${stack.edgeUrl}/console/links`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${stack.tokens.operator}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ owner_id: LOCAL_OWNER_ID }),
+  });
+  if (response.status !== 201) return `(no sign-in link: HTTP ${response.status}; sign in at ${stack.edgeUrl}/console/sign-in with OWNER_TOKEN)`;
+  return ((await response.json()) as { url: string }).url;
+}
+
 console.log(`
+Owner console: ${await consoleLink()}
+  (a one-time sign-in link for the local owner, valid for 15 minutes; later, sign in at ${stack.edgeUrl}/console/sign-in with OWNER_TOKEN)
 Edge (${runtime}):  ${stack.edgeUrl}   (API reference: ${stack.edgeUrl}/docs, OpenAPI: ${stack.edgeUrl}/v1/openapi.json)
 Host:  ${stack.hostUrl}
 Demo site (TodoMVC): ${stack.todoUrl}

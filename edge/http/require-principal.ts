@@ -1,10 +1,10 @@
 import { eq } from 'drizzle-orm';
-import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { Principal, PrincipalKind } from '../auth/principal.ts';
 import { principals } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import { sha256Hex } from '../policy/canonical-hash.ts';
+import type { Ports } from '../ports.ts';
 import type { AppEnv } from './app-env.ts';
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]{16,256})$/;
@@ -22,12 +22,21 @@ const PRINCIPAL_CACHE_ENTRIES = 1_024;
  */
 const resolved = new Map<string, { readonly principal: Principal; readonly until: number }>();
 
-async function principalOf(c: Context<AppEnv>, tokenHash: string): Promise<Principal | undefined> {
+/**
+ * The principal whose bearer token is `token` (resolved as {@link requirePrincipal} does, the
+ * same 60 s memory included), or undefined for a malformed or unknown token.
+ */
+export async function principalForToken(ports: Ports, token: string): Promise<Principal | undefined> {
+  if (!/^[A-Za-z0-9_-]{16,256}$/.test(token)) return undefined;
+  return principalOf(ports, await sha256Hex(token));
+}
+
+async function principalOf(ports: Ports, tokenHash: string): Promise<Principal | undefined> {
   const now = Date.now();
   const remembered = resolved.get(tokenHash);
   if (remembered !== undefined && remembered.until > now) return remembered.principal;
   resolved.delete(tokenHash);
-  const row = await c.var.ports.db.select().from(principals).where(eq(principals.tokenHash, tokenHash)).get();
+  const row = await ports.db.select().from(principals).where(eq(principals.tokenHash, tokenHash)).get();
   if (!row) return undefined;
   const principal: Principal = { id: row.id, kind: row.kind, ownerId: row.ownerId };
   if (resolved.size >= PRINCIPAL_CACHE_ENTRIES) resolved.delete(resolved.keys().next().value as string);
@@ -47,7 +56,7 @@ export function requirePrincipal(...kinds: PrincipalKind[]) {
     const match = BEARER.exec(c.req.header('Authorization') ?? '');
     if (!match?.[1]) throw new DomainError('unauthenticated', 'send Authorization: Bearer <token>');
     const tokenHash = await sha256Hex(match[1]);
-    const principal = await principalOf(c, tokenHash);
+    const principal = await principalOf(c.var.ports, tokenHash);
     if (!principal) throw new DomainError('unauthenticated', 'the bearer token is not known');
     if (!kinds.includes(principal.kind)) {
       throw new DomainError('forbidden', `this endpoint is for ${kinds.join(' or ')} principals, not ${principal.kind}`);

@@ -1,0 +1,169 @@
+import { html } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import type { ActTarget } from '../../shared/act-target.ts';
+
+/** What a page of the console renders to (hono/html: every interpolation is escaped). */
+export type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+/** The console's stylesheet, served from the edge itself (`/console/assets/console.css`). */
+export const CONSOLE_CSS = `
+:root { color-scheme: light dark; --ink: #1b1f24; --muted: #57606a; --line: #d0d7de; --accent: #0b5cad; --bad: #b42318; --paper: #ffffff; }
+@media (prefers-color-scheme: dark) { :root { --ink: #e6edf3; --muted: #9da7b1; --line: #30363d; --accent: #58a6ff; --bad: #ff7b72; --paper: #0d1117; } }
+* { box-sizing: border-box; }
+body { margin: 0; font: 16px/1.5 system-ui, sans-serif; color: var(--ink); background: var(--paper); }
+header { display: flex; gap: 1rem; align-items: center; justify-content: space-between; padding: .75rem 1.5rem; border-bottom: 1px solid var(--line); }
+header h1 { font-size: 1.1rem; margin: 0; }
+main { max-width: 56rem; margin: 0 auto; padding: 1.5rem; }
+a { color: var(--accent); }
+.skip { position: absolute; left: -999px; } .skip:focus { left: 1rem; top: 1rem; background: var(--paper); padding: .5rem; }
+.approval { border: 1px solid var(--line); border-radius: .5rem; padding: 1rem; margin: 0 0 1rem; }
+.approval h3 { margin: 0 0 .5rem; font-size: 1.05rem; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: .5rem 0 1rem; }
+dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
+.actions { display: flex; gap: .5rem; flex-wrap: wrap; }
+button { font: inherit; padding: .4rem 1rem; border-radius: .4rem; border: 1px solid var(--line); background: var(--paper); color: var(--ink); cursor: pointer; }
+button.approve { background: var(--accent); border-color: var(--accent); color: #fff; }
+button.deny { color: var(--bad); border-color: var(--bad); }
+button:focus-visible, a:focus-visible, input:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+label { display: block; margin: 0 0 .25rem; }
+input[type=password] { font: inherit; width: 100%; max-width: 32rem; padding: .4rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--paper); color: var(--ink); }
+.error { color: var(--bad); }
+.empty { color: var(--muted); }
+`;
+
+/**
+ * The console's script, served from the edge (`/console/assets/console.js`): the inbox refreshes
+ * itself every 3 s without a reload by fetching its own list (`/console/inbox`); without
+ * JavaScript the page works the same, refreshed by hand.
+ */
+export const CONSOLE_JS = `
+(() => {
+  const list = document.getElementById('inbox');
+  if (!list) return;
+  const refresh = async () => {
+    if (list.contains(document.activeElement)) return;
+    try {
+      const response = await fetch('/console/inbox', { credentials: 'same-origin', headers: { Accept: 'text/html' } });
+      if (response.redirected || !response.ok) return;
+      const text = await response.text();
+      if (text !== list.innerHTML) list.innerHTML = text;
+    } catch {}
+  };
+  setInterval(refresh, 3000);
+})();
+`;
+
+/** The frame of every console page: title, header with sign-out when signed in, and `body`. */
+export function layout(title: string, body: Page, signedIn?: { csrfToken: string }): Page {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Owner console</title>
+<link rel="stylesheet" href="/console/assets/console.css">
+<script src="/console/assets/console.js" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header>
+<h1>Owner console</h1>
+${
+  signedIn
+    ? html`<form method="post" action="/console/sign-out"><input type="hidden" name="csrf" value="${signedIn.csrfToken}"><button type="submit">Sign out</button></form>`
+    : ''
+}
+</header>
+<main id="main">
+${body}
+</main>
+</body>
+</html>`;
+}
+
+/** The sign-in page: the owner pastes their token once; `error` says why the last try failed. */
+export function signInPage(error?: string): Page {
+  return layout(
+    'Sign in',
+    html`<h2>Sign in</h2>
+<p>Paste your owner token once; the console keeps you signed in for 8 hours on this browser.</p>
+${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+<form method="post" action="/console/sign-in">
+<label for="token">Owner token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required>
+<p><button type="submit" class="approve">Sign in</button></p>
+</form>`,
+  );
+}
+
+/** One pending approval as the owner judges it. Times are epoch ms. */
+export interface InboxItem {
+  readonly approvalId: string;
+  readonly summary: string;
+  readonly tool: string;
+  readonly target: ActTarget | null;
+  readonly runIntent: string;
+  readonly rule: string | undefined;
+  readonly askedAt: number;
+  readonly runDeadlineAt: number;
+}
+
+/** A duration for people: `40 s`, `3 min`, `2 h 5 min`. */
+export function humanDuration(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/** The list of pending approvals (also what `/console/inbox` answers for the refresh). */
+export function inboxList(items: readonly InboxItem[], csrfToken: string, now: number): Page {
+  if (items.length === 0) return html`<p class="empty">Nothing is waiting for you.</p>`;
+  return html`${items.map(
+    (item) => html`<article class="approval" aria-labelledby="title-${item.approvalId}">
+<h3 id="title-${item.approvalId}">${item.summary}</h3>
+<dl>
+<dt>Run</dt><dd>${item.runIntent}</dd>
+${
+  item.target
+    ? html`<dt>Target</dt><dd>the ${item.target.role} ${JSON.stringify(item.target.name)}${
+        item.target.frame_origin !== originOfUrl(item.target.page_url) ? html` inside a frame of ${item.target.frame_origin}` : ''
+      }</dd>
+<dt>Page</dt><dd>${item.target.page_title} (${item.target.page_url})</dd>
+${item.target.text !== undefined ? html`<dt>Text to type</dt><dd>${item.target.text}</dd>` : ''}
+${item.target.option !== undefined ? html`<dt>Option</dt><dd>${item.target.option}</dd>` : ''}
+${item.target.key !== undefined ? html`<dt>Key</dt><dd>${item.target.key}</dd>` : ''}`
+    : html`<dt>Tool</dt><dd>${item.tool}</dd>`
+}
+<dt>Asked by rule</dt><dd>${item.rule ?? 'the policy'}</dd>
+<dt>Waiting</dt><dd>${humanDuration(now - item.askedAt)}</dd>
+<dt>Run has left</dt><dd>${humanDuration(item.runDeadlineAt - now)}</dd>
+</dl>
+<form method="post" action="/console/approvals/${item.approvalId}/decision" class="actions">
+<input type="hidden" name="csrf" value="${csrfToken}">
+<button type="submit" name="decision" value="approve" class="approve">Approve</button>
+<button type="submit" name="decision" value="deny" class="deny">Deny</button>
+</form>
+</article>`,
+  )}`;
+}
+
+/** The inbox page: every pending approval across the owner's runs, newest first. */
+export function inboxPage(items: readonly InboxItem[], csrfToken: string, now: number, notice?: string): Page {
+  return layout(
+    'Inbox',
+    html`<h2>Waiting for you</h2>
+${notice ? html`<p role="status">${notice}</p>` : ''}
+<div id="inbox" aria-live="polite">${inboxList(items, csrfToken, now)}</div>`,
+    { csrfToken },
+  );
+}
+
+function originOfUrl(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}

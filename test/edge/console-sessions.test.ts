@@ -1,0 +1,169 @@
+import { env } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../../edge/app.ts';
+import type { Ports } from '../../edge/ports.ts';
+import type { RunView } from '../../shared/api.ts';
+import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
+import { hostPage, scriptedHost } from './support/fake-host.ts';
+
+// The owner's console (issue 15), its sessions and its inbox, on the Workers app over the real
+// D1; the host is a stand-in. The browser-driven journey is in test/e2e.
+
+const parties = partiesForEachTest();
+const ORIGIN = 'http://127.0.0.1:8125';
+const EDGE = 'http://127.0.0.1:8787';
+
+function consoleApp(now?: () => number) {
+  let revision = 0;
+  const host = scriptedHost(async (method, params) => {
+    if (method === 'lease.acquire' || method === 'lease.renew') {
+      return { lease_id: 'lease_console00001', profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
+    }
+    if (method.startsWith('page.')) return { ...hostPage(`${ORIGIN}/drafts`, ++revision), snapshot: '- button "Save draft" [ref=e2]' };
+    return { released: true };
+  });
+  const app = createApp(() => {
+    const ports = workerdPorts(host.connector);
+    return (now ? { ...ports, clock: { ...ports.clock, now } } : ports) satisfies Ports;
+  });
+  const request = (
+    method: string,
+    path: string,
+    init: { cookie?: string; form?: Record<string, string>; json?: unknown; token?: string; origin?: string; base?: string } = {},
+  ) =>
+    app.request(`${init.base ?? EDGE}${path}`, {
+      method,
+      redirect: 'manual',
+      headers: {
+        ...(init.cookie ? { Cookie: init.cookie } : {}),
+        ...(init.token ? { Authorization: `Bearer ${init.token}` } : {}),
+        ...(init.form ? { 'Content-Type': 'application/x-www-form-urlencoded', Origin: init.origin ?? init.base ?? EDGE } : {}),
+        ...(init.json !== undefined ? { 'Content-Type': 'application/json' } : {}),
+      },
+      ...(init.form ? { body: new URLSearchParams(init.form).toString() } : {}),
+      ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
+    });
+  return { request, host, revision: () => revision };
+}
+
+/** Signs the owner in with their token; the session cookie and the page's CSRF token. */
+async function signedIn(request: ReturnType<typeof consoleApp>['request']) {
+  const answer = await request('POST', '/console/sign-in', { form: { token: parties.owner.token } });
+  expect(answer.status).toBe(303);
+  const cookie = (answer.headers.get('Set-Cookie') ?? '').split(';')[0]!;
+  const inbox = await (await request('GET', '/console', { cookie })).text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(inbox)?.[1];
+  return { cookie, csrf: csrf!, inbox };
+}
+
+/** A run with one act parked for the owner. */
+async function parkedAct(request: ReturnType<typeof consoleApp>['request'], revision: () => number) {
+  const created = await request('POST', '/v1/runs', { token: parties.owner.token, json: { profile_id: 'drafts', intent: 'Save my draft', origins: [ORIGIN] } });
+  const run = (await created.json()) as RunView;
+  const propose = (tool: string, args: unknown) =>
+    request('POST', `/v1/runs/${run.id}/tool-calls`, { token: parties.agent.token, json: { tool, version: '1.4.0', arguments: args } });
+  await propose('browser.navigate', { url: `${ORIGIN}/drafts` });
+  const parked = await propose('browser.act', { action: 'click', revision: revision(), reference: 'e2' });
+  expect(parked.status).toBe(202);
+  return { run, call: (await parked.json()) as { id: string; approval_id: string } };
+}
+
+describe('console sign-in', () => {
+  it("exchanges the owner's token for an HttpOnly, SameSite=Strict session cookie scoped to /console, Secure outside loopback", async () => {
+    const { request } = consoleApp();
+    const local = await request('POST', '/console/sign-in', { form: { token: parties.owner.token } });
+    expect(local.status).toBe(303);
+    expect(local.headers.get('Location')).toBe('/console');
+    const cookie = local.headers.get('Set-Cookie') ?? '';
+    expect(cookie).toMatch(/^console_session=[A-Za-z0-9_-]{40,}; Max-Age=28800; Path=\/console; HttpOnly; SameSite=Strict$/);
+    const remote = await request('POST', '/console/sign-in', { form: { token: parties.owner.token }, base: 'https://edge.example' });
+    expect(remote.headers.get('Set-Cookie')).toContain('; Secure');
+    // The session id is stored only as its hash.
+    const sessionId = cookie.split(';')[0]!.split('=')[1]!;
+    const stored = await env.DB.prepare('SELECT count(*) AS n FROM console_sessions WHERE id_hash = ?').bind(sessionId).first<{ n: number }>();
+    expect(stored?.n).toBe(0);
+  });
+
+  it('refuses agent and operator tokens and unknown ones, and sets no cookie', async () => {
+    const { request } = consoleApp();
+    for (const [token, status] of [
+      [parties.agent.token, 403],
+      [parties.operator.token, 403],
+      ['not-a-token-of-anybody-at-all', 401],
+    ] as const) {
+      const answer = await request('POST', '/console/sign-in', { form: { token } });
+      expect(answer.status).toBe(status);
+      expect(answer.headers.get('Set-Cookie')).toBeNull();
+    }
+  });
+
+  it('sends a visitor without a session to the sign-in page, and an ended or expired session too', async () => {
+    let now = Date.now();
+    const { request } = consoleApp(() => now);
+    expect((await request('GET', '/console')).headers.get('Location')).toBe('/console/sign-in');
+    const { cookie, csrf } = await signedIn(request);
+    expect((await request('GET', '/console', { cookie })).status).toBe(200);
+    now += 8 * 60 * 60 * 1000 + 1;
+    expect((await request('GET', '/console', { cookie })).headers.get('Location')).toBe('/console/sign-in');
+    now = Date.now();
+    const again = await signedIn(request);
+    expect((await request('POST', '/console/sign-out', { cookie: again.cookie, form: { csrf: again.csrf } })).status).toBe(303);
+    expect((await request('GET', '/console', { cookie: again.cookie })).headers.get('Location')).toBe('/console/sign-in');
+    expect(csrf).not.toBe(again.csrf);
+  });
+
+  it('opens a session once from an operator-issued one-time link', async () => {
+    const { request } = consoleApp();
+    const issued = await request('POST', '/console/links', { token: parties.operator.token, json: { owner_id: parties.owner.id } });
+    expect(issued.status).toBe(201);
+    const { url } = (await issued.json()) as { url: string };
+    const path = new URL(url).pathname;
+    const first = await request('GET', path);
+    expect(first.status).toBe(303);
+    expect(first.headers.get('Set-Cookie')).toMatch(/^console_session=/);
+    const second = await request('GET', path);
+    expect(second.status).toBe(410);
+    expect(second.headers.get('Set-Cookie')).toBeNull();
+    expect((await request('POST', '/console/links', { token: parties.owner.token, json: { owner_id: parties.owner.id } })).status).toBe(403);
+  });
+});
+
+describe('the inbox', () => {
+  it('says in words what a parked act will do, on which page, and approving it from the form dispatches it once', async () => {
+    const { request, revision, host } = consoleApp();
+    const { call } = await parkedAct(request, revision);
+    const { cookie, csrf, inbox } = await signedIn(request);
+    expect(inbox).toContain('Click the button &quot;Save draft&quot;');
+    expect(inbox).toContain('Save my draft');
+    expect(inbox).toContain(`${ORIGIN}/drafts`);
+    expect(inbox).toContain(`/console/approvals/${call.approval_id}/decision`);
+    const decided = await request('POST', `/console/approvals/${call.approval_id}/decision`, { cookie, form: { csrf, decision: 'approve' } });
+    expect(decided.status).toBe(303);
+    expect(decodeURIComponent(decided.headers.get('Location') ?? '')).toContain('Approved: the call succeeded.');
+    expect(host.calls.filter((sent) => sent.method === 'page.act')).toHaveLength(1);
+    expect(await (await request('GET', '/console/inbox', { cookie })).text()).toContain('Nothing is waiting for you.');
+  });
+
+  it('refuses a decision without the session CSRF token or from another origin, and changes nothing', async () => {
+    const { request, revision, host } = consoleApp();
+    const { call } = await parkedAct(request, revision);
+    const { cookie, csrf } = await signedIn(request);
+    const path = `/console/approvals/${call.approval_id}/decision`;
+    expect((await request('POST', path, { cookie, form: { decision: 'approve' } })).status).toBe(403);
+    expect((await request('POST', path, { cookie, form: { csrf: 'x'.repeat(43), decision: 'approve' } })).status).toBe(403);
+    expect((await request('POST', path, { cookie, form: { csrf, decision: 'approve' }, origin: 'https://evil.example' })).status).toBe(403);
+    expect((await request('POST', path, { form: { csrf, decision: 'approve' } })).status).toBe(401);
+    expect(host.calls.filter((sent) => sent.method === 'page.act')).toHaveLength(0);
+    const pending = await env.DB.prepare('SELECT state FROM approvals WHERE id = ?').bind(call.approval_id).first<{ state: string }>();
+    expect(pending?.state).toBe('pending');
+  });
+
+  it("denying from the console ends the agent's call denied", async () => {
+    const { request, revision } = consoleApp();
+    const { call } = await parkedAct(request, revision);
+    const { cookie, csrf } = await signedIn(request);
+    await request('POST', `/console/approvals/${call.approval_id}/decision`, { cookie, form: { csrf, decision: 'deny' } });
+    const state = await env.DB.prepare('SELECT state FROM tool_calls WHERE id = ?').bind(call.id).first<{ state: string }>();
+    expect(state?.state).toBe('denied');
+  });
+});
