@@ -28,7 +28,15 @@ try {
     // Lets scripts/person-at-browser.ts act as the person at the headed window; never in production.
     hostVars: { HOST_PERSON_DEBUGGING: '1' },
   });
-  console.log(`  edge ${stack.edgeUrl} · host ${stack.hostUrl} · TodoMVC ${stack.todoUrl}\n`);
+  console.log(`  edge ${stack.edgeUrl} · host ${stack.hostUrl} · TodoMVC ${stack.todoUrl}`);
+  const link = await fetch(`${stack.edgeUrl}/console/links`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${stack.tokens.operator}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ owner_id: 'prn_local_owner' }),
+  });
+  const consoleUrl = link.status === 201 ? ((await link.json()) as { url: string }).url : `${stack.edgeUrl}/console/sign-in`;
+  console.log(`  owner console: ${consoleUrl}`);
+  console.log('  (approvals can be given there; this demo\'s scripted owner answers through the API so it runs unattended)\n');
 
   let index = 0;
   const record = await runTodoJourney(stack, (step) => console.log(`${describeStep(++index, step).join('\n')}\n`));
