@@ -36,7 +36,7 @@ try {
   });
   const consoleUrl = link.status === 201 ? ((await link.json()) as { url: string }).url : `${stack.edgeUrl}/console/sign-in`;
   console.log(`  owner console: ${consoleUrl}`);
-  console.log('  (approvals can be given there; this demo\'s scripted owner answers through the API so it runs unattended)\n');
+  console.log("  (approvals can be given there; this demo's scripted owner answers through the API so it runs unattended)\n");
 
   let index = 0;
   const record = await runTodoJourney(stack, (step) => console.log(`${describeStep(++index, step).join('\n')}\n`));
