@@ -26,6 +26,10 @@ button.approve { background: var(--accent); border-color: var(--accent); color: 
 button.deny { color: var(--bad); border-color: var(--bad); }
 button:focus-visible, a:focus-visible, input:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 label { display: block; margin: 0 0 .25rem; }
+input[type=number] { font: inherit; width: 6rem; padding: .3rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--paper); color: var(--ink); }
+table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); }
+ol.timeline { list-style: none; padding: 0; }
+details { margin-top: .75rem; } summary { cursor: pointer; color: var(--accent); }
 input[type=password] { font: inherit; width: 100%; max-width: 32rem; padding: .4rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--paper); color: var(--ink); }
 .error { color: var(--bad); }
 .empty { color: var(--muted); }
@@ -102,6 +106,8 @@ export interface InboxItem {
   readonly summary: string;
   readonly tool: string;
   readonly target: ActTarget | null;
+  /** The act's action kind (`click`, `type`, ...), for the grant shortcut; undefined for other tools. */
+  readonly action: string | undefined;
   readonly runIntent: string;
   readonly rule: string | undefined;
   readonly askedAt: number;
@@ -145,6 +151,23 @@ ${item.target.key !== undefined ? html`<dt>Key</dt><dd>${item.target.key}</dd>` 
 <button type="submit" name="decision" value="approve" class="approve">Approve</button>
 <button type="submit" name="decision" value="deny" class="deny">Deny</button>
 </form>
+${
+  item.target && item.action
+    ? html`<details>
+<summary>Approve and allow the same again</summary>
+<form method="post" action="/console/approvals/${item.approvalId}/decision">
+<input type="hidden" name="csrf" value="${csrfToken}">
+<input type="hidden" name="decision" value="approve_and_allow">
+<p id="scope-${item.approvalId}">Approves this call, and lets the agent ${item.action} on pages of ${item.target.frame_origin} without asking, for the uses and minutes below, under the policy in force now.</p>
+<label for="uses-${item.approvalId}">Uses</label>
+<input id="uses-${item.approvalId}" name="uses" type="number" min="1" max="50" value="5" required aria-describedby="scope-${item.approvalId}">
+<label for="minutes-${item.approvalId}">Minutes</label>
+<input id="minutes-${item.approvalId}" name="minutes" type="number" min="1" max="240" value="30" required>
+<p><button type="submit" class="approve">Approve and allow</button></p>
+</form>
+</details>`
+    : ''
+}
 </article>`,
   )}`;
 }
@@ -155,6 +178,7 @@ export function inboxPage(items: readonly InboxItem[], csrfToken: string, now: n
     'Inbox',
     html`<h2>Waiting for you</h2>
 ${notice ? html`<p role="status">${notice}</p>` : ''}
+<nav aria-label="Console"><a href="/console" aria-current="page">Inbox</a> · <a href="/console/runs">Runs</a></nav>
 <div id="inbox" aria-live="polite">${inboxList(items, csrfToken, now)}</div>`,
     { csrfToken },
   );
@@ -166,4 +190,57 @@ function originOfUrl(url: string): string {
   } catch {
     return url;
   }
+}
+
+/** A run as the runs list shows it. Times are epoch ms. */
+export interface RunListItem {
+  readonly id: string;
+  readonly intent: string;
+  readonly state: string;
+  readonly createdAt: number;
+  readonly deadlineAt: number;
+}
+
+/** The owner's runs, newest first. */
+export function runsPage(items: readonly RunListItem[], csrfToken: string, now: number): Page {
+  return layout(
+    'Runs',
+    html`<nav aria-label="Console"><a href="/console">Inbox</a> · <a href="/console/runs" aria-current="page">Runs</a></nav>
+<h2>Runs</h2>
+${
+  items.length === 0
+    ? html`<p class="empty">No runs yet.</p>`
+    : html`<table>
+<caption class="skip">Your runs, newest first</caption>
+<thead><tr><th scope="col">Intent</th><th scope="col">State</th><th scope="col">Started</th></tr></thead>
+<tbody>${items.map(
+        (run) =>
+          html`<tr><td><a href="/console/runs/${run.id}">${run.intent}</a></td><td>${run.state.replaceAll('_', ' ')}</td><td>${humanDuration(now - run.createdAt)} ago</td></tr>`,
+      )}</tbody>
+</table>`
+}`,
+    { csrfToken },
+  );
+}
+
+/** One entry of a run's timeline: when (epoch ms), what, and its details as label and value pairs. */
+export interface TimelineEntry {
+  readonly at: number;
+  readonly what: string;
+  readonly details: ReadonlyArray<readonly [string, string]>;
+}
+
+/** A run's timeline: its calls with their decision, approval, watermark, dispatch, settle and outcome; sign-in waits; notices; the report. */
+export function runPage(run: RunListItem & { readonly report: string | null }, entries: readonly TimelineEntry[], csrfToken: string): Page {
+  return layout(
+    run.intent,
+    html`<nav aria-label="Console"><a href="/console">Inbox</a> · <a href="/console/runs">Runs</a></nav>
+<h2>${run.intent}</h2>
+<p>State: ${run.state.replaceAll('_', ' ')}${run.report ? html` · report: ${run.report}` : ''}</p>
+<ol class="timeline">${entries.map(
+      (entry) => html`<li class="approval"><h3>${entry.what}</h3><p>${new Date(entry.at).toISOString()}</p>
+<dl>${entry.details.map(([label, value]) => html`<dt>${label}</dt><dd>${value}</dd>`)}</dl></li>`,
+    )}</ol>`,
+    { csrfToken },
+  );
 }

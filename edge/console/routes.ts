@@ -1,16 +1,23 @@
-import { inArray } from 'drizzle-orm';
+import { desc, eq, inArray } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
+import { html } from 'hono/html';
+import { z } from 'zod';
+import { type CallPhases, CreateGrantBody } from '../../shared/api.ts';
+import { ActionKind } from '../../shared/tool-arguments.ts';
 import type { Principal } from '../auth/principal.ts';
-import { type ConsoleSessionRow, runs } from '../db/schema.ts';
+import { type ConsoleSessionRow, notices, runs, signInWaits, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
+import { createGrant } from '../grants/grants.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { principalForToken, requirePrincipal } from '../http/require-principal.ts';
 import { decideApproval, listApprovals } from '../pipeline/approvals.ts';
 import { callSummary } from '../pipeline/views.ts';
-import { CONSOLE_CSS, CONSOLE_JS, type InboxItem, inboxList, inboxPage, signInPage } from './pages.ts';
+import { profileInForce } from '../policy/profile.ts';
+import type { Ports } from '../ports.ts';
+import { CONSOLE_CSS, CONSOLE_JS, type InboxItem, inboxList, inboxPage, layout, runPage, runsPage, signInPage, type TimelineEntry } from './pages.ts';
 import { endSession, issueLink, openSession, redeemLink, SESSION_TTL_MS, sessionOf } from './sessions.ts';
 
 /** The session cookie: HttpOnly, SameSite=Strict, only under `/console`; Secure outside loopback. */
@@ -59,6 +66,7 @@ async function inboxItems(c: Context<ConsoleEnv>): Promise<InboxItem[]> {
     summary: callSummary(call),
     tool: call.tool,
     target: (call.phases as { target?: InboxItem['target'] } | null)?.target ?? null,
+    action: call.tool === 'browser.act' ? String((call.arguments as { action?: unknown } | null)?.action ?? '') || undefined : undefined,
     runIntent: byId.get(approval.runId)?.intent ?? approval.runId,
     rule: call.decisionRule ?? undefined,
     askedAt: approval.createdAt,
@@ -105,6 +113,8 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .use('/console/inbox', requireSession)
   .use('/console/sign-out', requireSession)
   .use('/console/approvals/*', requireSession)
+  .use('/console/runs', requireSession)
+  .use('/console/runs/*', requireSession)
   .get('/console', async (c) => c.html(inboxPage(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now(), c.req.query('notice'))))
   .get('/console/inbox', async (c) => c.html(inboxList(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now())))
   .post('/console/sign-out', async (c) => {
@@ -113,14 +123,39 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
     deleteCookie(c, COOKIE, { path: '/console' });
     return c.redirect('/console/sign-in', 303);
   })
+  .get('/console/runs', async (c) => {
+    const rows = await c.var.ports.db
+      .select({ id: runs.id, intent: runs.intent, state: runs.state, createdAt: runs.createdAt, deadlineAt: runs.deadlineAt })
+      .from(runs)
+      .where(eq(runs.ownerId, c.var.session.ownerId))
+      .orderBy(desc(runs.createdAt))
+      .limit(RUNS_LISTED);
+    return c.html(runsPage(rows, c.var.session.csrfToken, c.var.ports.clock.now()));
+  })
+  .get('/console/runs/:id', async (c) => {
+    const run = await c.var.ports.db
+      .select()
+      .from(runs)
+      .where(eq(runs.id, c.req.param('id')))
+      .get();
+    if (!run || run.ownerId !== c.var.session.ownerId)
+      return c.html(layout('Not found', html`<p>No such run.</p>`, { csrfToken: c.var.session.csrfToken }), 404);
+    return c.html(runPage({ ...run, report: run.reportSummary }, await timelineOf(c.var.ports, run.id), c.var.session.csrfToken));
+  })
   .post('/console/approvals/:id/decision', async (c) => {
     const form = await requireCsrf(c);
     const decision = form.decision;
-    if (decision !== 'approve' && decision !== 'deny') throw new DomainError('invalid_request', 'decision: approve or deny');
+    if (decision !== 'approve' && decision !== 'deny' && decision !== 'approve_and_allow') {
+      throw new DomainError('invalid_request', 'decision: approve, deny or approve_and_allow');
+    }
+    const allowance = decision === 'approve_and_allow' ? Allowance.safeParse({ uses: form.uses, minutes: form.minutes }) : undefined;
+    if (allowance !== undefined && !allowance.success) throw new DomainError('invalid_request', 'uses: 1 to 50, minutes: 1 to 240');
     let notice: string;
     try {
-      const decided = await decideApproval(c.var.ports, ownerOf(c.var.session), c.req.param('id'), decision);
-      notice = decision === 'approve' ? `Approved: the call ${decided.call.state}.` : 'Denied: the agent was told.';
+      const owner = ownerOf(c.var.session);
+      const decided = await decideApproval(c.var.ports, owner, c.req.param('id'), decision === 'deny' ? 'deny' : 'approve');
+      notice = decision === 'deny' ? 'Denied: the agent was told.' : `Approved: the call ${decided.call.state}.`;
+      if (allowance?.success) notice += ` ${await allowTheSame(c.var.ports, owner, decided.call, allowance.data)}`;
     } catch (error) {
       if (!(error instanceof DomainError) || !['already_decided', 'run_not_active', 'not_found'].includes(error.code)) throw error;
       notice = `Not decided: ${error.message}.`;
@@ -148,4 +183,70 @@ async function requireCsrf(c: Context<ConsoleEnv>): Promise<Record<string, strin
   const form = (await c.req.parseBody()) as Record<string, string | File>;
   if (form.csrf !== c.var.session.csrfToken) throw new DomainError('forbidden', 'the form is not from this session; reload the console');
   return form;
+}
+
+/** Most runs the runs page lists. */
+const RUNS_LISTED = 100;
+
+/** The grant shortcut's scope, as the owner set it: uses and minutes. */
+const Allowance = z.strictObject({ uses: z.coerce.number().int().min(1).max(50), minutes: z.coerce.number().int().min(1).max(240) });
+
+/**
+ * The grant of the inbox's "approve and allow the same": the approved act's tool and action kind,
+ * on the origin of the frame that held its target, for `uses` uses within `minutes`, under the
+ * run's policy profile in force now (grants.ts `createGrant`, the API's own rules).
+ * @returns what was granted, in words.
+ */
+async function allowTheSame(ports: Ports, owner: Principal, call: ToolCallRow, allowance: z.infer<typeof Allowance>): Promise<string> {
+  const target = (call.phases as CallPhases).target;
+  const action = ActionKind.safeParse((call.arguments as { action?: unknown } | null)?.action);
+  if (call.tool !== 'browser.act' || target === undefined || !action.success) return 'Nothing was allowed: only an act can be allowed again.';
+  const run = await ports.db.select({ policyProfile: runs.policyProfile }).from(runs).where(eq(runs.id, call.runId)).get();
+  const profile = await profileInForce(ports.db, run?.policyProfile ?? 'default');
+  const body = CreateGrantBody.parse({
+    tool: 'browser.act',
+    actions: [action.data],
+    origin: target.frame_origin,
+    max_uses: allowance.uses,
+    ttl_ms: allowance.minutes * 60_000,
+    policy_profile: profile.name,
+  });
+  await createGrant(ports, owner, body, profile);
+  return `Allowed: ${action.data} on ${target.frame_origin} for ${allowance.uses} uses within ${allowance.minutes} minutes.`;
+}
+
+/** A run's timeline, oldest first: its calls, sign-in waits and notices. */
+async function timelineOf(ports: Ports, runId: string): Promise<TimelineEntry[]> {
+  const [calls, waits, runNotices] = await Promise.all([
+    ports.db.select().from(toolCalls).where(eq(toolCalls.runId, runId)).orderBy(toolCalls.createdAt).limit(500),
+    ports.db.select().from(signInWaits).where(eq(signInWaits.runId, runId)).orderBy(signInWaits.createdAt),
+    ports.db.select().from(notices).where(eq(notices.runId, runId)).orderBy(notices.createdAt),
+  ]);
+  const entries: TimelineEntry[] = [
+    ...calls.map((call): TimelineEntry => {
+      const phases = (call.phases ?? {}) as CallPhases;
+      const details: Array<readonly [string, string]> = [['State', call.state.replaceAll('_', ' ')]];
+      if (phases.decision) details.push(['Decision', `${phases.decision.effect} by rule ${phases.decision.rule}`]);
+      if (phases.approval) details.push(['Approval', `${phases.approval.decision} at ${phases.approval.at}`]);
+      if (phases.watermark) details.push(['Watermark', `effect ${phases.watermark.effect_id} committed at ${phases.watermark.committed_at}`]);
+      if (phases.dispatch)
+        details.push([
+          'Dispatch',
+          `${phases.dispatch.outcome ?? 'started'}${phases.dispatch.elapsed_ms !== undefined ? ` in ${phases.dispatch.elapsed_ms} ms` : ''}`,
+        ]);
+      if (phases.settle) details.push(['Settle', `${phases.settle.outcome} after ${phases.settle.elapsed_ms} ms`]);
+      if (phases.postcondition) details.push(['Postcondition', `${phases.postcondition.status} after ${phases.postcondition.observations} observation(s)`]);
+      if (call.errorCode) details.push(['Error', `${call.errorCode}: ${call.errorMessage ?? ''}`]);
+      return { at: call.createdAt, what: callSummary(call), details };
+    }),
+    ...waits.map(
+      (wait): TimelineEntry => ({
+        at: wait.createdAt,
+        what: `Waiting for sign-in on ${wait.origin}`,
+        details: [['State', wait.state], ...(wait.fenceReason ? ([['Ended', wait.fenceReason]] as const) : [])],
+      }),
+    ),
+    ...runNotices.map((notice): TimelineEntry => ({ at: notice.createdAt, what: 'Notice to you', details: [['Text', notice.text]] })),
+  ];
+  return entries.sort((a, b) => a.at - b.at);
 }

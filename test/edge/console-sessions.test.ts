@@ -167,3 +167,60 @@ describe('the inbox', () => {
     expect(state?.state).toBe('denied');
   });
 });
+
+describe('the grant shortcut and the run timeline', () => {
+  it('"approve and allow" approves the call and grants the same act on its origin, so the next identical act runs without asking', async () => {
+    const { request, revision, host } = consoleApp();
+    const { run, call } = await parkedAct(request, revision);
+    const { cookie, csrf, inbox } = await signedIn(request);
+    expect(inbox).toContain(`lets the agent click on pages of ${ORIGIN} without asking`);
+    const decided = await request('POST', `/console/approvals/${call.approval_id}/decision`, {
+      cookie,
+      form: { csrf, decision: 'approve_and_allow', uses: '2', minutes: '10' },
+    });
+    expect(decodeURIComponent(decided.headers.get('Location') ?? '')).toContain(`Allowed: click on ${ORIGIN} for 2 uses within 10 minutes.`);
+    const next = await request('POST', `/v1/runs/${run.id}/tool-calls`, {
+      token: parties.agent.token,
+      json: { tool: 'browser.act', version: '1.4.0', arguments: { action: 'click', revision: revision(), reference: 'e2' } },
+    });
+    expect(next.status).toBe(200);
+    expect(host.calls.filter((sent) => sent.method === 'page.act')).toHaveLength(2);
+  });
+
+  it('refuses an allowance out of bounds and changes nothing', async () => {
+    const { request, revision } = consoleApp();
+    const { call } = await parkedAct(request, revision);
+    const { cookie, csrf } = await signedIn(request);
+    const answer = await request('POST', `/console/approvals/${call.approval_id}/decision`, {
+      cookie,
+      form: { csrf, decision: 'approve_and_allow', uses: '5000', minutes: '10' },
+    });
+    expect(answer.status).toBe(400);
+    const pending = await env.DB.prepare('SELECT state FROM approvals WHERE id = ?').bind(call.approval_id).first<{ state: string }>();
+    expect(pending?.state).toBe('pending');
+  });
+
+  it("lists the owner's runs and shows each call of a run with its decision, approval, watermark, dispatch and settle", async () => {
+    const { request, revision } = consoleApp();
+    const { run, call } = await parkedAct(request, revision);
+    const { cookie, csrf } = await signedIn(request);
+    await request('POST', `/console/approvals/${call.approval_id}/decision`, { cookie, form: { csrf, decision: 'approve' } });
+    const runsPage = await (await request('GET', '/console/runs', { cookie })).text();
+    expect(runsPage).toContain(`/console/runs/${run.id}`);
+    expect(runsPage).toContain('Save my draft');
+    const timeline = await (await request('GET', `/console/runs/${run.id}`, { cookie })).text();
+    for (const shown of [
+      'Open http://127.0.0.1:8125/drafts',
+      'Click the button &quot;Save draft&quot;',
+      'approval by rule',
+      'approved at',
+      'Watermark',
+      'answered in',
+      'Settle',
+    ]) {
+      expect(timeline).toContain(shown);
+    }
+    // Another owner's run is not there for this owner.
+    expect((await request('GET', '/console/runs/run_of_nobody', { cookie })).status).toBe(404);
+  });
+});
