@@ -178,7 +178,7 @@ export function inboxPage(items: readonly InboxItem[], csrfToken: string, now: n
     'Inbox',
     html`<h2>Waiting for you</h2>
 ${notice ? html`<p role="status">${notice}</p>` : ''}
-<nav aria-label="Console"><a href="/console" aria-current="page">Inbox</a> · <a href="/console/runs">Runs</a></nav>
+${sections('/console')}
 <div id="inbox" aria-live="polite">${inboxList(items, csrfToken, now)}</div>`,
     { csrfToken },
   );
@@ -205,7 +205,7 @@ export interface RunListItem {
 export function runsPage(items: readonly RunListItem[], csrfToken: string, now: number): Page {
   return layout(
     'Runs',
-    html`<nav aria-label="Console"><a href="/console">Inbox</a> · <a href="/console/runs" aria-current="page">Runs</a></nav>
+    html`${sections('/console/runs')}
 <h2>Runs</h2>
 ${
   items.length === 0
@@ -234,13 +234,61 @@ export interface TimelineEntry {
 export function runPage(run: RunListItem & { readonly report: string | null }, entries: readonly TimelineEntry[], csrfToken: string): Page {
   return layout(
     run.intent,
-    html`<nav aria-label="Console"><a href="/console">Inbox</a> · <a href="/console/runs">Runs</a></nav>
+    html`${sections('/console/runs')}
 <h2>${run.intent}</h2>
 <p>State: ${run.state.replaceAll('_', ' ')}${run.report ? html` · report: ${run.report}` : ''}</p>
 <ol class="timeline">${entries.map(
       (entry) => html`<li class="approval"><h3>${entry.what}</h3><p>${new Date(entry.at).toISOString()}</p>
 <dl>${entry.details.map(([label, value]) => html`<dt>${label}</dt><dd>${value}</dd>`)}</dl></li>`,
     )}</ol>`,
+    { csrfToken },
+  );
+}
+
+/** One thing a console list shows: a title, label and value pairs, and an action the API allows on it. */
+export interface ListedThing {
+  readonly title: string;
+  readonly details: ReadonlyArray<readonly [string, string]>;
+  /** A post to `path` with the session's CSRF token, labelled `label`. */
+  readonly action?: { readonly path: string; readonly label: string };
+}
+
+/** The console's sections, for every page's navigation. */
+const SECTIONS = [
+  ['/console', 'Inbox'],
+  ['/console/runs', 'Runs'],
+  ['/console/grants', 'Grants'],
+  ['/console/sign-ins', 'Sign-ins'],
+  ['/console/profiles', 'Profiles'],
+] as const;
+
+/** The navigation between the console's sections, `current` marked for assistive technology. */
+export function sections(current: string): Page {
+  return html`<nav aria-label="Console">${SECTIONS.map(
+    ([path, label], index) => html`${index > 0 ? ' · ' : ''}<a href="${path}"${path === current ? html` aria-current="page"` : ''}>${label}</a>`,
+  )}</nav>`;
+}
+
+/** A page of one section: a heading, an optional notice and the things it lists. */
+export function listPage(path: string, title: string, things: readonly ListedThing[], csrfToken: string, empty: string, notice?: string): Page {
+  return layout(
+    title,
+    html`${sections(path)}
+<h2>${title}</h2>
+${notice ? html`<p role="status">${notice}</p>` : ''}
+${
+  things.length === 0
+    ? html`<p class="empty">${empty}</p>`
+    : things.map(
+        (thing) => html`<article class="approval"><h3>${thing.title}</h3>
+<dl>${thing.details.map(([label, value]) => html`<dt>${label}</dt><dd>${value}</dd>`)}</dl>
+${
+  thing.action
+    ? html`<form method="post" action="${thing.action.path}"><input type="hidden" name="csrf" value="${csrfToken}"><button type="submit">${thing.action.label}</button></form>`
+    : ''
+}</article>`,
+      )
+}`,
     { csrfToken },
   );
 }

@@ -6,18 +6,35 @@ import { csrf } from 'hono/csrf';
 import { html } from 'hono/html';
 import { z } from 'zod';
 import { type CallPhases, CreateGrantBody } from '../../shared/api.ts';
+import { httpStatusOf } from '../../shared/errors.ts';
 import { ActionKind } from '../../shared/tool-arguments.ts';
 import type { Principal } from '../auth/principal.ts';
-import { type ConsoleSessionRow, notices, runs, signInWaits, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { type ConsoleSessionRow, notices, profileBindings, runs, signInWaits, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
-import { createGrant } from '../grants/grants.ts';
+import { createGrant, listGrants, revokeGrant } from '../grants/grants.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import { principalForToken, requirePrincipal } from '../http/require-principal.ts';
 import { decideApproval, listApprovals } from '../pipeline/approvals.ts';
 import { callSummary } from '../pipeline/views.ts';
 import { profileInForce } from '../policy/profile.ts';
 import type { Ports } from '../ports.ts';
-import { CONSOLE_CSS, CONSOLE_JS, type InboxItem, inboxList, inboxPage, layout, runPage, runsPage, signInPage, type TimelineEntry } from './pages.ts';
+import { revokeProfile } from '../profiles/revocation.ts';
+import { listNotices, listSignIns, restartSignIn } from '../sign-in/owner-views.ts';
+import {
+  CONSOLE_CSS,
+  CONSOLE_JS,
+  humanDuration,
+  type InboxItem,
+  inboxList,
+  inboxPage,
+  type ListedThing,
+  layout,
+  listPage,
+  runPage,
+  runsPage,
+  signInPage,
+  type TimelineEntry,
+} from './pages.ts';
 import { endSession, issueLink, openSession, redeemLink, SESSION_TTL_MS, sessionOf } from './sessions.ts';
 
 /** The session cookie: HttpOnly, SameSite=Strict, only under `/console`; Secure outside loopback. */
@@ -115,6 +132,12 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .use('/console/approvals/*', requireSession)
   .use('/console/runs', requireSession)
   .use('/console/runs/*', requireSession)
+  .use('/console/grants', requireSession)
+  .use('/console/grants/*', requireSession)
+  .use('/console/sign-ins', requireSession)
+  .use('/console/sign-ins/*', requireSession)
+  .use('/console/profiles', requireSession)
+  .use('/console/profiles/*', requireSession)
   .get('/console', async (c) => c.html(inboxPage(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now(), c.req.query('notice'))))
   .get('/console/inbox', async (c) => c.html(inboxList(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now())))
   .post('/console/sign-out', async (c) => {
@@ -141,6 +164,95 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
     if (!run || run.ownerId !== c.var.session.ownerId)
       return c.html(layout('Not found', html`<p>No such run.</p>`, { csrfToken: c.var.session.csrfToken }), 404);
     return c.html(runPage({ ...run, report: run.reportSummary }, await timelineOf(c.var.ports, run.id), c.var.session.csrfToken));
+  })
+  .get('/console/grants', async (c) => {
+    const rows = await listGrants(c.var.ports, ownerOf(c.var.session));
+    const now = c.var.ports.clock.now();
+    const things = rows.map(
+      (grant): ListedThing => ({
+        title: `${grant.actions?.join(', ') ?? 'every act'} on ${grant.origin}`,
+        details: [
+          ['Uses', `${grant.uses} of ${grant.maxUses}`],
+          ['Expires', grant.expiresAt > now ? `in ${humanDuration(grant.expiresAt - now)}` : 'expired'],
+          ['Policy', grant.policyProfile],
+          ['State', grant.revokedAt !== null ? 'revoked' : grant.expiresAt <= now || grant.uses >= grant.maxUses ? 'spent' : 'live'],
+        ],
+        ...(grant.revokedAt === null && grant.expiresAt > now ? { action: { path: `/console/grants/${grant.id}/revoke`, label: 'Revoke' } } : {}),
+      }),
+    );
+    return c.html(listPage('/console/grants', 'Grants', things, c.var.session.csrfToken, 'No grants.', c.req.query('notice')));
+  })
+  .post('/console/grants/:id/revoke', async (c) => {
+    await requireCsrf(c);
+    const notice = await refusalAsNotice(async () => {
+      await revokeGrant(c.var.ports, ownerOf(c.var.session), c.req.param('id'));
+      return 'Revoked: later acts are no longer covered.';
+    });
+    return c.redirect(`/console/grants?notice=${encodeURIComponent(notice)}`, 303);
+  })
+  .get('/console/sign-ins', async (c) => {
+    const owner = ownerOf(c.var.session);
+    const [{ sign_ins }, { notices: ownerNotices }] = await Promise.all([listSignIns(c.var.ports, owner, undefined), listNotices(c.var.ports, owner)]);
+    const things = [
+      ...sign_ins.map(
+        (episode): ListedThing => ({
+          title: `Sign in to ${episode.origin} (profile ${episode.profile_id})`,
+          details: [
+            ['State', episode.state],
+            ['Ceremony', episode.ceremony_state ?? 'not started'],
+            ['Question', episode.question],
+            ['Runs waiting', episode.waiting_runs.join(', ') || 'none'],
+            ['Opened', episode.opened_at],
+          ],
+          ...(episode.state === 'open' ? { action: { path: `/console/sign-ins/${episode.id}/restart`, label: 'Restart the sign-in window' } } : {}),
+        }),
+      ),
+      ...ownerNotices.map(
+        (notice): ListedThing => ({
+          title: `Notice: ${notice.text}`,
+          details: [
+            ['Run', notice.run_id],
+            ['Sent', notice.created_at],
+            ['Resolved', notice.resolved_at ?? 'not yet'],
+          ],
+        }),
+      ),
+    ];
+    return c.html(listPage('/console/sign-ins', 'Sign-ins and notices', things, c.var.session.csrfToken, 'No sign-ins.', c.req.query('notice')));
+  })
+  .post('/console/sign-ins/:id/restart', async (c) => {
+    await requireCsrf(c);
+    const notice = await refusalAsNotice(async () => {
+      const restarted = await restartSignIn(c.var.ports, ownerOf(c.var.session), c.req.param('id'));
+      return `Restarted: the sign-in window is at generation ${restarted.generation}.`;
+    });
+    return c.redirect(`/console/sign-ins?notice=${encodeURIComponent(notice)}`, 303);
+  })
+  .get('/console/profiles', async (c) => {
+    // Every profile the owner's runs used, with its binding (made at its first sign-in) when there is one.
+    const [bindings, used] = await Promise.all([
+      c.var.ports.db.select().from(profileBindings).where(eq(profileBindings.ownerId, c.var.session.ownerId)),
+      c.var.ports.db.selectDistinct({ profileId: runs.profileId }).from(runs).where(eq(runs.ownerId, c.var.session.ownerId)).limit(RUNS_LISTED),
+    ]);
+    const stateOf = new Map(bindings.map((binding) => [binding.profileId, binding.state]));
+    const profiles = [...new Set([...used.map((row) => row.profileId), ...stateOf.keys()])].sort();
+    const things = profiles.map((profileId): ListedThing => {
+      const state = stateOf.get(profileId) ?? 'active';
+      return {
+        title: `Profile ${profileId}`,
+        details: [['State', state]],
+        ...(state === 'active' ? { action: { path: `/console/profiles/${encodeURIComponent(profileId)}/revoke`, label: 'Revoke this profile' } } : {}),
+      };
+    });
+    return c.html(listPage('/console/profiles', 'Browser profiles', things, c.var.session.csrfToken, 'No profiles yet.', c.req.query('notice')));
+  })
+  .post('/console/profiles/:profile/revoke', async (c) => {
+    await requireCsrf(c);
+    const notice = await refusalAsNotice(async () => {
+      await revokeProfile(c.var.ports, ownerOf(c.var.session), c.req.param('profile'));
+      return 'Revoked: its waiting runs failed and new runs on it are refused.';
+    });
+    return c.redirect(`/console/profiles?notice=${encodeURIComponent(notice)}`, 303);
   })
   .post('/console/approvals/:id/decision', async (c) => {
     const form = await requireCsrf(c);
@@ -249,4 +361,14 @@ async function timelineOf(ports: Ports, runId: string): Promise<TimelineEntry[]>
     ...runNotices.map((notice): TimelineEntry => ({ at: notice.createdAt, what: 'Notice to you', details: [['Text', notice.text]] })),
   ];
   return entries.sort((a, b) => a.at - b.at);
+}
+
+/** What an owner's action answered, in words: its success, or the API's refusal (not found, already decided). */
+async function refusalAsNotice(act: () => Promise<string>): Promise<string> {
+  try {
+    return await act();
+  } catch (error) {
+    if (error instanceof DomainError && httpStatusOf(error.code) < 500) return `Not done: ${error.message}.`;
+    throw error;
+  }
 }

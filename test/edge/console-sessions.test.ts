@@ -224,3 +224,40 @@ describe('the grant shortcut and the run timeline', () => {
     expect((await request('GET', '/console/runs/run_of_nobody', { cookie })).status).toBe(404);
   });
 });
+
+describe('grants, sign-ins and profiles in the console', () => {
+  it('lists a grant and revokes it from its page; the next act asks the owner again', async () => {
+    const { request, revision } = consoleApp();
+    const { run, call } = await parkedAct(request, revision);
+    const { cookie, csrf } = await signedIn(request);
+    await request('POST', `/console/approvals/${call.approval_id}/decision`, {
+      cookie,
+      form: { csrf, decision: 'approve_and_allow', uses: '3', minutes: '5' },
+    });
+    const grantsPage = await (await request('GET', '/console/grants', { cookie })).text();
+    expect(grantsPage).toContain(`click on ${ORIGIN}`);
+    expect(grantsPage).toContain('0 of 3');
+    const grantId = /\/console\/grants\/(grt_[A-Za-z0-9_-]+)\/revoke/.exec(grantsPage)?.[1];
+    const revoked = await request('POST', `/console/grants/${grantId}/revoke`, { cookie, form: { csrf } });
+    expect(decodeURIComponent(revoked.headers.get('Location') ?? '')).toContain('Revoked');
+    const next = await request('POST', `/v1/runs/${run.id}/tool-calls`, {
+      token: parties.agent.token,
+      json: { tool: 'browser.act', version: '1.4.0', arguments: { action: 'click', revision: revision(), reference: 'e2' } },
+    });
+    expect(next.status).toBe(202);
+  });
+
+  it("lists the owner's profiles and revokes one, and says so when there is nothing to restart", async () => {
+    const { request, revision } = consoleApp();
+    await parkedAct(request, revision);
+    const { cookie, csrf } = await signedIn(request);
+    const profiles = await (await request('GET', '/console/profiles', { cookie })).text();
+    expect(profiles).toContain('Profile drafts');
+    const revoked = await request('POST', '/console/profiles/drafts/revoke', { cookie, form: { csrf } });
+    expect(decodeURIComponent(revoked.headers.get('Location') ?? '')).toContain('Revoked');
+    expect(await (await request('GET', '/console/profiles', { cookie })).text()).toContain('revoked');
+    expect(await (await request('GET', '/console/sign-ins', { cookie })).text()).toContain('No sign-ins.');
+    const restart = await request('POST', '/console/sign-ins/sie_nothing/restart', { cookie, form: { csrf } });
+    expect(decodeURIComponent(restart.headers.get('Location') ?? '')).toContain('Not done');
+  });
+});

@@ -1,0 +1,11 @@
+import { start, load } from './harness.ts';
+import { parseAriaSnapshot, renderAriaSnapshot, walkAria } from '../shared/aria-snapshot.ts';
+const h = await start();
+const html = process.argv[2]!;
+await load(h, html);
+const text = await h.page.ariaSnapshot({ mode: 'ai' });
+console.log(text.split('\n').map(l => l.length > 300 ? l.slice(0, 150) + ` ...(${l.length})... ` + l.slice(-100) : l).join('\n'));
+const nodes = parseAriaSnapshot(text);
+console.log('roundtrip', renderAriaSnapshot(nodes) === text);
+for (const n of walkAria(nodes)) console.log(n.line, n.role, JSON.stringify(n.name)?.slice(0, 80), n.ref, JSON.stringify(n.attributes), JSON.stringify(n.value)?.slice(0, 60));
+await h.close();
