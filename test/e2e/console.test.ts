@@ -1,0 +1,141 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
+import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
+import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+
+// The owner's console (issue 15) as an owner uses it: a second Chromium (playwright-core) drives
+// the real console page served by the real edge (wrangler dev) while the real host parks and
+// runs the agent's calls. Accessibility is checked with axe-core in the same Chromium.
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+let stack: LocalStack;
+let site: FixtureServer;
+let agent: ApiClient;
+let owner: ApiClient;
+let browserProfile: string;
+let context: BrowserContext;
+let page: Page;
+
+beforeAll(async () => {
+  site = await startFixtureServer();
+  stack = await startLocalStack({ database: 'fresh', headless: true });
+  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+  browserProfile = mkdtempSync(join(tmpdir(), 'console-owner-'));
+  context = await chromium.launchPersistentContext(browserProfile, {
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    args: [...BASE_CHROMIUM_ARGS],
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+});
+
+afterAll(async () => {
+  await context?.close();
+  if (browserProfile) rmSync(browserProfile, { recursive: true, force: true });
+  await stack?.stop();
+  await site?.close();
+});
+
+/** A one-time sign-in link for the stack's owner, issued with the operator token. */
+async function signInLink(): Promise<string> {
+  const ownerId = String((await stack.queryD1("SELECT id FROM principals WHERE kind = 'owner' LIMIT 1"))[0]?.[0]?.id);
+  const response = await fetch(`${stack.edgeUrl}/console/links`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${stack.tokens.operator}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ owner_id: ownerId }),
+  });
+  expect(response.status).toBe(201);
+  return ((await response.json()) as { url: string }).url;
+}
+
+/** A run on the fixture site with a click on "Save draft" parked for the owner. */
+async function parkedClick(intent: string) {
+  const run = await owner.createRun({ profile_id: 'console-e2e', intent, origins: [site.origin] });
+  const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/toast.html') }, '1.4.0')).body);
+  const proposal = await agent.propose(
+    run.id,
+    'browser.act',
+    { action: 'click', revision: opened.revision, reference: refOf(opened.snapshot, 'button', 'Save draft') },
+    '1.4.0',
+  );
+  expect(proposal.status).toBe(202);
+  return { run, call: proposal.body };
+}
+
+async function seriousViolations(): Promise<string[]> {
+  await page.addScriptTag({ content: AXE_SOURCE });
+  const results = (await page.evaluate(() => (window as unknown as { axe: { run: () => Promise<unknown> } }).axe.run())) as {
+    violations: Array<{ id: string; impact: string | null; help: string }>;
+  };
+  return results.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.id}: ${violation.help}`);
+}
+
+describe("the owner's console in a browser", () => {
+  it('an agent token cannot sign in, and the page says so', async () => {
+    await page.goto(`${stack.edgeUrl}/console`);
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    expect(await seriousViolations()).toEqual([]);
+    await page.getByLabel('Owner token').fill(stack.tokens.agent);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain("Only an owner's token opens the console");
+  });
+
+  it('signs in with the link, shows the parked click in words, and approves it with the keyboard alone', async () => {
+    const { run, call } = await parkedClick('Save the draft from the console');
+    await page.goto(await signInLink());
+    expect(new URL(page.url()).pathname).toBe('/console');
+    const entry = page.getByRole('article').filter({ hasText: 'Save the draft from the console' });
+    await expect.poll(() => entry.count()).toBe(1);
+    expect(await entry.textContent()).toContain('Click the button "Save draft"');
+    expect(await entry.textContent()).toContain(site.url('postconditions/toast.html'));
+    expect(await seriousViolations()).toEqual([]);
+    // Keyboard only: Tab until the Approve button of this entry has focus, then Enter.
+    const approve = entry.getByRole('button', { name: 'Approve', exact: true });
+    for (let presses = 0; presses < 40 && !(await approve.evaluate((button) => button === document.activeElement)); presses++) await page.keyboard.press('Tab');
+    expect(await approve.evaluate((button) => button === document.activeElement)).toBe(true);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Approved: the call succeeded.');
+    expect((await agent.toolCall(call.id)).state).toBe('succeeded');
+    // The run's timeline shows the call with its approval and settle.
+    await page.goto(`${stack.edgeUrl}/console/runs/${run.id}`);
+    const timeline = (await page.locator('main').textContent()) ?? '';
+    expect(timeline).toContain('Click the button "Save draft"');
+    expect(timeline).toContain('approved at');
+    expect(timeline).toContain('Settle');
+    expect(await seriousViolations()).toEqual([]);
+    await agent.report(run.id, 'completed', 'saved');
+  });
+
+  it('a form posted from another origin is refused and the approval stays pending', async () => {
+    const { run, call } = await parkedClick('A cross-origin post must not decide');
+    await page.goto(site.url('postconditions/toast.html'));
+    const status = await page.evaluate(
+      async ({ edge, approval }) => {
+        const response = await fetch(`${edge}/console/approvals/${approval}/decision`, {
+          method: 'POST',
+          credentials: 'include',
+          mode: 'no-cors',
+          body: new URLSearchParams({ decision: 'approve' }),
+        });
+        return response.type;
+      },
+      { edge: stack.edgeUrl, approval: call.approval_id! },
+    );
+    expect(status).toBe('opaque');
+    const pending = (await owner.pendingApprovals()).find((approval) => approval.id === call.approval_id);
+    expect(pending?.state).toBe('pending');
+    await owner.decide(call.approval_id!, 'deny');
+    await agent.report(run.id, 'failed', 'denied').catch(() => undefined);
+  });
+});
