@@ -11,7 +11,16 @@ import { row } from './stats.ts';
 
 const PROPOSALS = 500;
 
-const stack = await startLocalStack({ database: 'fresh', headless: true, edgeVars: { D1_STATEMENT_COUNTER: '1' } });
+const stack = await startLocalStack({
+  database: 'fresh',
+  headless: true,
+  edgeVars: {
+    D1_STATEMENT_COUNTER: '1',
+    // 500 proposals in a row: above the default proposal rates, which are not what this measures.
+    QUOTA_PROPOSALS_PER_MINUTE_PER_AGENT: '100000',
+    QUOTA_PROPOSALS_PER_MINUTE_PER_OWNER: '100000',
+  },
+});
 try {
   const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
   const run = await owner.createRun({ profile_id: 'bench-decisions', intent: 'decision cost', origins: [stack.siteOrigin], deadline_ms: 3_600_000 });

@@ -1,5 +1,5 @@
 import type { CDPSession, Page } from 'playwright-core';
-import { type AriaNode, parseAriaSnapshot, rewriteAriaLine, textOf } from '../shared/aria-snapshot.ts';
+import { type AriaNode, nodeOfSnapshotLine, parseAriaSnapshot, rewriteAriaLine, walkAria } from '../shared/aria-snapshot.ts';
 import type { IncompleteReason } from '../shared/observation.ts';
 import type { Deadline } from './deadline.ts';
 
@@ -50,47 +50,77 @@ const NAME_FROM_CONTENT_ROLES = new Set([
 /** A nameless line of a name-from-content role with a ref: `  - link [ref=e3] [cursor=pointer]:`. */
 const NAMELESS_CANDIDATE = /^( *)- ([a-z]+)((?: \[[^\]"]*\])*) \[ref=[a-z0-9]+\]/;
 /** Most inert subtrees (elements with an `inert` attribute) one capture reads. */
-const MAX_INERT_ROOTS = 16;
+const MAX_INERT_ROOTS = 64;
 /** Most modal dialogs one capture reads. */
 const MAX_MODALS = 8;
 /** Longest the probe for closed shadow roots may take, in ms. */
 const CLOSED_ROOT_PROBE_MS = 1_000;
 
 /**
- * Which refs a person cannot reach, read before the page snapshot they mark: Playwright resolves
+ * What a person cannot reach, read before the page snapshot it marks: Playwright resolves
  * `getByRef` against the last AI-mode snapshot taken, so the subtree snapshots this takes must
  * come first and the whole-page snapshot last (element refs stay the same across snapshots while
- * role and name do). `reachable` is set only while a modal dialog is open: the refs inside it.
+ * role and name do). `modalRoots`, set only while a modal dialog is open: the refs of the topmost
+ * modal dialogs themselves (everything outside them but their ancestors is out of reach).
+ * `inert`: the refs of the nodes inside `inert` subtrees.
  */
 export interface PageReach {
-  readonly reachable: ReadonlySet<string> | undefined;
+  readonly modalRoots: ReadonlySet<string> | undefined;
   readonly inert: ReadonlySet<string>;
 }
 
-const EVERYTHING_REACHABLE: PageReach = { reachable: undefined, inert: new Set() };
+const EVERYTHING_REACHABLE: PageReach = { modalRoots: undefined, inert: new Set() };
+
+/** The refs of the nodes of a snapshot: each node's own `[ref=...]`, never text that looks like one. */
+function ownRefs(snapshot: string): string[] {
+  return [...walkAria(parseAriaSnapshot(snapshot))].flatMap((node) => (node.ref === undefined ? [] : [node.ref]));
+}
 
 /**
  * Reads {@link PageReach}: one locator count when the page has no modal dialog and no `inert`
- * attribute (the common case); otherwise one AI-mode snapshot of each modal dialog (at most 8)
- * and inert subtree (at most 16). Call it right before the page's own `ariaSnapshot`. Never
- * throws: a page that changes meanwhile simply gets no marks.
+ * attribute (the common case); otherwise, for each modal dialog (at most 8), whether it is the one
+ * on top (a hit test at its centre lands inside it: a dialog under another's backdrop is inert
+ * too) and its own ref, and one AI-mode snapshot of each non-empty inert subtree (at most 64).
+ * Call it right before the page's own `ariaSnapshot`. Never throws: a page that changes meanwhile
+ * gets no modal marks (see {@link markInert}).
  */
 export async function readReach(deadline: Deadline, page: Page): Promise<PageReach> {
   const timeout = Math.max(1, Math.min(deadline.remainingMs(), 2_000));
   try {
-    // One count in the common case: no modal dialog, nothing inert.
-    if ((await page.locator('dialog:modal, [aria-modal="true"], [inert]').count()) === 0) return EVERYTHING_REACHABLE;
+    // Raced against the deadline: a count has no timeout of its own, and a hung page must not
+    // hold the capture (which is joined when cancelled) past it.
+    if ((await deadline.race(page.locator('dialog:modal, [aria-modal="true"], [inert]').count())) === 0) return EVERYTHING_REACHABLE;
     const modals = page.locator('dialog:modal, [aria-modal="true"]:visible');
-    const inertRoots = page.locator('[inert]');
-    const [modalCount, inertCount] = await Promise.all([modals.count(), inertRoots.count()]);
-    const refsIn = async (locator: ReturnType<Page['locator']>, count: number, most: number) => {
-      const snapshots = await Promise.all(
-        Array.from({ length: Math.min(count, most) }, (_, index) => locator.nth(index).ariaSnapshot({ mode: 'ai', timeout, signal: deadline.signal })),
-      );
-      return new Set(snapshots.flatMap((text) => [...text.matchAll(/\[ref=([a-z0-9]+)\]/g)].map((found) => found[1] as string)));
-    };
-    const [reachable, inert] = await Promise.all([refsIn(modals, modalCount, MAX_MODALS), refsIn(inertRoots, inertCount, MAX_INERT_ROOTS)]);
-    return { reachable: modalCount > 0 ? reachable : undefined, inert };
+    const inertRoots = page.locator('[inert]:not(:empty)');
+    const [modalCount, inertCount] = await deadline.race(Promise.all([modals.count(), inertRoots.count()]));
+    const onTop = await deadline.race(
+      Promise.all(
+        Array.from({ length: Math.min(modalCount, MAX_MODALS) }, (_, index) =>
+          modals.nth(index).evaluate((element) => {
+            const box = element.getBoundingClientRect();
+            const root = element.getRootNode() as Document | ShadowRoot;
+            const hit = root.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+            return hit !== null && (hit === element || element.contains(hit));
+          }),
+        ),
+      ),
+    );
+    const topmost = onTop.flatMap((top, index) => (top ? [index] : []));
+    const [modalRefs, inertRefs] = await Promise.all([
+      Promise.all(
+        (topmost.length > 0 ? topmost : onTop.map((_, index) => index)).map(async (index) => {
+          const text = await modals.nth(index).ariaSnapshot({ mode: 'ai', timeout, signal: deadline.signal, depth: 0 });
+          return parseAriaSnapshot(text)[0]?.ref;
+        }),
+      ),
+      Promise.all(
+        Array.from({ length: Math.min(inertCount, MAX_INERT_ROOTS) }, (_, index) =>
+          inertRoots.nth(index).ariaSnapshot({ mode: 'ai', timeout, signal: deadline.signal }).then(ownRefs),
+        ),
+      ),
+    ]);
+    const roots = modalRefs.filter((ref): ref is string => ref !== undefined);
+    return { modalRoots: modalCount > 0 && roots.length > 0 ? new Set(roots) : undefined, inert: new Set(inertRefs.flat()) };
   } catch {
     return EVERYTHING_REACHABLE;
   }
@@ -115,13 +145,19 @@ export async function markSnapshot(
 /** Names from content, then `[inert]` marks from `reach`: the lines a capture records. Pure. */
 export function markNamesAndReach(lines: readonly string[], reach: PageReach): string[] {
   const named = withContentNames(lines);
-  return reach.reachable === undefined && reach.inert.size === 0 ? named : markInert(named, reach.reachable, reach.inert);
+  return reach.modalRoots === undefined && reach.inert.size === 0 ? named : markInert(named, reach.modalRoots, reach.inert);
 }
 
+/** Roles of controls embedded in another's content: their value, not their name, would count. */
+const EMBEDDED_CONTROL_ROLES = new Set(['textbox', 'searchbox', 'combobox', 'listbox', 'slider', 'spinbutton', 'checkbox', 'radio', 'switch']);
+
 /**
- * `lines` with the name of every nameless, ref-bearing node of a name-from-content role written
- * in: the rendered text of its subtree (names of its children, their text and inline values,
- * whitespace collapsed), when that text is not empty. Pure; every other line is left as it is.
+ * `lines` with the name of a nameless, ref-bearing node of a name-from-content role written in,
+ * where the snapshot shows exactly what that name is: Playwright left it out because elements it
+ * shows with their own refs gave it, and exactly one piece of content gives it (one image's alt
+ * text, one child's name, one text), with no embedded control and nothing `aria-hidden` inside.
+ * Where several pieces would have to be joined (spacing between inline pieces is not in the
+ * snapshot) or a piece is unknown, the line is left as Playwright printed it. Pure.
  */
 export function withContentNames(lines: readonly string[]): string[] {
   const out = [...lines];
@@ -132,46 +168,86 @@ export function withContentNames(lines: readonly string[]): string[] {
     let end = index + 1;
     while (end < lines.length && indentOf(lines[end] as string) > depth) end++;
     const [node] = parseAriaSnapshot(lines.slice(index, end).join('\n'));
-    if (node === undefined || node.name !== undefined) continue;
-    const name = contentName(node);
-    if (name === '') continue;
+    if (node === undefined || node.name !== undefined || !node.children.some((child) => child.ref !== undefined)) continue;
+    const name = singlePieceName(node);
+    if (name === undefined) continue;
     out[index] = rewriteAriaLine(lines[index] as string, (parsed) => ({ ...parsed, name }));
   }
   return out;
 }
 
-/** The name a node's content gives it: its children's names and text, and its inline value. */
-function contentName(node: AriaNode): string {
-  const parts = node.children.map(textOf);
-  if (node.value !== undefined) parts.push(node.value);
-  return parts.join(' ').replace(/\s+/g, ' ').trim();
+/** The one piece of content that names `node`, or undefined when there is not exactly one known piece. */
+function singlePieceName(node: AriaNode): string | undefined {
+  const pieces: string[] = [];
+  if (node.value !== undefined && node.value.trim() !== '') pieces.push(node.value);
+  const visit = (current: AriaNode): boolean => {
+    if (EMBEDDED_CONTROL_ROLES.has(current.role) || current.attributes['aria-hidden'] === 'true') return false;
+    if (current.role === 'text') {
+      if (current.value?.trim()) pieces.push(current.value);
+      return true;
+    }
+    if (current.name !== undefined) {
+      pieces.push(current.name);
+      return true;
+    }
+    if (current.value !== undefined && current.value.trim() !== '') pieces.push(current.value);
+    // A nameless child whose own content is not shown: its part of the name is unknown.
+    if (current.ref !== undefined && current.children.length === 0 && current.value === undefined) return false;
+    return current.children.every(visit);
+  };
+  if (!node.children.every(visit) || pieces.length !== 1) return undefined;
+  const name = (pieces[0] as string).replace(/\s+/g, ' ').trim();
+  return name === '' ? undefined : name;
 }
 
 /**
- * `lines` with `[inert]` added to each ref-bearing node that is inside `inert` (refs of inert
- * subtrees) or, when `reachable` is given (a modal is open), neither in it nor an ancestor of a
- * node in it. Pure.
+ * `lines` with `[inert]` added to each node no person can reach: each node whose own ref is in
+ * `inert` (an inert subtree's) and everything under it; and, when `modalRoots` is given (a modal
+ * is open) and one of them is in `lines`, every node outside those modal dialogs except their
+ * ancestors, with or without a ref of its own. When no modal root is in `lines` (the page closed
+ * the dialog between the two reads), only the inert marks are written. Pure.
  */
-export function markInert(lines: readonly string[], reachable: ReadonlySet<string> | undefined, inert: ReadonlySet<string>): string[] {
-  const refs = lines.map((line) => /^ *- .*?\[ref=([a-z0-9]+)\]/.exec(line)?.[1]);
-  const holdsReachable = new Array<boolean>(lines.length).fill(false);
-  if (reachable !== undefined) {
-    // A node holds reachable content when a later line inside its subtree is reachable.
-    const open: number[] = [];
-    for (let index = 0; index < lines.length; index++) {
-      const depth = indentOf(lines[index] as string);
-      while (open.length > 0 && indentOf(lines[open[open.length - 1] as number] as string) >= depth) open.pop();
-      const ref = refs[index];
-      if (ref !== undefined && reachable.has(ref)) for (const ancestor of open) holdsReachable[ancestor] = true;
-      open.push(index);
+export function markInert(lines: readonly string[], modalRoots: ReadonlySet<string> | undefined, inert: ReadonlySet<string>): string[] {
+  const refs = lines.map(ownRefOfLine);
+  const depths = lines.map(indentOf);
+  const roots = modalRoots !== undefined && refs.some((ref) => ref !== undefined && modalRoots.has(ref)) ? modalRoots : undefined;
+  const unreachable = new Array<boolean>(lines.length).fill(false);
+  const holdsModal = new Array<boolean>(lines.length).fill(false);
+  const open: number[] = [];
+  // Depth of the modal root or inert node the current line is inside, if any.
+  let insideModalAt: number | undefined;
+  let insideInertAt: number | undefined;
+  for (let index = 0; index < lines.length; index++) {
+    const depth = depths[index] as number;
+    while (open.length > 0 && (depths[open[open.length - 1] as number] as number) >= depth) open.pop();
+    if (insideModalAt !== undefined && depth <= insideModalAt) insideModalAt = undefined;
+    if (insideInertAt !== undefined && depth <= insideInertAt) insideInertAt = undefined;
+    const ref = refs[index];
+    if (roots !== undefined && ref !== undefined && roots.has(ref)) {
+      insideModalAt = depth;
+      for (const ancestor of open) holdsModal[ancestor] = true;
     }
+    if (insideInertAt === undefined && ref !== undefined && inert.has(ref)) insideInertAt = depth;
+    unreachable[index] = insideInertAt !== undefined || (roots !== undefined && insideModalAt === undefined);
+    open.push(index);
   }
   return lines.map((line, index) => {
-    const ref = refs[index];
-    if (ref === undefined) return line;
-    const unreachable = inert.has(ref) || (reachable !== undefined && !reachable.has(ref) && !holdsReachable[index]);
-    return unreachable ? rewriteAriaLine(line, (node) => ({ ...node, attributes: { ...node.attributes, inert: 'true' } })) : line;
+    if (!unreachable[index] || holdsModal[index] || !NODE_LINE.test(line)) return line;
+    return rewriteAriaLine(line, (node) => ({ ...node, attributes: { ...node.attributes, inert: 'true' } }));
   });
+}
+
+/** A node's own line (not a text node, not a property). */
+const NODE_LINE = /^ *- (?:'|[a-zA-Z]+(?: |:|$))/;
+/** An unquoted node key: role, optional JSON-string name, attributes, then the end or a colon. */
+const PLAIN_KEY = /^ *- (?!text:)[a-zA-Z]+(?: "(?:[^"\\]|\\.)*")?((?: \[[^\]]*\])*)(?::|$)/;
+
+/** The ref of a line's own node, never one in its name or text; undefined for text and properties. */
+export function ownRefOfLine(line: string): string | undefined {
+  const plain = PLAIN_KEY.exec(line);
+  if (plain) return /\[ref=([a-z0-9]+)\]/.exec(plain[1] ?? '')?.[1];
+  if (!/^ *- '/.test(line)) return undefined;
+  return nodeOfSnapshotLine(line)?.ref;
 }
 
 function indentOf(line: string): number {
@@ -181,34 +257,47 @@ function indentOf(line: string): number {
 /**
  * An init script for every document of a profile (main world, before the page's own scripts):
  * a shadow root the page asks to be closed is attached open, and the page's own `shadowRoot`
- * getter answers `null` for it, as a closed root does. Playwright reads pages from an isolated
+ * getter answers `null` for it and its `mode` says `closed`, as a closed root does; where the
+ * browser would refuse the open root (an element that already has a declarative closed root),
+ * the page gets exactly what the browser answers the closed request. Playwright reads pages from an isolated
  * world, whose `shadowRoot` is the browser's own, so the host's snapshots and `getByRef` reach
  * into such roots while the page's scripts still see a closed one.
  */
 export const CLOSED_SHADOW_ROOTS_SCRIPT = `(() => {
   const attach = Element.prototype.attachShadow;
   const getter = Object.getOwnPropertyDescriptor(Element.prototype, 'shadowRoot');
-  if (typeof attach !== 'function' || !getter || typeof getter.get !== 'function') return;
+  const modeGetter = Object.getOwnPropertyDescriptor(ShadowRoot.prototype, 'mode');
+  if (typeof attach !== 'function' || !getter || typeof getter.get !== 'function' || !modeGetter || typeof modeGetter.get !== 'function') return;
   const closedHosts = new WeakSet();
+  const openedRoots = new WeakSet();
   const attachShadow = {
     attachShadow(init) {
-      const closed = init !== null && typeof init === 'object' && init.mode === 'closed';
-      const root = attach.call(this, closed ? Object.assign({}, init, { mode: 'open' }) : init);
-      if (closed) closedHosts.add(this);
+      if (init === null || typeof init !== 'object' || init.mode !== 'closed') return attach.apply(this, arguments);
+      // Read as the browser reads the dictionary (inherited members count).
+      const opened = { mode: 'open', delegatesFocus: init.delegatesFocus, slotAssignment: init.slotAssignment, clonable: init.clonable, serializable: init.serializable };
+      let root;
+      try {
+        root = attach.call(this, opened);
+      } catch (error) {
+        // What the browser itself answers: an existing declarative closed root, or its own error.
+        return attach.apply(this, arguments);
+      }
+      closedHosts.add(this);
+      openedRoots.add(root);
       return root;
     },
   }.attachShadow;
-  const shadowRoot = {
+  const patched = {
     get shadowRoot() {
       return closedHosts.has(this) ? null : getter.get.call(this);
     },
+    get mode() {
+      return openedRoots.has(this) ? 'closed' : modeGetter.get.call(this);
+    },
   };
   Object.defineProperty(Element.prototype, 'attachShadow', { value: attachShadow, writable: true, configurable: true, enumerable: true });
-  Object.defineProperty(Element.prototype, 'shadowRoot', {
-    get: Object.getOwnPropertyDescriptor(shadowRoot, 'shadowRoot').get,
-    configurable: true,
-    enumerable: true,
-  });
+  Object.defineProperty(Element.prototype, 'shadowRoot', { get: Object.getOwnPropertyDescriptor(patched, 'shadowRoot').get, configurable: true, enumerable: true });
+  Object.defineProperty(ShadowRoot.prototype, 'mode', { get: Object.getOwnPropertyDescriptor(patched, 'mode').get, configurable: true, enumerable: true });
 })();`;
 
 /**

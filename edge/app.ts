@@ -16,6 +16,7 @@ import { runRoutes } from './http/routes/runs.ts';
 import { scheduleRoutes } from './http/routes/schedules.ts';
 import { signInRoutes } from './http/routes/sign-ins.ts';
 import { toolCallRoutes } from './http/routes/tool-calls.ts';
+import { webhookRoutes } from './http/routes/webhooks.ts';
 import { countRefusal } from './metrics/refusals.ts';
 import type { Ports } from './ports.ts';
 
@@ -140,6 +141,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', approvalRoutes);
   app.route('/', signInRoutes);
   app.route('/', metricsRoutes);
+  app.route('/', webhookRoutes);
   app.route('/', consoleRoutes);
   app.openAPIRegistry.registerPath({
     method: 'get',

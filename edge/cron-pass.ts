@@ -1,3 +1,4 @@
+import { retryDueDeliveries } from './notifications/webhooks.ts';
 import type { Ports } from './ports.ts';
 import { fireDueSchedules } from './schedules/schedules.ts';
 import { type ReconciliationReport, reconcileSignIns } from './sign-in/maintenance.ts';
@@ -27,6 +28,11 @@ export async function cronPass(ports: Ports, scheduledTime: number): Promise<Cro
     signIns = await reconcileSignIns(ports);
   } catch (error) {
     console.error(`[${ports.requestId}] cron pass: the sign-in maintenance pass failed`, error);
+  }
+  try {
+    await retryDueDeliveries(ports);
+  } catch (error) {
+    console.error(`[${ports.requestId}] cron pass: retrying webhook deliveries failed`, error);
   }
   return { queued, signIns };
 }

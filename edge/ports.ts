@@ -100,6 +100,8 @@ export interface EdgeConfig {
   readonly claimTtlMs: number;
   /** Quotas and rate limits per owner and per agent (`QUOTA_*`). */
   readonly quotas: QuotaConfig;
+  /** The edge's public base URL (`PUBLIC_URL`), for links into the console in webhooks; relative links when unset. */
+  readonly publicUrl?: string;
 }
 
 /** Defaults for {@link EdgeConfig}. */
@@ -130,6 +132,7 @@ export function edgeConfigFrom(vars: Record<string, unknown>): EdgeConfig {
     admissionWaitMs: read('ADMISSION_WAIT_MS', DEFAULT_EDGE_CONFIG.admissionWaitMs),
     resultBudgetBytes: read('RESULT_BUDGET_BYTES', DEFAULT_EDGE_CONFIG.resultBudgetBytes),
     claimTtlMs: read('CLAIM_TTL_MS', DEFAULT_EDGE_CONFIG.claimTtlMs),
+    ...(typeof vars.PUBLIC_URL === 'string' && /^https?:\/\//.test(vars.PUBLIC_URL) ? { publicUrl: vars.PUBLIC_URL } : {}),
     quotas: {
       runsPerMinutePerAgent: read('QUOTA_RUNS_PER_MINUTE_PER_AGENT', DEFAULT_QUOTAS.runsPerMinutePerAgent),
       runsPerMinutePerOwner: read('QUOTA_RUNS_PER_MINUTE_PER_OWNER', DEFAULT_QUOTAS.runsPerMinutePerOwner),

@@ -420,3 +420,32 @@ export const ScheduleView = z.strictObject({
   created_at: z.string(),
 });
 export type ScheduleView = z.infer<typeof ScheduleView>;
+
+/** Path parameter naming an owner (a principal id). */
+export const OwnerParam = z.strictObject({
+  owner_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .meta({ examples: ['prn_local_owner'] }),
+});
+
+/**
+ * An owner's webhook (issue 15), set by an operator: where "approval needed", "sign-in needed"
+ * and "run ended" are posted (http or https), and the secret (32-256 characters) their
+ * `X-Webhook-Signature` is made with: `t=<ms>,v1=<hex HMAC-SHA256 of "<ms>.<body>">`.
+ */
+export const OwnerWebhookBody = z
+  .strictObject({
+    url: z
+      .string()
+      .max(2048)
+      .regex(/^https?:\/\/[^\s]+$/, 'an http or https URL'),
+    secret: z.string().min(32).max(256),
+  })
+  .meta({ examples: [{ url: 'https://hooks.example/owner-7', secret: 'a-long-random-secret-of-at-least-32-characters' }] });
+export type OwnerWebhookBody = z.infer<typeof OwnerWebhookBody>;
+
+/** An owner's webhook as the API shows it: never its secret. */
+export const OwnerWebhookView = z.strictObject({ owner_id: z.string(), url: z.string(), updated_at: z.string() });

@@ -4,7 +4,7 @@
  * sch (schedule), pol (policy profile version), sie (sign-in episode), siw (sign-in wait), ntc
  * (notice), cer (ceremony).
  */
-export function newId(prefix: 'adm' | 'run' | 'call' | 'apr' | 'msg' | 'eff' | 'prn' | 'grt' | 'sch' | 'pol' | 'sie' | 'siw' | 'ntc' | 'cer'): string {
+export function newId(prefix: 'adm' | 'run' | 'call' | 'apr' | 'msg' | 'eff' | 'prn' | 'grt' | 'sch' | 'pol' | 'sie' | 'siw' | 'ntc' | 'cer' | 'whd'): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
   const bytes = crypto.getRandomValues(new Uint8Array(20));
   let out = '';

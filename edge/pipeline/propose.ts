@@ -12,6 +12,7 @@ import { approvals, type RunRow, runs, type ToolCallRow, toolCalls } from '../db
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import { coveringGrant } from '../grants/grants.ts';
+import { notifyOwner } from '../notifications/webhooks.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decideForRun } from '../policy/decision-input.ts';
 import type { Ports } from '../ports.ts';
@@ -23,6 +24,7 @@ import { dispatchCall } from './dispatch.ts';
 import { settleIfLost } from './lost-dispatch.ts';
 import { loadProposalContext } from './proposal-context.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
+import { callSummary } from './views.ts';
 
 /** What proposing a call produced: a finished call (200) or one parked for the owner (202). */
 export interface ProposalOutcome {
@@ -261,5 +263,6 @@ async function park(ports: Ports, run: RunRow, decided: NewCall, decision: Decis
   } catch (error) {
     throw translateConstraint(error);
   }
+  notifyOwner(ports, run.ownerId, 'approval_needed', { run_id: run.id, approval_id: approvalId, tool_call_id: call.id, summary: callSummary(call) });
   return { status: 202, call, approvalId };
 }

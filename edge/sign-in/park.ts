@@ -6,6 +6,7 @@ import { newId } from '../db/ids.ts';
 import { selectedRow } from '../db/insert-select.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { effects, type RunRow, runs, signInEpisodes, signInWaits } from '../db/schema.ts';
+import { notifyOwner } from '../notifications/webhooks.ts';
 import type { Ports } from '../ports.ts';
 import { bindingOf, bindingStatement, hostProfileId } from '../profiles/bindings.ts';
 import { beginCeremony, CEREMONY_ENDED_WITHOUT_SIGN_IN, claimWindow, nextGeneration, windowTaken } from './ceremony.ts';
@@ -174,13 +175,16 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
   // after the request has answered, and the maintenance pass begins it again if this is lost.
   await claimWindow(ports, begin);
   ports.background(`begin the ceremony of sign-in episode ${begin.id}`, () => beginCeremony(ports, begin));
+  notifyOwner(ports, run.ownerId, 'sign_in_needed', { run_id: run.id, episode_id: episode.id, origin, question });
 }
 
 /** Ends a run that cannot continue, with an explicit summary; one conditional update. */
 async function endRun(ports: Ports, run: RunRow, state: 'failed' | 'partial' | 'uncertain', summary: string): Promise<void> {
   const now = ports.clock.now();
-  await ports.db
+  const ended = await ports.db
     .update(runs)
     .set({ state, reportSummary: summary, leaseId: null, updatedAt: now })
-    .where(and(eq(runs.id, run.id), eq(runs.state, 'running')));
+    .where(and(eq(runs.id, run.id), eq(runs.state, 'running')))
+    .run();
+  if (rowsChanged(ended) === 1) notifyOwner(ports, run.ownerId, 'run_ended', { run_id: run.id, state, summary });
 }

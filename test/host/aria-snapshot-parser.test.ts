@@ -48,7 +48,12 @@ line two</textarea>
     <table aria-label="Orders"><tr><th>Order</th><th>Total</th></tr><tr><td>#1001</td><td>$5: paid</td></tr></table>
     <div role="listbox" aria-label="Sizes"><div role="option">Small</div><div role="option" aria-selected="true">Large</div></div>
     <iframe srcdoc="<button>Inside frame</button><p>Frame: text</p>" title="Embedded"></iframe>
-    <main><section aria-label="Deep"><div><div><div><article><h2>Deep #1</h2><p>Deep text</p></article></div></div></div></section></main>`,
+    <main><section aria-label="Deep"><div><div><div><article><h2>Deep #1</h2><p>Deep text</p></article></div></div></div></section></main>
+    <a href="/split"><img alt="Ho" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="8" height="8"><img alt="me" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="8" height="8"></a>
+    <button><img alt="$" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="8" height="8">5</button>
+    <button><img alt="Keep" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="8" height="8"><input aria-label="Delete all files" style="opacity:0;width:1px"></button>
+    <button><img alt="Save" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="8" height="8"><span aria-hidden="true">Delete all</span></button>
+    <a href="/labelled" aria-labelledby="lab"><img id="lab" alt="Start" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="8" height="8"><img alt="Delete everything" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="8" height="8"></a>`,
 };
 
 let context: BrowserContext;
@@ -134,7 +139,7 @@ describe('names against Playwright', () => {
     const after = [...walkAria(parseAriaSnapshot(withContentNames(text.split('\n')).join('\n')))];
     const written = after.filter((node) => node.ref !== undefined && before.get(node.ref) === undefined && node.name !== undefined);
     expect(written.map((node) => `${node.role} ${node.name}`)).toEqual(
-      expect.arrayContaining(['link Home', 'link Cart (2)', 'button Search', 'row #1001 $5: paid']),
+      expect.arrayContaining(['link Home', 'button Search']),
     );
     for (const node of written) {
       const byRole = page.getByRole(node.role as 'link', { name: node.name, exact: true });

@@ -6,7 +6,8 @@ const test = hostTest();
 
 // The observation is Playwright's AI-mode aria snapshot, which walks same-origin iframes (their
 // refs carry a frame prefix, e.g. f1e3) and open shadow roots the way the accessibility tree
-// does; closed shadow roots stay closed. References into either resolve and act.
+// does; closed roots made with attachShadow are opened to the host's own reads (issue 14; see
+// test/host/observation-marks.test.ts). References into any of them resolve and act.
 
 describe('same-origin iframes and open shadow roots', () => {
   test('are in the snapshot, and their references act', async ({ client, lease, fixtures }) => {
@@ -18,7 +19,8 @@ describe('same-origin iframes and open shadow roots', () => {
     );
     // The open shadow root's content, as part of the page.
     expect(page.snapshot).toMatch(/- region "Account" \[ref=\w+\]:\n\s+- paragraph \[ref=\w+\]: Balance 120 EUR\n\s+- button "Top up" \[ref=\w+\]/);
-    expect(page.snapshot).not.toContain('Sealed text');
+    // The closed root's content too: a person sees it.
+    expect(page.snapshot).toContain('Sealed text');
 
     const paid = await client.call('page.act', {
       lease_id: lease.lease_id,

@@ -116,3 +116,42 @@ describe('content no person can reach', () => {
     expect(nodes.find((node) => node.name === 'Open dialog')?.inert).toBe(true);
   });
 });
+
+describe('what the testers found (issue 14)', () => {
+  test('text inside a modal that looks like refs does not make the controls behind it reachable, and a control without a ref behind it is marked too', async ({
+    client,
+    lease,
+    fixtures,
+  }) => {
+    const page = await navigate(client, lease.lease_id, fixtures, 'modal-spoof.html');
+    const nodes = snapshotNodes(page.snapshot);
+    expect(nodes.find((node) => node.name === 'Search')?.inert).toBe(true);
+    expect(nodes.find((node) => node.name === 'Remove card')?.inert).toBe(true);
+    expect(nodes.find((node) => node.name === 'Card number')?.inert).toBe(false);
+    const hidden = nodes.find((node) => node.name === 'Delete');
+    if (hidden) expect(hidden.inert).toBe(true);
+  });
+
+  test('with two modal dialogs open only the one on top is reachable', async ({ client, lease, fixtures }) => {
+    const page = await navigate(client, lease.lease_id, fixtures, 'stacked-modals.html');
+    const nodes = snapshotNodes(page.snapshot);
+    expect(nodes.find((node) => node.name === 'In the first')?.inert).toBe(true);
+    expect(nodes.find((node) => node.name === 'In the second')?.inert).toBe(false);
+  });
+
+  test('empty inert elements do not use up the inert parts read', async ({ client, lease, fixtures }) => {
+    const page = await navigate(client, lease.lease_id, fixtures, 'many-inert.html');
+    const nodes = snapshotNodes(page.snapshot);
+    expect(nodes.find((node) => node.name === 'Dead button')?.inert).toBe(true);
+    expect(nodes.find((node) => node.name === 'Live button')?.inert).toBe(false);
+  });
+
+  test('a server-rendered component asking again for its declarative closed root gets it, as without the host', async ({ client, lease, fixtures }) => {
+    const page = await navigate(client, lease.lease_id, fixtures, 'declarative-hydration.html');
+    expect(page.snapshot).toContain('Hydrated: closed root');
+    expect(page.snapshot).not.toContain('Hydration failed');
+    // The root stays closed (the browser made it): the host says what it cannot see.
+    expect(page.snapshot).not.toContain('Client button');
+    expect(page.incomplete).toEqual(['closed_shadow_root']);
+  });
+});
