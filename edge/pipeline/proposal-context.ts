@@ -21,6 +21,8 @@ export interface ProposalContext {
   readonly dispatchingCallIds: readonly string[];
   readonly uncertainCallId: string | undefined;
   readonly turn: TurnContext;
+  /** The owner has a webhook (edge/notifications/webhooks.ts): a parked call is notified. */
+  readonly ownerHasWebhook: boolean;
   /**
    * For an act: the run's stored results that mention its reference (`[ref=...]`), newest first,
    * at most 32 (act-target.ts reads its target from them).
@@ -96,6 +98,7 @@ export async function loadProposalContext(
       newestMessage: sql<string | null>`(select json_object('trust', m.trust, 'principal_id', m.principal_id, 'created_at', m.created_at)
         from messages m where m.run_id = "runs"."id" order by m.created_at desc, m.rowid desc limit 1)`,
       tainted: sql<number>`exists (select 1 from tool_calls c where c.run_id = "runs"."id" and c.updated_at >= coalesce(${newestMessageAt}, "runs"."created_at") and c.result is not null)`,
+      ownerHasWebhook: sql<number>`exists (select 1 from owner_webhooks w where w.owner_id = "runs"."owner_id")`,
       actResults:
         act === undefined
           ? sql<null>`null`
@@ -138,6 +141,7 @@ export async function loadProposalContext(
     ...(row.actResults === null ? {} : { actResults: JSON.parse(row.actResults) as unknown[] }),
     ...(row.grants === null ? {} : grantsOf(JSON.parse(row.grants) as StoredGrant[])),
     uncertainCallId: row.uncertain ?? undefined,
+    ownerHasWebhook: row.ownerHasWebhook === 1,
     turn: {
       authority: authorityOf(run, newest === undefined ? undefined : { trust: newest.trust, principalId: newest.principal_id }),
       tainted: row.tainted === 1,

@@ -201,7 +201,7 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
       });
       if (started) return { status: 200, call: await dispatchCall(ports, run, started, invocation), approvalId: null };
     }
-    return park(ports, run, decided, decision, argumentsHash);
+    return park(ports, run, decided, decision, argumentsHash, context.ownerHasWebhook);
   }
 
   await reserveLease(ports, run);
@@ -227,7 +227,14 @@ export function rejectedArguments(args: unknown): unknown {
 }
 
 /** Parks a call for the owner: call, approval and run state in one batch (DESIGN.md section 4). */
-async function park(ports: Ports, run: RunRow, decided: NewCall, decision: DecisionRecord, argumentsHash: string): Promise<ProposalOutcome> {
+async function park(
+  ports: Ports,
+  run: RunRow,
+  decided: NewCall,
+  decision: DecisionRecord,
+  argumentsHash: string,
+  ownerHasWebhook: boolean,
+): Promise<ProposalOutcome> {
   const now = ports.clock.now();
   const approvalId = newId('apr');
   const call: ToolCallRow = {
@@ -263,6 +270,7 @@ async function park(ports: Ports, run: RunRow, decided: NewCall, decision: Decis
   } catch (error) {
     throw translateConstraint(error);
   }
-  notifyOwner(ports, run.ownerId, 'approval_needed', { run_id: run.id, approval_id: approvalId, tool_call_id: call.id, summary: callSummary(call) });
+  if (ownerHasWebhook)
+    notifyOwner(ports, run.ownerId, 'approval_needed', { run_id: run.id, approval_id: approvalId, tool_call_id: call.id, summary: callSummary(call) });
   return { status: 202, call, approvalId };
 }

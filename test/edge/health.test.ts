@@ -39,6 +39,7 @@ describe('GET /v1/openapi.json', () => {
       '/v1/host/ceremony-events',
       '/v1/notices',
       '/v1/openapi.json',
+      '/v1/owners/{owner_id}/webhook',
       '/v1/policy-profiles/{name}',
       '/v1/policy-profiles/{name}/versions/{version}/revoke-grants',
       '/v1/profiles/{profile_id}/revoke',

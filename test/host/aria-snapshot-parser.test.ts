@@ -138,9 +138,7 @@ describe('names against Playwright', () => {
     const before = new Map([...walkAria(parseAriaSnapshot(text))].map((node) => [node.ref, node.name]));
     const after = [...walkAria(parseAriaSnapshot(withContentNames(text.split('\n')).join('\n')))];
     const written = after.filter((node) => node.ref !== undefined && before.get(node.ref) === undefined && node.name !== undefined);
-    expect(written.map((node) => `${node.role} ${node.name}`)).toEqual(
-      expect.arrayContaining(['link Home', 'button Search']),
-    );
+    expect(written.map((node) => `${node.role} ${node.name}`)).toEqual(expect.arrayContaining(['link Home', 'button Search']));
     for (const node of written) {
       const byRole = page.getByRole(node.role as 'link', { name: node.name, exact: true });
       expect(await page.getByRef(node.ref!).and(byRole).count(), `${node.role} ${JSON.stringify(node.name)}`).toBe(1);
