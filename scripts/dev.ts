@@ -41,7 +41,7 @@ async function consoleLink(): Promise<string> {
 
 console.log(`
 Owner console: ${await consoleLink()}
-  (a one-time sign-in link for the local owner, valid for 15 minutes; later, sign in at ${stack.edgeUrl}/console/sign-in with OWNER_TOKEN)
+  (a one-time sign-in link for the local owner: open it and press its button; valid for 15 minutes; later, sign in at ${stack.edgeUrl}/console/sign-in with OWNER_TOKEN)
 Edge (${runtime}):  ${stack.edgeUrl}   (API reference: ${stack.edgeUrl}/docs, OpenAPI: ${stack.edgeUrl}/v1/openapi.json)
 Host:  ${stack.hostUrl}
 Demo site (TodoMVC): ${stack.todoUrl}

@@ -44,13 +44,16 @@ export const CONSOLE_JS = `
 (() => {
   const list = document.getElementById('inbox');
   if (!list) return;
+  let shown;
   const refresh = async () => {
     if (list.contains(document.activeElement)) return;
     try {
       const response = await fetch('/console/inbox', { credentials: 'same-origin', headers: { Accept: 'text/html' } });
       if (response.redirected || !response.ok) return;
       const text = await response.text();
-      if (text !== list.innerHTML) list.innerHTML = text;
+      // The first answer is what the page was rendered with; only a change replaces the list.
+      if (shown !== undefined && text !== shown) list.innerHTML = text;
+      shown = text;
     } catch {}
   };
   setInterval(refresh, 3000);
@@ -96,6 +99,18 @@ ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <label for="token">Owner token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required>
 <p><button type="submit" class="approve">Sign in</button></p>
+</form>`,
+  );
+}
+
+/** What a one-time sign-in link opens: a button that uses it (a same-site post). */
+export function linkPage(token: string): Page {
+  return layout(
+    'Sign in',
+    html`<h2>Sign in</h2>
+<p>This one-time link signs you in to the owner console on this browser.</p>
+<form method="post" action="/console/link/${token}">
+<p><button type="submit" class="approve">Sign in to the console</button></p>
 </form>`,
   );
 }

@@ -1,15 +1,15 @@
-import { desc, eq, inArray } from 'drizzle-orm';
+import { and, desc, eq, inArray } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
 import { html } from 'hono/html';
 import { z } from 'zod';
-import { type CallPhases, CreateGrantBody } from '../../shared/api.ts';
+import { type CallPhases, CreateGrantBody, OwnerParam, RunProfileId } from '../../shared/api.ts';
 import { httpStatusOf } from '../../shared/errors.ts';
 import { ActionKind } from '../../shared/tool-arguments.ts';
 import type { Principal } from '../auth/principal.ts';
-import { type ConsoleSessionRow, notices, profileBindings, runs, signInWaits, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { type ConsoleSessionRow, notices, principals, profileBindings, runs, signInWaits, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import { createGrant, listGrants, revokeGrant } from '../grants/grants.ts';
 import type { AppEnv } from '../http/app-env.ts';
@@ -29,6 +29,7 @@ import {
   inboxPage,
   type ListedThing,
   layout,
+  linkPage,
   listPage,
   runPage,
   runsPage,
@@ -100,11 +101,19 @@ async function inboxItems(c: Context<ConsoleEnv>): Promise<InboxItem[]> {
  */
 export const consoleRoutes = new Hono<ConsoleEnv>()
   .use('/console/*', csrf())
+  .use('/console/*', async (c, next) => {
+    await next();
+    // Pages of one owner's session: never cached, never framed.
+    if (c.res.headers.get('Content-Type')?.startsWith('text/html')) {
+      c.header('Cache-Control', 'no-store');
+      c.header('Content-Security-Policy', "frame-ancestors 'none'");
+    }
+  })
   .get('/console/assets/console.css', (c) => c.body(CONSOLE_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'max-age=300' }))
   .get('/console/assets/console.js', (c) => c.body(CONSOLE_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'max-age=300' }))
   .get('/console/sign-in', (c) => c.html(signInPage()))
   .post('/console/sign-in', async (c) => {
-    const form = await c.req.parseBody();
+    const form = await formOf(c);
     const token = typeof form.token === 'string' ? form.token.trim() : '';
     const principal = await principalForToken(c.var.ports, token);
     if (principal === undefined) return c.html(signInPage('That token is not known.'), 401);
@@ -112,7 +121,10 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
     await signIn(c, principal.ownerId);
     return c.redirect('/console', 303);
   })
-  .get('/console/link/:token', async (c) => {
+  // Opening a link only shows a button: a link scanner's fetch does not use it up, and the
+  // session starts from a same-site post, so the Strict cookie is sent on the way to the inbox.
+  .get('/console/link/:token', (c) => c.html(linkPage(c.req.param('token'))))
+  .post('/console/link/:token', async (c) => {
     const ownerId = await redeemLink(c.var.ports, c.req.param('token'));
     if (ownerId === undefined) return c.html(signInPage('That sign-in link was used already or has expired.'), 410);
     await signIn(c, ownerId);
@@ -120,23 +132,24 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   })
   .post('/console/links', requirePrincipal('operator'), async (c) => {
     const body = (await c.req.json().catch(() => undefined)) as { owner_id?: unknown } | undefined;
-    if (typeof body?.owner_id !== 'string' || body.owner_id.length === 0 || body.owner_id.length > 64) {
-      throw new DomainError('invalid_request', 'owner_id: the owner to sign in');
-    }
-    const link = await issueLink(c.var.ports, body.owner_id);
+    const ownerId = OwnerParam.shape.owner_id.safeParse(body?.owner_id);
+    if (!ownerId.success) throw new DomainError('invalid_request', 'owner_id: the owner to sign in');
+    const owner = await c.var.ports.db
+      .select({ id: principals.id })
+      .from(principals)
+      .where(and(eq(principals.id, ownerId.data), eq(principals.kind, 'owner')))
+      .get();
+    if (owner === undefined) throw new DomainError('not_found', `no owner ${ownerId.data}`);
+    const link = await issueLink(c.var.ports, owner.id);
     return c.json({ url: new URL(`/console/link/${link.token}`, c.req.url).toString(), expires_at: new Date(link.expiresAt).toISOString() }, 201);
   })
   .use('/console', requireSession)
   .use('/console/inbox', requireSession)
   .use('/console/sign-out', requireSession)
   .use('/console/approvals/*', requireSession)
-  .use('/console/runs', requireSession)
   .use('/console/runs/*', requireSession)
-  .use('/console/grants', requireSession)
   .use('/console/grants/*', requireSession)
-  .use('/console/sign-ins', requireSession)
   .use('/console/sign-ins/*', requireSession)
-  .use('/console/profiles', requireSession)
   .use('/console/profiles/*', requireSession)
   .get('/console', async (c) => c.html(inboxPage(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now(), c.req.query('notice'))))
   .get('/console/inbox', async (c) => c.html(inboxList(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now())))
@@ -249,7 +262,9 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .post('/console/profiles/:profile/revoke', async (c) => {
     await requireCsrf(c);
     const notice = await refusalAsNotice(async () => {
-      await revokeProfile(c.var.ports, ownerOf(c.var.session), c.req.param('profile'));
+      const profile = RunProfileId.safeParse(c.req.param('profile'));
+      if (!profile.success) throw new DomainError('not_found', 'no such profile');
+      await revokeProfile(c.var.ports, ownerOf(c.var.session), profile.data);
       return 'Revoked: its waiting runs failed and new runs on it are refused.';
     });
     return c.redirect(`/console/profiles?notice=${encodeURIComponent(notice)}`, 303);
@@ -266,8 +281,13 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
     try {
       const owner = ownerOf(c.var.session);
       const decided = await decideApproval(c.var.ports, owner, c.req.param('id'), decision === 'deny' ? 'deny' : 'approve');
-      notice = decision === 'deny' ? 'Denied: the agent was told.' : `Approved: the call ${decided.call.state}.`;
-      if (allowance?.success) notice += ` ${await allowTheSame(c.var.ports, owner, decided.call, allowance.data)}`;
+      notice =
+        decision === 'deny'
+          ? 'Denied: the agent was told.'
+          : decided.approval.state === 'approved'
+            ? `Approved: the call ${decided.call.state}.`
+            : `Not approved: the policy in force now ${decided.approval.state === 'denied' ? 'denies' : 'does not allow'} this call.`;
+      if (allowance?.success && decided.approval.state === 'approved') notice += ` ${await allowTheSame(c.var.ports, owner, decided.call, allowance.data)}`;
     } catch (error) {
       if (!(error instanceof DomainError) || !['already_decided', 'run_not_active', 'not_found'].includes(error.code)) throw error;
       notice = `Not decided: ${error.message}.`;
@@ -292,8 +312,10 @@ async function requireSession(c: Context<ConsoleEnv>, next: () => Promise<void>)
  * @throws DomainError('forbidden') when it does not.
  */
 async function requireCsrf(c: Context<ConsoleEnv>): Promise<Record<string, string | File>> {
-  const form = (await c.req.parseBody()) as Record<string, string | File>;
-  if (form.csrf !== c.var.session.csrfToken) throw new DomainError('forbidden', 'the form is not from this session; reload the console');
+  const form = await formOf(c);
+  if (typeof form.csrf !== 'string' || !sameSecret(form.csrf, c.var.session.csrfToken)) {
+    throw new DomainError('forbidden', 'the form is not from this session; reload the console');
+  }
   return form;
 }
 
@@ -315,7 +337,7 @@ async function allowTheSame(ports: Ports, owner: Principal, call: ToolCallRow, a
   if (call.tool !== 'browser.act' || target === undefined || !action.success) return 'Nothing was allowed: only an act can be allowed again.';
   const run = await ports.db.select({ policyProfile: runs.policyProfile }).from(runs).where(eq(runs.id, call.runId)).get();
   const profile = await profileInForce(ports.db, run?.policyProfile ?? 'default');
-  const body = CreateGrantBody.parse({
+  const body = CreateGrantBody.safeParse({
     tool: 'browser.act',
     actions: [action.data],
     origin: target.frame_origin,
@@ -323,14 +345,30 @@ async function allowTheSame(ports: Ports, owner: Principal, call: ToolCallRow, a
     ttl_ms: allowance.minutes * 60_000,
     policy_profile: profile.name,
   });
-  await createGrant(ports, owner, body, profile);
+  if (!body.success) return `Nothing was allowed: acts on ${target.frame_origin} cannot be granted.`;
+  await createGrant(ports, owner, body.data, profile);
   return `Allowed: ${action.data} on ${target.frame_origin} for ${allowance.uses} uses within ${allowance.minutes} minutes.`;
 }
 
 /** A run's timeline, oldest first: its calls, sign-in waits and notices. */
 async function timelineOf(ports: Ports, runId: string): Promise<TimelineEntry[]> {
   const [calls, waits, runNotices] = await Promise.all([
-    ports.db.select().from(toolCalls).where(eq(toolCalls.runId, runId)).orderBy(toolCalls.createdAt).limit(500),
+    ports.db
+      .select({
+        id: toolCalls.id,
+        tool: toolCalls.tool,
+        version: toolCalls.version,
+        arguments: toolCalls.arguments,
+        state: toolCalls.state,
+        phases: toolCalls.phases,
+        errorCode: toolCalls.errorCode,
+        errorMessage: toolCalls.errorMessage,
+        createdAt: toolCalls.createdAt,
+      })
+      .from(toolCalls)
+      .where(eq(toolCalls.runId, runId))
+      .orderBy(desc(toolCalls.createdAt))
+      .limit(TIMELINE_CALLS),
     ports.db.select().from(signInWaits).where(eq(signInWaits.runId, runId)).orderBy(signInWaits.createdAt),
     ports.db.select().from(notices).where(eq(notices.runId, runId)).orderBy(notices.createdAt),
   ]);
@@ -349,7 +387,7 @@ async function timelineOf(ports: Ports, runId: string): Promise<TimelineEntry[]>
       if (phases.settle) details.push(['Settle', `${phases.settle.outcome} after ${phases.settle.elapsed_ms} ms`]);
       if (phases.postcondition) details.push(['Postcondition', `${phases.postcondition.status} after ${phases.postcondition.observations} observation(s)`]);
       if (call.errorCode) details.push(['Error', `${call.errorCode}: ${call.errorMessage ?? ''}`]);
-      return { at: call.createdAt, what: callSummary(call), details };
+      return { at: call.createdAt, what: callSummary(call as ToolCallRow), details };
     }),
     ...waits.map(
       (wait): TimelineEntry => ({
@@ -371,4 +409,27 @@ async function refusalAsNotice(act: () => Promise<string>): Promise<string> {
     if (error instanceof DomainError && httpStatusOf(error.code) < 500) return `Not done: ${error.message}.`;
     throw error;
   }
+}
+
+/** Most calls a run's timeline shows: the newest ones. */
+const TIMELINE_CALLS = 500;
+
+/**
+ * The fields of a posted form (urlencoded or multipart).
+ * @throws DomainError('invalid_request') for a body that is not a form.
+ */
+async function formOf(c: Context<ConsoleEnv>): Promise<Record<string, string | File>> {
+  try {
+    return (await c.req.parseBody()) as Record<string, string | File>;
+  } catch {
+    throw new DomainError('invalid_request', 'the body is not a form');
+  }
+}
+
+/** Compares two secrets in time that depends on their length only. */
+function sameSecret(given: string, expected: string): boolean {
+  if (given.length !== expected.length) return false;
+  let difference = 0;
+  for (let index = 0; index < given.length; index++) difference |= given.charCodeAt(index) ^ expected.charCodeAt(index);
+  return difference === 0;
 }

@@ -19,7 +19,8 @@ const RETRIES_PER_PASS = 20;
  * request has answered (`ports.background`): the notification is put in the outbox
  * (`webhook_deliveries`) and a first attempt made at once; failed attempts are retried by the
  * cron pass with backoff ({@link RETRY_BACKOFF_MS}, six attempts in all). The body is
- * `{event, owner_id, at, console_url, ...fields}`. Never throws.
+ * `{event, owner_id, at, console_url, ...fields}`: ids and states, never page content or text
+ * to type (the console shows those to the signed-in owner). Never throws.
  */
 export function notifyOwner(ports: Ports, ownerId: string, event: OwnerEvent, fields: Record<string, string>): void {
   ports.background(`notify owner ${ownerId} of ${event}`, async () => {
@@ -86,6 +87,8 @@ async function attemptDelivery(ports: Ports, id: string): Promise<void> {
           'X-Webhook-Signature': await webhookSignature(hook.secret, now, delivery.body),
         },
         body: delivery.body,
+        // The operator named this URL: a redirect elsewhere is a failure, not a new destination.
+        redirect: 'manual',
         signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
       });
       await response.body?.cancel().catch(() => {});

@@ -24,8 +24,9 @@ export interface ProposalContext {
   /** The owner has a webhook (edge/notifications/webhooks.ts): a parked call is notified. */
   readonly ownerHasWebhook: boolean;
   /**
-   * For an act: the run's stored results that mention its reference (`[ref=...]`), newest first,
-   * at most 32 (act-target.ts reads its target from them).
+   * For an act: the run's stored results of the act's revision that mention its reference
+   * (`[ref=...]`), newest first, at most 32 (act-target.ts reads its target from them); undefined
+   * when they were too large to read at once.
    */
   readonly actResults?: readonly unknown[];
   /**
@@ -40,6 +41,8 @@ export interface ProposalContext {
 export const MAX_PRELOADED_GRANTS = 64;
 /** Most stored results searched for an act's reference (as act-target.ts). */
 const MAX_RESULTS_SEARCHED = 32;
+/** Most characters of stored results read with a proposal in one value (D1's limit is 2,000,000 bytes). */
+const MAX_PRELOADED_RESULT_CHARS = 1_500_000;
 
 interface StoredGrant {
   id: string;
@@ -78,7 +81,7 @@ export async function loadProposalContext(
   principal: Principal,
   runId: string,
   argumentsHash: string,
-  act?: { readonly tool: string; readonly reference: string },
+  act?: { readonly tool: string; readonly reference: string; readonly revision: number },
 ): Promise<ProposalContext> {
   const now = ports.clock.now();
   // Column names are written out: the subqueries refer to the outer run row.
@@ -99,11 +102,20 @@ export async function loadProposalContext(
         from messages m where m.run_id = "runs"."id" order by m.created_at desc, m.rowid desc limit 1)`,
       tainted: sql<number>`exists (select 1 from tool_calls c where c.run_id = "runs"."id" and c.updated_at >= coalesce(${newestMessageAt}, "runs"."created_at") and c.result is not null)`,
       ownerHasWebhook: sql<number>`exists (select 1 from owner_webhooks w where w.owner_id = "runs"."owner_id")`,
+      // Only results of the act's revision, and never more than about 1.5 MB of them in one
+      // value (D1 refuses strings over 2 MB): past that the count says so and act-target.ts reads
+      // them row by row instead.
       actResults:
         act === undefined
           ? sql<null>`null`
-          : sql<string>`(select json_group_array(json(r.result)) from (select c.result from tool_calls c where c.run_id = "runs"."id" and c.result is not null
-              and instr(c.result, ${`[ref=${act.reference}]`}) > 0 order by c.updated_at desc limit ${MAX_RESULTS_SEARCHED}) r)`,
+          : sql<string>`(select json_group_array(json(r.result)) from (select c.result, sum(length(c.result)) over (order by c.updated_at desc rows unbounded preceding) as running
+              from tool_calls c where c.run_id = "runs"."id" and c.result is not null and json_extract(c.result, '$.revision') = ${act.revision}
+              and instr(c.result, ${`[ref=${act.reference}]`}) > 0 order by c.updated_at desc limit ${MAX_RESULTS_SEARCHED}) r where r.running <= ${MAX_PRELOADED_RESULT_CHARS})`,
+      actResultsMatched:
+        act === undefined
+          ? sql<null>`null`
+          : sql<number>`(select count(*) from (select 1 from tool_calls c where c.run_id = "runs"."id" and c.result is not null and json_extract(c.result, '$.revision') = ${act.revision}
+              and instr(c.result, ${`[ref=${act.reference}]`}) > 0 limit ${MAX_RESULTS_SEARCHED}))`,
       grants:
         act === undefined
           ? sql<null>`null`
@@ -138,7 +150,7 @@ export async function loadProposalContext(
             createdAt: policy.created_at,
           },
     dispatchingCallIds: JSON.parse(row.dispatching) as string[],
-    ...(row.actResults === null ? {} : { actResults: JSON.parse(row.actResults) as unknown[] }),
+    ...actResultsOf(row.actResults, row.actResultsMatched),
     ...(row.grants === null ? {} : grantsOf(JSON.parse(row.grants) as StoredGrant[])),
     uncertainCallId: row.uncertain ?? undefined,
     ownerHasWebhook: row.ownerHasWebhook === 1,
@@ -148,6 +160,13 @@ export async function loadProposalContext(
       startedAt: newest?.created_at ?? run.createdAt,
     },
   };
+}
+
+/** The preloaded results, or none when some of those matching did not fit (act-target.ts then reads them). */
+function actResultsOf(results: string | null, matched: number | null): { actResults?: unknown[] } {
+  if (results === null || matched === null) return {};
+  const read = JSON.parse(results) as unknown[];
+  return read.length < matched ? {} : { actResults: read };
 }
 
 /** The preloaded grants, or none when there were more than could be read at once. */

@@ -24,7 +24,6 @@ import { dispatchCall } from './dispatch.ts';
 import { settleIfLost } from './lost-dispatch.ts';
 import { loadProposalContext } from './proposal-context.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
-import { callSummary } from './views.ts';
 
 /** What proposing a call produced: a finished call (200) or one parked for the owner (202). */
 export interface ProposalOutcome {
@@ -62,8 +61,11 @@ export async function proposeToolCall(ports: Ports, principal: Principal, run: R
 export async function proposeOnRun(ports: Ports, principal: Principal, runId: string, body: ProposeBody): Promise<ProposalOutcome> {
   const now = ports.clock.now();
   const argumentsHash = await canonicalHash({ tool: body.tool, version: body.version, arguments: body.arguments });
-  const reference = (body.arguments as { reference?: unknown } | null)?.reference;
-  const act = body.tool === 'browser.act' && typeof reference === 'string' && reference.length <= 32 ? { tool: body.tool, reference } : undefined;
+  const { reference, revision } = (body.arguments ?? {}) as { reference?: unknown; revision?: unknown };
+  const act =
+    body.tool === 'browser.act' && typeof reference === 'string' && reference.length <= 32 && Number.isSafeInteger(revision)
+      ? { tool: body.tool, reference, revision: revision as number }
+      : undefined;
   const context = await loadProposalContext(ports, principal, runId, argumentsHash, act);
   const loadedRun = context.run;
   const base = {
@@ -270,7 +272,6 @@ async function park(
   } catch (error) {
     throw translateConstraint(error);
   }
-  if (ownerHasWebhook)
-    notifyOwner(ports, run.ownerId, 'approval_needed', { run_id: run.id, approval_id: approvalId, tool_call_id: call.id, summary: callSummary(call) });
+  if (ownerHasWebhook) notifyOwner(ports, run.ownerId, 'approval_needed', { run_id: run.id, approval_id: approvalId, tool_call_id: call.id, tool: call.tool });
   return { status: 202, call, approvalId };
 }

@@ -108,8 +108,7 @@ export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<R
   const current = (await ports.db.select().from(runs).where(eq(runs.id, row.id)).get()) ?? row;
   // The run ended: its browser is free at once, not when the lease's TTL runs out.
   if (rowsChanged(expired) === 1 && current.leaseId !== null) ports.background(`release the lease of ${row.id}`, () => releaseLease(ports, current));
-  if (rowsChanged(expired) === 1)
-    notifyOwner(ports, row.ownerId, 'run_ended', { run_id: row.id, state: 'deadline_exceeded', summary: 'the run passed its deadline' });
+  if (rowsChanged(expired) === 1) notifyOwner(ports, row.ownerId, 'run_ended', { run_id: row.id, state: 'deadline_exceeded' });
   return current;
 }
 
@@ -192,7 +191,7 @@ export async function reportRun(ports: Ports, principal: Principal, run: RunRow,
     throw new DomainError('run_not_active', `the run is ${current.state}`);
   }
   await releaseLease(ports, held);
-  notifyOwner(ports, held.ownerId, 'run_ended', { run_id: held.id, state: body.status, summary: body.summary });
+  notifyOwner(ports, held.ownerId, 'run_ended', { run_id: held.id, state: body.status });
   return { ...held, state: body.status, reportSummary: body.summary, updatedAt: now };
 }
 
@@ -206,6 +205,6 @@ export async function cancelRun(ports: Ports, run: RunRow): Promise<RunRow> {
   const [cancelled] = await ports.db.batch(fenceRunStatements(ports.db, { runId: run.id }, { reason: 'cancelled', endState: 'cancelled', now }));
   if (rowsChanged(cancelled) !== 1) throw new DomainError('run_not_active', `the run already ended (${run.state})`);
   await releaseLease(ports, run);
-  notifyOwner(ports, run.ownerId, 'run_ended', { run_id: run.id, state: 'cancelled', summary: 'the run was cancelled' });
+  notifyOwner(ports, run.ownerId, 'run_ended', { run_id: run.id, state: 'cancelled' });
   return { ...run, state: 'cancelled', updatedAt: now };
 }

@@ -175,7 +175,7 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
   // after the request has answered, and the maintenance pass begins it again if this is lost.
   await claimWindow(ports, begin);
   ports.background(`begin the ceremony of sign-in episode ${begin.id}`, () => beginCeremony(ports, begin));
-  notifyOwner(ports, run.ownerId, 'sign_in_needed', { run_id: run.id, episode_id: episode.id, origin, question });
+  notifyOwner(ports, run.ownerId, 'sign_in_needed', { run_id: run.id, episode_id: episode.id, origin });
 }
 
 /** Ends a run that cannot continue, with an explicit summary; one conditional update. */
@@ -186,5 +186,5 @@ async function endRun(ports: Ports, run: RunRow, state: 'failed' | 'partial' | '
     .set({ state, reportSummary: summary, leaseId: null, updatedAt: now })
     .where(and(eq(runs.id, run.id), eq(runs.state, 'running')))
     .run();
-  if (rowsChanged(ended) === 1) notifyOwner(ports, run.ownerId, 'run_ended', { run_id: run.id, state, summary });
+  if (rowsChanged(ended) === 1) notifyOwner(ports, run.ownerId, 'run_ended', { run_id: run.id, state });
 }

@@ -93,8 +93,18 @@ describe("the owner's console in a browser", () => {
 
   it('signs in with the link, shows the parked click in words, and approves it with the keyboard alone', async () => {
     const { run, call } = await parkedClick('Save the draft from the console');
-    await page.goto(await signInLink());
-    expect(new URL(page.url()).pathname).toBe('/console');
+    // The link as an owner meets it: clicked on another site (a mail, a chat), so the visit to
+    // the console starts cross-site; the link's page then signs in with a same-site post.
+    const link = await signInLink();
+    await page.goto(site.url('postconditions/toast.html'));
+    await page.evaluate((href) => {
+      const anchor = Object.assign(document.createElement('a'), { href, textContent: 'Open the console' });
+      document.body.appendChild(anchor);
+    }, link);
+    await page.getByRole('link', { name: 'Open the console' }).click();
+    await page.waitForURL(link);
+    await page.getByRole('button', { name: 'Sign in to the console' }).click();
+    await page.waitForURL(`${stack.edgeUrl}/console`);
     const entry = page.getByRole('article').filter({ hasText: 'Save the draft from the console' });
     await expect.poll(() => entry.count()).toBe(1);
     expect(await entry.textContent()).toContain('Click the button "Save draft"');

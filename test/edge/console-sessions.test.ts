@@ -29,7 +29,15 @@ function consoleApp(now?: () => number) {
   const request = (
     method: string,
     path: string,
-    init: { cookie?: string; form?: Record<string, string>; json?: unknown; token?: string; origin?: string; base?: string } = {},
+    init: {
+      cookie?: string;
+      form?: Record<string, string>;
+      json?: unknown;
+      token?: string;
+      origin?: string;
+      base?: string;
+      raw?: { type: string; body: string };
+    } = {},
   ) =>
     app.request(`${init.base ?? EDGE}${path}`, {
       method,
@@ -39,7 +47,9 @@ function consoleApp(now?: () => number) {
         ...(init.token ? { Authorization: `Bearer ${init.token}` } : {}),
         ...(init.form ? { 'Content-Type': 'application/x-www-form-urlencoded', Origin: init.origin ?? init.base ?? EDGE } : {}),
         ...(init.json !== undefined ? { 'Content-Type': 'application/json' } : {}),
+        ...(init.raw ? { 'Content-Type': init.raw.type, Origin: init.origin ?? init.base ?? EDGE } : {}),
       },
+      ...(init.raw ? { body: init.raw.body } : {}),
       ...(init.form ? { body: new URLSearchParams(init.form).toString() } : {}),
       ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
     });
@@ -112,19 +122,41 @@ describe('console sign-in', () => {
     expect(csrf).not.toBe(again.csrf);
   });
 
-  it('opens a session once from an operator-issued one-time link', async () => {
+  it('opens a session once from an operator-issued one-time link, used by a post from its page so a link preview cannot use it up', async () => {
     const { request } = consoleApp();
     const issued = await request('POST', '/console/links', { token: parties.operator.token, json: { owner_id: parties.owner.id } });
     expect(issued.status).toBe(201);
     const { url } = (await issued.json()) as { url: string };
     const path = new URL(url).pathname;
-    const first = await request('GET', path);
+    // Opening it (a preview, a scanner) only shows the button.
+    const opened = await request('GET', path);
+    expect(opened.status).toBe(200);
+    expect(opened.headers.get('Set-Cookie')).toBeNull();
+    expect(opened.headers.get('Cache-Control')).toBe('no-store');
+    expect(await opened.text()).toContain(`action="${path}"`);
+    const first = await request('POST', path, { form: {} });
     expect(first.status).toBe(303);
     expect(first.headers.get('Set-Cookie')).toMatch(/^console_session=/);
-    const second = await request('GET', path);
+    const second = await request('POST', path, { form: {} });
     expect(second.status).toBe(410);
     expect(second.headers.get('Set-Cookie')).toBeNull();
+    // Only for an owner that exists.
+    expect((await request('POST', '/console/links', { token: parties.operator.token, json: { owner_id: parties.agent.id } })).status).toBe(404);
+    expect((await request('POST', '/console/links', { token: parties.operator.token, json: { owner_id: 'no such owner!' } })).status).toBe(400);
     expect((await request('POST', '/console/links', { token: parties.owner.token, json: { owner_id: parties.owner.id } })).status).toBe(403);
+  });
+});
+
+describe('bad forms', () => {
+  it('answers a body that is not a form with 400, not 500, and a profile id that cannot be one as not done', async () => {
+    const { request, revision } = consoleApp();
+    const junk = await request('POST', '/console/sign-in', { raw: { type: 'multipart/form-data; boundary=x', body: 'not a multipart body at all' } });
+    expect(junk.status).toBe(400);
+    expect(junk.headers.get('Set-Cookie')).toBeNull();
+    await parkedAct(request, revision);
+    const { cookie, csrf } = await signedIn(request);
+    const revoked = await request('POST', `/console/profiles/${'x'.repeat(80)}/revoke`, { cookie, form: { csrf } });
+    expect(decodeURIComponent(revoked.headers.get('Location') ?? '')).toContain('Not done');
   });
 });
 
