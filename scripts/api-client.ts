@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ApprovalList, DecisionResponse, NoticeList, RunView, ToolCallView } from '../shared/api.ts';
+import { ApprovalList, ConsoleLinkView, DecisionResponse, NoticeList, RunView, ToolCallView } from '../shared/api.ts';
 import { ErrorBody } from '../shared/errors.ts';
 import type { Observation } from '../shared/observation.ts';
 
@@ -100,6 +100,15 @@ export class ApiClient {
       }
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
+  }
+
+  /**
+   * A one-time sign-in link to the owner console for owner `ownerId` (valid 15 minutes, once);
+   * this client's token must be an operator's.
+   * @throws ApiRequestError for a refusal (`forbidden` for another principal, `not_found` for no such owner).
+   */
+  consoleLink(ownerId: string) {
+    return this.request('POST', '/console/links', ConsoleLinkView, { owner_id: ownerId }, [201]).then((a) => a.body);
   }
 
   report(runId: string, status: 'completed' | 'partial' | 'uncertain' | 'failed', summary: string) {

@@ -8,7 +8,8 @@
  * differential check for unknown sites.
  */
 import { type AccountSite, startAccountSite } from './account-site.ts';
-import { type LocalStack, startLocalStack } from './local-stack.ts';
+import { ApiClient } from './api-client.ts';
+import { LOCAL_OWNER_ID, type LocalStack, startLocalStack } from './local-stack.ts';
 import { runSignInJourney } from './sign-in-journey.ts';
 import { runTodoJourney } from './todo-journey.ts';
 import { describeStep, table } from './transcript.ts';
@@ -29,12 +30,11 @@ try {
     hostVars: { HOST_PERSON_DEBUGGING: '1' },
   });
   console.log(`  edge ${stack.edgeUrl} · host ${stack.hostUrl} · TodoMVC ${stack.todoUrl}`);
-  const link = await fetch(`${stack.edgeUrl}/console/links`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${stack.tokens.operator}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ owner_id: 'prn_local_owner' }),
-  });
-  const consoleUrl = link.status === 201 ? ((await link.json()) as { url: string }).url : `${stack.edgeUrl}/console/sign-in`;
+  const edgeUrl = stack.edgeUrl;
+  const consoleUrl = await new ApiClient(edgeUrl, stack.tokens.operator)
+    .consoleLink(LOCAL_OWNER_ID)
+    .then((link) => link.url)
+    .catch(() => `${edgeUrl}/console/sign-in`);
   console.log(`  owner console: ${consoleUrl}`);
   console.log("  (approvals can be given there; this demo's scripted owner answers through the API so it runs unattended)\n");
 

@@ -5,10 +5,8 @@
  * local D1, or with `--runtime node` / `--runtime deno` on Node or Deno over `.data/edge.sqlite`.
  * Edge port: EDGE_PORT (default 8787); host port: HOST_PORT (default 8790).
  */
-import { EDGE_RUNTIMES, type EdgeRuntime, startLocalStack } from './local-stack.ts';
-
-/** The local owner's principal id (scripts/setup.mjs seeds it). */
-const LOCAL_OWNER_ID = 'prn_local_owner';
+import { ApiClient } from './api-client.ts';
+import { EDGE_RUNTIMES, type EdgeRuntime, LOCAL_OWNER_ID, startLocalStack } from './local-stack.ts';
 
 const port = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
@@ -28,15 +26,15 @@ const stack = await startLocalStack({
   headless: process.env.HOST_HEADLESS === '1',
   echo: true,
 });
-/** A one-time sign-in link to the owner's console for the local owner (valid 15 minutes, once). */
+/** A one-time sign-in link to the owner's console for the local owner (valid 15 minutes, once), or why there is none. */
 async function consoleLink(): Promise<string> {
-  const response = await fetch(`${stack.edgeUrl}/console/links`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${stack.tokens.operator}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ owner_id: LOCAL_OWNER_ID }),
-  });
-  if (response.status !== 201) return `(no sign-in link: HTTP ${response.status}; sign in at ${stack.edgeUrl}/console/sign-in with OWNER_TOKEN)`;
-  return ((await response.json()) as { url: string }).url;
+  return new ApiClient(stack.edgeUrl, stack.tokens.operator)
+    .consoleLink(LOCAL_OWNER_ID)
+    .then((link) => link.url)
+    .catch(
+      (error: unknown) =>
+        `(no sign-in link: ${error instanceof Error ? error.message : String(error)}; sign in at ${stack.edgeUrl}/console/sign-in with OWNER_TOKEN)`,
+    );
 }
 
 console.log(`

@@ -21,6 +21,9 @@ export type EdgeRuntime = 'workers' | 'node' | 'deno';
 /** Every runtime the edge runs on. */
 export const EDGE_RUNTIMES: readonly EdgeRuntime[] = ['workers', 'node', 'deno'];
 
+/** The local owner's principal id, as scripts/setup.mjs seeds it. */
+export const LOCAL_OWNER_ID = 'prn_local_owner';
+
 /** The real processes of a local system: the browser host, the edge, and the demo site. */
 export interface LocalStack {
   readonly runtime: EdgeRuntime;

@@ -449,3 +449,7 @@ export type OwnerWebhookBody = z.infer<typeof OwnerWebhookBody>;
 
 /** An owner's webhook as the API shows it: never its secret. */
 export const OwnerWebhookView = z.strictObject({ owner_id: z.string(), url: z.string(), updated_at: z.string() });
+
+/** A one-time sign-in link to the owner's console (`POST /console/links`): its URL and expiry (ISO 8601). */
+export const ConsoleLinkView = z.strictObject({ url: z.string(), expires_at: z.string() });
+export type ConsoleLinkView = z.infer<typeof ConsoleLinkView>;

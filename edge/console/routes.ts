@@ -5,7 +5,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
 import { html } from 'hono/html';
 import { z } from 'zod';
-import { type CallPhases, CreateGrantBody, OwnerParam, RunProfileId } from '../../shared/api.ts';
+import { type CallPhases, type ConsoleLinkView, CreateGrantBody, OwnerParam, RunProfileId } from '../../shared/api.ts';
 import { httpStatusOf } from '../../shared/errors.ts';
 import { ActionKind } from '../../shared/tool-arguments.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -141,7 +141,8 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
       .get();
     if (owner === undefined) throw new DomainError('not_found', `no owner ${ownerId.data}`);
     const link = await issueLink(c.var.ports, owner.id);
-    return c.json({ url: new URL(`/console/link/${link.token}`, c.req.url).toString(), expires_at: new Date(link.expiresAt).toISOString() }, 201);
+    const view: ConsoleLinkView = { url: new URL(`/console/link/${link.token}`, c.req.url).toString(), expires_at: new Date(link.expiresAt).toISOString() };
+    return c.json(view, 201);
   })
   .use('/console', requireSession)
   .use('/console/inbox', requireSession)
@@ -387,7 +388,7 @@ async function timelineOf(ports: Ports, runId: string): Promise<TimelineEntry[]>
       if (phases.settle) details.push(['Settle', `${phases.settle.outcome} after ${phases.settle.elapsed_ms} ms`]);
       if (phases.postcondition) details.push(['Postcondition', `${phases.postcondition.status} after ${phases.postcondition.observations} observation(s)`]);
       if (call.errorCode) details.push(['Error', `${call.errorCode}: ${call.errorMessage ?? ''}`]);
-      return { at: call.createdAt, what: callSummary(call as ToolCallRow), details };
+      return { at: call.createdAt, what: callSummary(call), details };
     }),
     ...waits.map(
       (wait): TimelineEntry => ({

@@ -62,9 +62,9 @@ export async function recordOutcome(
   const leaseExpiresAt = renewal
     ? { leaseExpiresAt: sql<number | null>`case when ${runs.leaseId} = ${renewal.leaseId} then ${renewal.expiresAtMs} else ${runs.leaseExpiresAt} end` }
     : {};
-  const calledUpdate = refundStatements(ports, call, outcome, isWrite).length;
+  const refunds = refundStatements(ports, call, outcome, isWrite);
   const statements = [
-    ...refundStatements(ports, call, outcome, isWrite),
+    ...refunds,
     ports.db
       .update(toolCalls)
       .set(update)
@@ -99,7 +99,7 @@ export async function recordOutcome(
   try {
     const results = await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
     // The call row is what this batch made it, unless something else moved it first.
-    if (rowsChanged(results[calledUpdate] as RunResult) === 1) return { ...call, ...update };
+    if (rowsChanged(results[refunds.length] as RunResult) === 1) return { ...call, ...update };
   } catch (error) {
     // The outcome must be recorded whatever the result looked like: keep the state, drop the rest.
     console.error(`[${ports.requestId}] recording the outcome of ${call.id} failed; recording it without its result`, error);

@@ -40,7 +40,7 @@ export function toolCallView(row: ToolCallRow, approvalId: string | null, result
  * What a stored call will do, in words an owner can judge: an act through `describeAct` with its
  * bound target, a navigation by its URL, an observation as a read.
  */
-export function callSummary(call: ToolCallRow): string {
+export function callSummary(call: Pick<ToolCallRow, 'tool' | 'version' | 'arguments' | 'phases'>): string {
   const target = (call.phases as CallPhases).target;
   const parsed = ToolVersion.safeParse(call.version);
   const tool = ToolName.safeParse(call.tool);

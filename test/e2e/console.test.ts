@@ -48,13 +48,7 @@ afterAll(async () => {
 /** A one-time sign-in link for the stack's owner, issued with the operator token. */
 async function signInLink(): Promise<string> {
   const ownerId = String((await stack.queryD1("SELECT id FROM principals WHERE kind = 'owner' LIMIT 1"))[0]?.[0]?.id);
-  const response = await fetch(`${stack.edgeUrl}/console/links`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${stack.tokens.operator}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ owner_id: ownerId }),
-  });
-  expect(response.status).toBe(201);
-  return ((await response.json()) as { url: string }).url;
+  return (await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(ownerId)).url;
 }
 
 /** A run on the fixture site with a click on "Save draft" parked for the owner. */

@@ -70,8 +70,8 @@ beforeAll(async () => {
   });
   page = context.pages()[0] ?? (await context.newPage());
   for (const [name, html] of Object.entries(PAGES)) {
-    await page.setContent(`<!doctype html><html lang="en"><body>${html}</body></html>`);
-    await page.waitForTimeout(100);
+    // The load event: inline scripts have run and the srcdoc frame has loaded.
+    await page.setContent(`<!doctype html><html lang="en"><body>${html}</body></html>`, { waitUntil: 'load' });
     snapshots.set(name, await page.ariaSnapshot({ mode: 'ai' }));
   }
 });
