@@ -204,7 +204,7 @@ export function ariaKeyOf(node: Pick<AriaNode, 'role' | 'name' | 'attributes' | 
  * The line of `node` itself at `depth` (two spaces each), exactly as Playwright's renderer writes
  * it: `- key`, `- key: value` or `- key:` (children and properties follow on their own lines).
  */
-export function ariaLineOf(node: AriaNode, depth: number): string {
+function ariaLineOf(node: AriaNode, depth: number): string {
   const indent = '  '.repeat(depth);
   if (node.role === 'text') return `${indent}- text: ${yamlValue(node.value ?? '')}`;
   const key = `${indent}- ${yamlKey(ariaKeyOf(node))}`;

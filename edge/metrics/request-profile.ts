@@ -1,11 +1,5 @@
 import type { HostConnector, HostSession } from '../host/host-session.ts';
 
-/** One named part of a request's time: how many times it ran and how long, in ms, summed. */
-export interface ProfileSpan {
-  readonly count: number;
-  readonly ms: number;
-}
-
 /**
  * Where one request's time goes, for the benchmarks and for operators who ask for it
  * (`D1_STATEMENT_COUNTER=1`, which also answers `X-D1-Statements`): D1 statements (`d1`, each
@@ -35,11 +29,6 @@ export class RequestProfile {
     } finally {
       this.add(name, performance.now() - started, count);
     }
-  }
-
-  /** The span `name` so far (zero when it never ran). */
-  span(name: string): ProfileSpan {
-    return this.#spans.get(name) ?? { count: 0, ms: 0 };
   }
 
   /**
