@@ -2,6 +2,7 @@ import { and, eq, isNotNull, isNull, lte, sql } from 'drizzle-orm';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { ownerWebhooks, type WebhookDeliveryRow, webhookDeliveries } from '../db/schema.ts';
+import { DomainError } from '../domain-error.ts';
 import type { Ports, RunResult } from '../ports.ts';
 
 /** What an owner is told about (issue 15). */
@@ -126,12 +127,14 @@ export async function retryDueDeliveries(ports: Ports): Promise<number> {
 
 /**
  * Sets (or replaces) the webhook of owner `ownerId`: `url` (http or https) and the `secret` its
- * signatures are made with. One upsert.
+ * signatures are made with. One upsert, which writes only for an existing owner principal.
+ * @throws DomainError('not_found') when `ownerId` is no owner's id (nothing is written).
  */
 export async function setOwnerWebhook(ports: Ports, ownerId: string, url: string, secret: string): Promise<void> {
   const now = ports.clock.now();
-  await ports.db
-    .insert(ownerWebhooks)
-    .values({ ownerId, url, secret, updatedAt: now })
-    .onConflictDoUpdate({ target: ownerWebhooks.ownerId, set: { url, secret, updatedAt: now } });
+  const set = await ports.db.run(sql`
+    insert into owner_webhooks (owner_id, url, secret, updated_at)
+    select id, ${url}, ${secret}, ${now} from principals where id = ${ownerId} and kind = 'owner'
+    on conflict (owner_id) do update set url = excluded.url, secret = excluded.secret, updated_at = excluded.updated_at`);
+  if (rowsChanged(set as RunResult) !== 1) throw new DomainError('not_found', `no owner ${ownerId}`);
 }

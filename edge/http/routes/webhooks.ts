@@ -11,7 +11,7 @@ const setWebhook = createRoute({
   security: [{ bearer: [] }],
   middleware: [requirePrincipal('operator')] as const,
   request: { params: OwnerParam, body: jsonBody(OwnerWebhookBody) },
-  responses: { 200: jsonResponse(OwnerWebhookView, 'the webhook (without its secret)'), ...errorResponses(...AUTH_ERRORS, 'invalid_request') },
+  responses: { 200: jsonResponse(OwnerWebhookView, 'the webhook (without its secret)'), ...errorResponses(...AUTH_ERRORS, 'invalid_request', 'not_found') },
 });
 
 /** Operator endpoints for owners' notifications (edge/notifications/webhooks.ts). */
