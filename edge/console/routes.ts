@@ -83,8 +83,8 @@ async function inboxItems(c: Context<ConsoleEnv>): Promise<InboxItem[]> {
     approvalId: approval.id,
     summary: callSummary(call),
     tool: call.tool,
-    target: (call.phases as { target?: InboxItem['target'] } | null)?.target ?? null,
-    action: call.tool === 'browser.act' ? String((call.arguments as { action?: unknown } | null)?.action ?? '') || undefined : undefined,
+    target: (call.phases as CallPhases).target ?? null,
+    action: call.tool === 'browser.act' ? actionOf(call) : undefined,
     runIntent: byId.get(approval.runId)?.intent ?? approval.runId,
     rule: call.decisionRule ?? undefined,
     askedAt: approval.createdAt,
@@ -334,13 +334,13 @@ const Allowance = z.strictObject({ uses: z.coerce.number().int().min(1).max(50),
  */
 async function allowTheSame(ports: Ports, owner: Principal, call: ToolCallRow, allowance: z.infer<typeof Allowance>): Promise<string> {
   const target = (call.phases as CallPhases).target;
-  const action = ActionKind.safeParse((call.arguments as { action?: unknown } | null)?.action);
-  if (call.tool !== 'browser.act' || target === undefined || !action.success) return 'Nothing was allowed: only an act can be allowed again.';
+  const action = actionOf(call);
+  if (call.tool !== 'browser.act' || target === undefined || action === undefined) return 'Nothing was allowed: only an act can be allowed again.';
   const run = await ports.db.select({ policyProfile: runs.policyProfile }).from(runs).where(eq(runs.id, call.runId)).get();
   const profile = await profileInForce(ports.db, run?.policyProfile ?? 'default');
   const body = CreateGrantBody.safeParse({
     tool: 'browser.act',
-    actions: [action.data],
+    actions: [action],
     origin: target.frame_origin,
     max_uses: allowance.uses,
     ttl_ms: allowance.minutes * 60_000,
@@ -348,7 +348,7 @@ async function allowTheSame(ports: Ports, owner: Principal, call: ToolCallRow, a
   });
   if (!body.success) return `Nothing was allowed: acts on ${target.frame_origin} cannot be granted.`;
   await createGrant(ports, owner, body.data, profile);
-  return `Allowed: ${action.data} on ${target.frame_origin} for ${allowance.uses} uses within ${allowance.minutes} minutes.`;
+  return `Allowed: ${action} on ${target.frame_origin} for ${allowance.uses} uses within ${allowance.minutes} minutes.`;
 }
 
 /** A run's timeline, oldest first: its calls, sign-in waits and notices. */
@@ -433,4 +433,9 @@ function sameSecret(given: string, expected: string): boolean {
   let difference = 0;
   for (let index = 0; index < given.length; index++) difference |= given.charCodeAt(index) ^ expected.charCodeAt(index);
   return difference === 0;
+}
+
+/** The action kind of a stored `browser.act` call (`click`, `type`, ...), if its arguments name one. */
+function actionOf(call: Pick<ToolCallRow, 'arguments'>): ActionKind | undefined {
+  return ActionKind.safeParse((call.arguments as { action?: unknown } | null)?.action).data;
 }
