@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { SiteVerificationDefinition } from '../shared/authentication.ts';
 import { canonicalOrigins, Origin } from '../shared/origin.ts';
 import { MIN_SHARED_SECRET_BYTES } from '../shared/wire-auth.ts';
+import { DEFAULT_SCREENSHOT_CONFIG, type ScreenshotConfig } from './screenshots.ts';
 import { BUILT_IN_SITE_DEFINITIONS, readSiteCatalog, SiteCatalogError } from './site-verification/catalog.ts';
 
 /**
@@ -76,6 +77,8 @@ export interface HostConfig {
    * enabled, not covered) before it fails `not_actionable` with nothing sent, in ms.
    */
   readonly actionabilityMs: number;
+  /** Screenshots for the owner's console (`HOST_SCREENSHOTS`, `HOST_SCREENSHOT_QUALITY`). */
+  readonly screenshots: ScreenshotConfig;
 }
 
 /** Invalid configuration: the message names the variable and what it must be. */
@@ -140,6 +143,8 @@ const EnvSchema = z.object({
   HOST_EGRESS_ALLOW: originList.default([]),
   HOST_EGRESS_DENY: originList.default([]),
   HOST_ACTIONABILITY_MS: integer(100, 60_000).default(DEFAULT_ACTIONABILITY_MS),
+  HOST_SCREENSHOTS: flag.default(DEFAULT_SCREENSHOT_CONFIG.enabled),
+  HOST_SCREENSHOT_QUALITY: integer(10, 95).default(DEFAULT_SCREENSHOT_CONFIG.quality),
   DISPLAY: z.string().optional(),
 });
 
@@ -159,7 +164,8 @@ const EnvSchema = z.object({
  * off: a loopback DevTools port per profile browser, for the scripted person of tests and demos)
  * and `HOST_CEREMONY_POLL_MS` (default 1,000 ms, 100-60,000); for the confinement (README
  * "Confinement"): `HOST_EGRESS_ALLOW` and `HOST_EGRESS_DENY` (comma-separated origins; default
- * none) and `HOST_ACTIONABILITY_MS` (default 5,000 ms, 100-60,000).
+ * none) and `HOST_ACTIONABILITY_MS` (default 5,000 ms, 100-60,000); for the owner's console's
+ * screenshots: `HOST_SCREENSHOTS=0` (default on) and `HOST_SCREENSHOT_QUALITY` (JPEG, default 60, 10-95).
  * @throws ConfigError naming every invalid variable or unknown flag, or a catalog file that cannot
  *   be read or does not validate.
  */
@@ -202,5 +208,6 @@ export function parseHostConfig(env: Readonly<Record<string, string | undefined>
     ceremonyPollMs: e.HOST_CEREMONY_POLL_MS,
     egress: { allow: e.HOST_EGRESS_ALLOW, deny: e.HOST_EGRESS_DENY },
     actionabilityMs: e.HOST_ACTIONABILITY_MS,
+    screenshots: { enabled: e.HOST_SCREENSHOTS, quality: e.HOST_SCREENSHOT_QUALITY },
   };
 }

@@ -12,7 +12,8 @@ import type { LeaseTable } from './lease.ts';
 import { navigatePage } from './navigation.ts';
 import { continueObservation, hostObservationOf, NOT_WAITED, type ObservationContext } from './observation.ts';
 import type { ObservationLog } from './observation-log.ts';
-import type { ProfileBrowser } from './profile-browser.ts';
+import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import { boxOf, takeScreenshot } from './screenshots.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
 
 /** Failures that guarantee nothing was dispatched; when the lease ended meanwhile, they read as `lease_lost`. */
@@ -64,6 +65,12 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   wire-only `sign_in` signal when the page asks for sign-in ({@link hostObservationOf}).
  * - `page.observe {continuation}`: `lease_lost` unless live; served from the cached revision
  *   without waiting for the page (see {@link continueObservation}); never a sign-in signal.
+ * - `page.screenshot`: `lease_lost` unless live; the picture shelved right after the act or
+ *   navigation that produced `revision` (`page.act` and `page.navigate` shelve one as they
+ *   answer, never holding up the answer, and wait for the one in flight before they send
+ *   anything), else, or when a `reference` asks for its box, a
+ *   fresh one in the page's turn while `revision` is still the latest (`stale_revision`
+ *   otherwise); `not_found` when screenshots are off (`HOST_SCREENSHOTS=0`).
  * - `host.status`: counts of browsers, leases, waiters, fresh observe captures, reserved
  *   verification loads and open ceremonies.
  * - `ceremony.begin`, `ceremony.status`, `ceremony.end`: see {@link Ceremonies}.
@@ -102,6 +109,18 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     }
   };
 
+  /** Shelves a screenshot of what an act or navigation left the page showing (see `ScreenshotShelf`). */
+  const shelveScreenshot = (leaseId: string, browser: ProfileBrowser, captured: { revision: number }): void => {
+    if (!config.screenshots.enabled) return;
+    browser.screenshots.shelve(
+      leaseId,
+      captured.revision,
+      () => (browser.invalidation === undefined ? browser.revision : -1),
+      () => browser.openPage,
+      config.screenshots,
+    );
+  };
+
   return {
     'lease.acquire': async ({ run_id, profile_id, origins, ttl_ms, wait_ms }) => {
       leases.releaseHeldBy(profile_id, run_id);
@@ -126,9 +145,12 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),
     'page.navigate': ({ lease_id, url, timeout_ms }) =>
-      onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
-        hostObservationOf(deadline, browser, await navigatePage(deadline, browser, url, config.settle), context, catalog),
-      ),
+      onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
+        await browser.screenshots.settled(deadline);
+        const captured = await navigatePage(deadline, browser, url, config.settle);
+        shelveScreenshot(lease_id, browser, captured);
+        return hostObservationOf(deadline, browser, captured, context, catalog);
+      }),
     'page.observe': async ({ lease_id, continuation, timeout_ms }) => {
       if (continuation !== undefined) {
         return continueObservation(leasedBrowser(lease_id), continuation, { caps: config.window, cursors, leaseId: lease_id });
@@ -141,15 +163,33 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       return observation;
     },
     'page.act': ({ lease_id, action, target, timeout_ms }) =>
-      onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
-        hostObservationOf(
-          deadline,
-          browser,
-          await actOnPage(deadline, browser, action, { ...config.settle, actionabilityMs: config.actionabilityMs }, () => void leases.check(lease_id), target),
-          context,
-          catalog,
-        ),
-      ),
+      onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
+        await browser.screenshots.settled(deadline);
+        const settings = { ...config.settle, actionabilityMs: config.actionabilityMs };
+        const captured: CapturedRevision = await actOnPage(deadline, browser, action, settings, () => void leases.check(lease_id), target);
+        shelveScreenshot(lease_id, browser, captured);
+        return hostObservationOf(deadline, browser, captured, context, catalog);
+      }),
+    'page.screenshot': async ({ lease_id, revision, reference, timeout_ms }) => {
+      if (!config.screenshots.enabled) throw new HostError('not_found', 'this host takes no screenshots (HOST_SCREENSHOTS=0)');
+      if (reference === undefined) {
+        const shelved = Deadline.after(timeout_ms);
+        try {
+          const picture = await leasedBrowser(lease_id).screenshots.get(lease_id, revision, shelved);
+          if (picture !== undefined) return { ...picture, revision, box: null };
+        } finally {
+          shelved.dispose();
+        }
+      }
+      return onLeasedPage(lease_id, timeout_ms, async (deadline, browser) => {
+        if (browser.revision !== revision || browser.invalidation !== undefined) {
+          throw new HostError('stale_revision', `revision ${revision} is not the page's latest (${browser.revision}); it can no longer be pictured`);
+        }
+        const page = await browser.page(deadline);
+        const box = reference === undefined ? null : await boxOf(page.getByRef(reference), deadline);
+        return { ...(await takeScreenshot(page, deadline, config.screenshots)), revision, box };
+      });
+    },
     'host.status': async () => services.status(),
     'ceremony.begin': (params) => ceremonies.begin(params),
     'ceremony.status': ({ ceremony_id }) => ceremonies.status(ceremony_id),

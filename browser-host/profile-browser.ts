@@ -10,6 +10,7 @@ import { PageEvents } from './page-events.ts';
 import { closePage, pageAnswers } from './page-recovery.ts';
 import { PageTraffic } from './page-traffic.ts';
 import { type LaunchOptions, launchProfileContext } from './profiles.ts';
+import { ScreenshotShelf } from './screenshots.ts';
 import { SerialLock } from './serial-lock.ts';
 import { CLOSED_SHADOW_ROOTS_SCRIPT, ClosedRootProbe } from './snapshot-marks.ts';
 
@@ -67,6 +68,8 @@ export class ProfileBrowser {
   readonly confinement: Confinement;
   /** Closed shadow roots the host could not open, counted once per document (snapshot-marks.ts). */
   readonly closedRoots = new ClosedRootProbe();
+  /** Screenshots taken right after acts and navigations, for the owner's console (issue 15). */
+  readonly screenshots = new ScreenshotShelf();
   readonly #context: BrowserContext;
   readonly #proxy: EgressProxy;
   /** Pages the host opened itself; any other page is a popup and is closed. */

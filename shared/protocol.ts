@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CEREMONY_METHODS, HostObservation } from './authentication.ts';
 import { ErrorDetail } from './errors.ts';
 import { Origin } from './origin.ts';
-import { BrowserAction, ContinuationCursor, MAX_URL_LENGTH } from './tool-arguments.ts';
+import { BrowserAction, ContinuationCursor, ElementRef, MAX_URL_LENGTH, Revision } from './tool-arguments.ts';
 
 /**
  * The edge-host wire protocol: CDP-style JSON frames over one WebSocket.
@@ -68,6 +68,41 @@ export const HostStatus = z.strictObject({
 });
 export type HostStatus = z.infer<typeof HostStatus>;
 
+/** Largest screenshot the host sends, in bytes of JPEG (before base64). */
+export const MAX_SCREENSHOT_BYTES = 256 * 1024;
+
+/**
+ * A box on a screenshot, in CSS px of the viewport (the picture's own pixels: screenshots are
+ * taken at CSS scale), origin top left. It may reach outside the picture when the element is
+ * partly scrolled out of view.
+ */
+export const ScreenshotBox = z.strictObject({
+  x: z.number().finite(),
+  y: z.number().finite(),
+  width: z.number().finite().min(0),
+  height: z.number().finite().min(0),
+});
+export type ScreenshotBox = z.infer<typeof ScreenshotBox>;
+
+/**
+ * A JPEG of the page's viewport as it was at `revision`, for the owner's console only (issue 15:
+ * the agent's API never carries it): at most {@link MAX_SCREENSHOT_BYTES}, `width` x `height`
+ * CSS px, taken at `taken_at_ms` (epoch ms). `box` is where the element of the requested
+ * reference was on it, or null when none was asked for or it had no box (hidden, gone).
+ */
+export const PageScreenshot = z.strictObject({
+  revision: z.int().min(1),
+  jpeg_base64: z
+    .string()
+    .max(Math.ceil(MAX_SCREENSHOT_BYTES / 3) * 4)
+    .regex(/^[A-Za-z0-9+/]+={0,2}$/),
+  width: z.int().min(1).max(16_384),
+  height: z.int().min(1).max(16_384),
+  taken_at_ms: z.int().min(0),
+  box: ScreenshotBox.nullable(),
+});
+export type PageScreenshot = z.infer<typeof PageScreenshot>;
+
 /**
  * Every method the host serves: its params schema and its result schema. The host parses params
  * with these before doing anything; the edge parses results with them before trusting anything.
@@ -108,6 +143,16 @@ export const HOST_METHODS = {
   'page.act': {
     params: z.strictObject({ lease_id: LeaseId, action: BrowserAction, target: ExpectedTarget.optional(), timeout_ms: timeoutMs }),
     result: HostObservation,
+  },
+  /**
+   * A screenshot of the lease's page at `revision`: the one the host took right after the act or
+   * navigation that produced it (its answer never waits for the picture), or, when `reference`
+   * is given or none was kept, a fresh one with the element's box, taken only while `revision`
+   * is still the page's latest (`stale_revision` otherwise).
+   */
+  'page.screenshot': {
+    params: z.strictObject({ lease_id: LeaseId, revision: Revision, reference: ElementRef.optional(), timeout_ms: timeoutMs }),
+    result: PageScreenshot,
   },
   'host.status': {
     params: z.strictObject({}),

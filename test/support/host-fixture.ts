@@ -4,6 +4,7 @@ import path from 'node:path';
 import { test } from 'vitest';
 import { DEFAULT_ACTIONABILITY_MS, DEFAULT_SETTLE_CONFIG, DEFAULT_WINDOW_CAPS, type HostConfig } from '../../browser-host/config.ts';
 import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
+import { DEFAULT_SCREENSHOT_CONFIG } from '../../browser-host/screenshots.ts';
 import type { LeaseGrant } from '../../shared/protocol.ts';
 import { type FixtureServer, fixtureOrigins, startFixtureServer } from './fixture-server.ts';
 import { connectHost, type HostClient } from './host-client.ts';
@@ -37,6 +38,7 @@ export function testHostConfig(profilesDir: string, overrides: Partial<HostConfi
     ceremonyPollMs: 1_000,
     egress: { allow: [], deny: [] },
     actionabilityMs: DEFAULT_ACTIONABILITY_MS,
+    screenshots: DEFAULT_SCREENSHOT_CONFIG,
     ...overrides,
   };
 }
