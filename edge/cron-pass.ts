@@ -1,3 +1,4 @@
+import { pruneArtifacts } from './artifacts/screenshots.ts';
 import { retryDueDeliveries } from './notifications/webhooks.ts';
 import type { Ports } from './ports.ts';
 import { fireDueSchedules } from './schedules/schedules.ts';
@@ -13,8 +14,9 @@ export interface CronPassReport {
 /**
  * The cron pass, the same on Workers (`scheduled`), Deno (`Deno.cron`) and Node (croner): queue
  * the runs of schedules due in the minute of `scheduledTime` (epoch ms), then the sign-in
- * maintenance pass. A failure of either half is logged with `ports.requestId` and does not stop
- * the other; the next pass tries again. Never throws.
+ * maintenance pass, webhook retries and the screenshot retention pass (oldest first, at most 256
+ * per pass, past `ARTIFACT_MAX_AGE_HOURS`). A failure of any part is logged with
+ * `ports.requestId` and does not stop the others; the next pass tries again. Never throws.
  */
 export async function cronPass(ports: Ports, scheduledTime: number): Promise<CronPassReport> {
   let queued = 0;
@@ -33,6 +35,11 @@ export async function cronPass(ports: Ports, scheduledTime: number): Promise<Cro
     await retryDueDeliveries(ports);
   } catch (error) {
     console.error(`[${ports.requestId}] cron pass: retrying webhook deliveries failed`, error);
+  }
+  try {
+    await pruneArtifacts(ports, scheduledTime);
+  } catch (error) {
+    console.error(`[${ports.requestId}] cron pass: removing old screenshots failed`, error);
   }
   return { queued, signIns };
 }

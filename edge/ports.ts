@@ -1,6 +1,7 @@
 import type { ResultSet } from '@libsql/client';
 import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
+import type { ArtifactStore } from './artifacts/artifact-store.ts';
 import type * as schema from './db/schema.ts';
 import type { HostConnector } from './host/host-session.ts';
 import type { RequestProfile } from './metrics/request-profile.ts';
@@ -15,6 +16,8 @@ export interface Ports {
   /** drizzle over D1 on Workers, over a libSQL (SQLite) file on Deno and Node. */
   readonly db: Database;
   readonly host: HostConnector;
+  /** Where the owner's screenshots are kept: R2 on Workers, files on Deno and Node (edge/artifacts/artifact-store.ts). */
+  readonly artifacts: ArtifactStore;
   readonly clock: Clock;
   readonly config: EdgeConfig;
   /** The secret shared with the browser host (`HOST_SHARED_SECRET`); verifies its ceremony events. */
@@ -102,6 +105,10 @@ export interface EdgeConfig {
   readonly quotas: QuotaConfig;
   /** The edge's public base URL (`PUBLIC_URL`), for links into the console in webhooks; relative links when unset. */
   readonly publicUrl?: string;
+  /** Most screenshots kept per owner (`ARTIFACT_MAX_PER_OWNER`); the oldest go first. */
+  readonly artifactMaxPerOwner: number;
+  /** Longest a screenshot is kept, in ms (`ARTIFACT_MAX_AGE_HOURS`, in hours). */
+  readonly artifactMaxAgeMs: number;
 }
 
 /** Defaults for {@link EdgeConfig}. */
@@ -112,6 +119,8 @@ export const DEFAULT_EDGE_CONFIG: EdgeConfig = {
   resultBudgetBytes: 64 * 1024,
   claimTtlMs: 120_000,
   quotas: DEFAULT_QUOTAS,
+  artifactMaxPerOwner: 500,
+  artifactMaxAgeMs: 7 * 24 * 3_600_000,
 };
 
 /**
@@ -132,6 +141,8 @@ export function edgeConfigFrom(vars: Record<string, unknown>): EdgeConfig {
     admissionWaitMs: read('ADMISSION_WAIT_MS', DEFAULT_EDGE_CONFIG.admissionWaitMs),
     resultBudgetBytes: read('RESULT_BUDGET_BYTES', DEFAULT_EDGE_CONFIG.resultBudgetBytes),
     claimTtlMs: read('CLAIM_TTL_MS', DEFAULT_EDGE_CONFIG.claimTtlMs),
+    artifactMaxPerOwner: read('ARTIFACT_MAX_PER_OWNER', DEFAULT_EDGE_CONFIG.artifactMaxPerOwner),
+    artifactMaxAgeMs: read('ARTIFACT_MAX_AGE_HOURS', DEFAULT_EDGE_CONFIG.artifactMaxAgeMs / 3_600_000) * 3_600_000,
     ...(typeof vars.PUBLIC_URL === 'string' && /^https?:\/\//.test(vars.PUBLIC_URL) ? { publicUrl: vars.PUBLIC_URL } : {}),
     quotas: {
       runsPerMinutePerAgent: read('QUOTA_RUNS_PER_MINUTE_PER_AGENT', DEFAULT_QUOTAS.runsPerMinutePerAgent),

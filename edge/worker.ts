@@ -1,5 +1,6 @@
 import { drizzle } from 'drizzle-orm/d1';
 import { createApp } from './app.ts';
+import { r2ArtifactStore } from './artifacts/artifact-store.ts';
 import { cronPass } from './cron-pass.ts';
 import * as schema from './db/schema.ts';
 import { countStatements } from './db/statement-counter.ts';
@@ -10,6 +11,8 @@ import { backgroundRunner, edgeConfigFrom, type Ports, systemClock } from './por
 /** Bindings and vars of the Worker (wrangler.toml, `.dev.vars`, `wrangler secret`). */
 export interface WorkerEnv {
   DB: D1Database;
+  /** The R2 bucket of the owner's screenshots (wrangler.toml `[[r2_buckets]]`). */
+  ARTIFACTS: R2Bucket;
   /** ws:// or wss:// URL of the browser host. */
   HOST_URL: string;
   /** Shared secret for edge-host wire tokens, at least 32 bytes. */
@@ -36,6 +39,7 @@ function portsOf(env: WorkerEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, reque
     db: drizzle(counter?.db ?? env.DB, { schema }),
     ...(counter && profile ? { statementsSent: counter.count, profile } : {}),
     host: profile ? profiledConnector(host, profile) : host,
+    artifacts: r2ArtifactStore(env.ARTIFACTS),
     clock: systemClock,
     background: backgroundRunner(requestId, (promise) => ctx.waitUntil(promise)),
     requestId,

@@ -252,6 +252,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         hostSecret: vars.HOST_SHARED_SECRET,
         persistTo,
         sqlitePath,
+        artifactsDir: runtime !== 'workers' && fresh ? join(scratch, 'artifacts') : undefined,
         edgeVars: options.edgeVars ?? {},
       });
       const started = startProcess('edge', launch.command, launch.args, { ...env, ...launch.env }, echo);
@@ -336,6 +337,8 @@ function edgeLaunchOf(
     hostSecret: string;
     persistTo: string | undefined;
     sqlitePath: string | undefined;
+    /** Where Deno and Node keep screenshots; undefined: their default, `.data/artifacts`. */
+    artifactsDir: string | undefined;
     edgeVars: Record<string, string>;
   },
 ): EdgeLaunch {
@@ -348,6 +351,7 @@ function edgeLaunchOf(
         EDGE_PORT: String(where.edgePort),
         EDGE_BIND: '127.0.0.1',
         ...(where.sqlitePath ? { EDGE_SQLITE_PATH: where.sqlitePath } : {}),
+        ...(where.artifactsDir ? { EDGE_ARTIFACTS_DIR: where.artifactsDir } : {}),
         HOST_URL: where.hostUrl,
         HOST_SHARED_SECRET: where.hostSecret,
         DENO_NO_UPDATE_CHECK: '1',

@@ -32,6 +32,12 @@ ol.timeline { list-style: none; padding: 0; }
 details { margin-top: .75rem; } summary { cursor: pointer; color: var(--accent); }
 input[type=password] { font: inherit; width: 100%; max-width: 32rem; padding: .4rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--paper); color: var(--ink); }
 .error { color: var(--bad); }
+figure.shot { margin: .5rem 0 1rem; } figure.shot figcaption { color: var(--muted); font-size: .9rem; }
+.frame { position: relative; display: inline-block; max-width: 100%; }
+.frame img { display: block; max-width: 100%; height: auto; border: 1px solid var(--line); }
+.frame svg { position: absolute; inset: 0; width: 100%; height: 100%; pointer-events: none; }
+.target-outline { fill: none; stroke: #ff7a00; stroke-width: 3px; }
+img.thumbnail { display: block; width: 16rem; max-width: 100%; height: auto; border: 1px solid var(--line); }
 .empty { color: var(--muted); }
 `;
 
@@ -127,6 +133,41 @@ export interface InboxItem {
   readonly rule: string | undefined;
   readonly askedAt: number;
   readonly runDeadlineAt: number;
+  /** The page when the call parked, with the target's box, once the host's picture has arrived. */
+  readonly picture: Picture | undefined;
+}
+
+/** A screenshot the console shows (`/console/screenshots/<id>`): its size in px and, when known, the target's box on it. */
+export interface Picture {
+  readonly id: string;
+  readonly width: number;
+  readonly height: number;
+  readonly box: { readonly x: number; readonly y: number; readonly width: number; readonly height: number } | null;
+}
+
+/**
+ * The page as it was when the call parked, the target outlined: an SVG over the image whose
+ * view box is the picture's own pixels, so the outline stays on the element at any display size.
+ */
+function parkedPicture(picture: Picture | undefined, target: ActTarget | null): Page {
+  if (picture === undefined) return html`<p class="empty">No picture of the page yet.</p>`;
+  const box = picture.box;
+  const visible = box !== null && box.x < picture.width && box.y < picture.height && box.x + box.width > 0 && box.y + box.height > 0;
+  const what = target ? `the ${target.role} ${JSON.stringify(target.name)}` : 'the target';
+  return html`<figure class="shot">
+<div class="frame"><img src="/console/screenshots/${picture.id}" width="${picture.width}" height="${picture.height}" alt="The page when the agent asked${target ? html`, ${target.page_title}` : ''}">${
+    visible
+      ? html`<svg viewBox="0 0 ${picture.width} ${picture.height}" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="target-outline" x="${box.x}" y="${box.y}" width="${box.width}" height="${box.height}"></rect></svg>`
+      : ''
+  }</div>
+<figcaption>${
+    visible
+      ? html`The page when the agent asked; ${what} is outlined in orange.`
+      : target
+        ? html`The page when the agent asked; ${what} is not in the visible part of the page.`
+        : 'The page when the agent asked.'
+  }</figcaption>
+</figure>`;
 }
 
 /** A duration for people: `40 s`, `3 min`, `2 h 5 min`. */
@@ -161,6 +202,7 @@ ${item.target.key !== undefined ? html`<dt>Key</dt><dd>${item.target.key}</dd>` 
 <dt>Waiting</dt><dd>${humanDuration(now - item.askedAt)}</dd>
 <dt>Run has left</dt><dd>${humanDuration(item.runDeadlineAt - now)}</dd>
 </dl>
+${parkedPicture(item.picture, item.target)}
 <form method="post" action="/console/approvals/${item.approvalId}/decision" class="actions">
 <input type="hidden" name="csrf" value="${csrfToken}">
 <button type="submit" name="decision" value="approve" class="approve">Approve</button>
@@ -243,6 +285,8 @@ export interface TimelineEntry {
   readonly at: number;
   readonly what: string;
   readonly details: ReadonlyArray<readonly [string, string]>;
+  /** The page after the call's act or navigation, when a picture was kept. */
+  readonly thumbnail?: Picture;
 }
 
 /** A run's timeline: its calls with their decision, approval, watermark, dispatch, settle and outcome; sign-in waits; notices; the report. */
@@ -254,7 +298,11 @@ export function runPage(run: RunListItem & { readonly report: string | null }, e
 <p>State: ${run.state.replaceAll('_', ' ')}${run.report ? html` · report: ${run.report}` : ''}</p>
 <ol class="timeline">${entries.map(
       (entry) => html`<li class="approval"><h3>${entry.what}</h3><p>${new Date(entry.at).toISOString()}</p>
-<dl>${entry.details.map(([label, value]) => html`<dt>${label}</dt><dd>${value}</dd>`)}</dl></li>`,
+<dl>${entry.details.map(([label, value]) => html`<dt>${label}</dt><dd>${value}</dd>`)}</dl>${
+        entry.thumbnail
+          ? html`<a href="/console/screenshots/${entry.thumbnail.id}"><img class="thumbnail" src="/console/screenshots/${entry.thumbnail.id}" width="${entry.thumbnail.width}" height="${entry.thumbnail.height}" loading="lazy" alt="The page after this call (opens the full picture)"></a>`
+          : ''
+      }</li>`,
     )}</ol>`,
     { csrfToken },
   );

@@ -8,8 +8,19 @@ import { z } from 'zod';
 import { type CallPhases, type ConsoleLinkView, CreateGrantBody, OwnerParam, RunProfileId } from '../../shared/api.ts';
 import { httpStatusOf } from '../../shared/errors.ts';
 import { ActionKind } from '../../shared/tool-arguments.ts';
+import { ownerScreenshot, screenshotsOfCalls, screenshotsOfRun } from '../artifacts/screenshots.ts';
 import type { Principal } from '../auth/principal.ts';
-import { type ConsoleSessionRow, notices, principals, profileBindings, runs, signInWaits, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import {
+  type ArtifactRow,
+  type ConsoleSessionRow,
+  notices,
+  principals,
+  profileBindings,
+  runs,
+  signInWaits,
+  type ToolCallRow,
+  toolCalls,
+} from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import { createGrant, listGrants, revokeGrant } from '../grants/grants.ts';
 import type { AppEnv } from '../http/app-env.ts';
@@ -31,6 +42,7 @@ import {
   layout,
   linkPage,
   listPage,
+  type Picture,
   runPage,
   runsPage,
   signInPage,
@@ -79,6 +91,11 @@ async function inboxItems(c: Context<ConsoleEnv>): Promise<InboxItem[]> {
       ),
     );
   const byId = new Map(runRows.map((run) => [run.id, run]));
+  const pictures = await screenshotsOfCalls(
+    c.var.ports,
+    c.var.session.ownerId,
+    pending.map(({ call }) => call.id),
+  );
   return pending.map(({ approval, call }) => ({
     approvalId: approval.id,
     summary: callSummary(call),
@@ -89,6 +106,7 @@ async function inboxItems(c: Context<ConsoleEnv>): Promise<InboxItem[]> {
     rule: call.decisionRule ?? undefined,
     askedAt: approval.createdAt,
     runDeadlineAt: byId.get(approval.runId)?.deadlineAt ?? approval.createdAt,
+    picture: pictureOf(pictures.get(call.id)?.parked),
   }));
 }
 
@@ -152,6 +170,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .use('/console/grants/*', requireSession)
   .use('/console/sign-ins/*', requireSession)
   .use('/console/profiles/*', requireSession)
+  .use('/console/screenshots/*', requireSession)
   .get('/console', async (c) => c.html(inboxPage(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now(), c.req.query('notice'))))
   .get('/console/inbox', async (c) => c.html(inboxList(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now())))
   .post('/console/sign-out', async (c) => {
@@ -177,7 +196,17 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
       .get();
     if (!run || run.ownerId !== c.var.session.ownerId)
       return c.html(layout('Not found', html`<p>No such run.</p>`, { csrfToken: c.var.session.csrfToken }), 404);
-    return c.html(runPage({ ...run, report: run.reportSummary }, await timelineOf(c.var.ports, run.id), c.var.session.csrfToken));
+    return c.html(runPage({ ...run, report: run.reportSummary }, await timelineOf(c.var.ports, run.id, run.ownerId), c.var.session.csrfToken));
+  })
+  // A screenshot of the owner's (issue 15); another owner's, or one whose retention ended, is 404.
+  .get('/console/screenshots/:id', async (c) => {
+    const found = await ownerScreenshot(c.var.ports, c.var.session.ownerId, c.req.param('id'));
+    if (found === undefined) throw new DomainError('not_found', 'no such picture (it may have been removed by retention)');
+    return c.body(found.bytes as Uint8Array<ArrayBuffer>, 200, {
+      'Content-Type': 'image/jpeg',
+      'Cache-Control': 'private, max-age=86400, immutable',
+      'X-Content-Type-Options': 'nosniff',
+    });
   })
   .get('/console/grants', async (c) => {
     const rows = await listGrants(c.var.ports, ownerOf(c.var.session));
@@ -351,9 +380,14 @@ async function allowTheSame(ports: Ports, owner: Principal, call: ToolCallRow, a
   return `Allowed: ${action} on ${target.frame_origin} for ${allowance.uses} uses within ${allowance.minutes} minutes.`;
 }
 
-/** A run's timeline, oldest first: its calls, sign-in waits and notices. */
-async function timelineOf(ports: Ports, runId: string): Promise<TimelineEntry[]> {
-  const [calls, waits, runNotices] = await Promise.all([
+/** A kept screenshot as the console shows it. */
+function pictureOf(row: ArtifactRow | undefined): Picture | undefined {
+  return row === undefined ? undefined : { id: row.id, width: row.width, height: row.height, box: row.box ?? null };
+}
+
+/** A run's timeline, oldest first: its calls (each with the picture of the page after it, when kept), sign-in waits and notices. */
+async function timelineOf(ports: Ports, runId: string, ownerId: string): Promise<TimelineEntry[]> {
+  const [calls, waits, runNotices, pictures] = await Promise.all([
     ports.db
       .select({
         id: toolCalls.id,
@@ -372,6 +406,7 @@ async function timelineOf(ports: Ports, runId: string): Promise<TimelineEntry[]>
       .limit(TIMELINE_CALLS),
     ports.db.select().from(signInWaits).where(eq(signInWaits.runId, runId)).orderBy(signInWaits.createdAt),
     ports.db.select().from(notices).where(eq(notices.runId, runId)).orderBy(notices.createdAt),
+    screenshotsOfRun(ports, ownerId, runId),
   ]);
   const entries: TimelineEntry[] = [
     ...calls.map((call): TimelineEntry => {
@@ -388,7 +423,8 @@ async function timelineOf(ports: Ports, runId: string): Promise<TimelineEntry[]>
       if (phases.settle) details.push(['Settle', `${phases.settle.outcome} after ${phases.settle.elapsed_ms} ms`]);
       if (phases.postcondition) details.push(['Postcondition', `${phases.postcondition.status} after ${phases.postcondition.observations} observation(s)`]);
       if (call.errorCode) details.push(['Error', `${call.errorCode}: ${call.errorMessage ?? ''}`]);
-      return { at: call.createdAt, what: callSummary(call), details };
+      const thumbnail = pictureOf(pictures.get(call.id)?.after);
+      return { at: call.createdAt, what: callSummary(call), details, ...(thumbnail ? { thumbnail } : {}) };
     }),
     ...waits.map(
       (wait): TimelineEntry => ({

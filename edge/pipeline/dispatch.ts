@@ -7,6 +7,7 @@ import { withinOrigins } from '../../shared/origin.ts';
 import type { Condition } from '../../shared/predicate.ts';
 import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
 import { callTraits, type ToolCommand, type ToolInvocation } from '../../shared/tools.ts';
+import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { RunRow, ToolCallRow } from '../db/schema.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
@@ -21,7 +22,9 @@ import { recordOutcome } from './record-outcome.ts';
  * write, whose effect watermark is already committed), then records how it ended in one batch.
  * Never retries. The tool deadline (config `toolDeadlineMs`, capped by the run deadline) bounds
  * everything; when it runs out after the watermark, the call ends `uncertain`, not retryable
- * (DESIGN.md section 4). Never throws for host trouble: it becomes the call's outcome.
+ * (DESIGN.md section 4). Never throws for host trouble: it becomes the call's outcome. When an
+ * act or navigation answered, the host's picture of the page it left is kept for the owner in
+ * the background (issue 15), never delaying the answer.
  * @returns the call row as stored afterwards.
  */
 export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow, invocation: ToolInvocation): Promise<ToolCallRow> {
@@ -35,6 +38,8 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
   let session: HostSession | undefined;
   let sent = false;
   let leaseExpiry: DispatchOutcome['leaseExpiry'];
+  // The page an act or navigation answered with: the host keeps a picture of it for the owner.
+  let answered: { leaseId: string; revision: number } | undefined;
   try {
     session = await ports.host.connect(Math.min(remaining(), 10_000));
     const lease = await ensureLease(ports, session, run, isWrite, remaining());
@@ -43,6 +48,7 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     sent = true;
     const target = (call.phases as CallPhases).target;
     const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, traits.command, timeout, target));
+    if (traits.command.method !== 'page.observe') answered = { leaseId: lease.lease_id, revision: observation.revision };
     outcome = {
       state: 'succeeded',
       observation,
@@ -66,6 +72,12 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     session?.close();
   }
   const recorded = await recordOutcome(ports, run, call, leaseExpiry ? { ...outcome, leaseExpiry } : outcome, startedAt, isWrite);
+  if (answered !== undefined) {
+    const picture = answered;
+    ports.background(`the screenshot after call ${call.id}`, () =>
+      keepScreenshot(ports, { ownerId: run.ownerId, runId: run.id, toolCallId: call.id, kind: 'after', ...picture }),
+    );
+  }
   if (outcome.signIn && outcome.observation) {
     const protectedUrl = traits.protectedUrl(run.latestUrl ?? outcome.observation.url);
     await parkForSignIn(ports, run, { signal: outcome.signIn, signInUrl: outcome.observation.url, protectedUrl, toolCallId: call.id });

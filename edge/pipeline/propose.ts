@@ -5,6 +5,7 @@ import type { DecisionRecord, ProposeBody } from '../../shared/api.ts';
 import { originOf } from '../../shared/origin.ts';
 import { wireAction } from '../../shared/tool-arguments.ts';
 import { callTraits, parseInvocation } from '../../shared/tools.ts';
+import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { Principal } from '../auth/principal.ts';
 import { translateConstraint } from '../db/constraints.ts';
 import { newId } from '../db/ids.ts';
@@ -138,8 +139,11 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
 
   // An act is bound to its target as the agent was shown it (README "Confinement").
   let target: ActTarget | undefined;
+  // What the owner is shown if the call parks: the page at the act's revision with its target, else the run's page.
+  let pictured: ParkedPicture | undefined = run.latestRevision === null ? undefined : { revision: run.latestRevision };
   if (invocation.tool === 'browser.act') {
     const action = wireAction(invocation.arguments);
+    pictured = { revision: action.revision, reference: action.reference };
     const observed = await actTarget(ports, run, action, actResults);
     if (observed === undefined) {
       const message = `reference ${action.reference} is in no observation of revision ${action.revision} this run received; observe (or read the continuation) first`;
@@ -203,7 +207,7 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
       });
       if (started) return { status: 200, call: await dispatchCall(ports, run, started, invocation), approvalId: null };
     }
-    return park(ports, run, decided, decision, argumentsHash, context.ownerHasWebhook);
+    return park(ports, run, decided, decision, argumentsHash, context.ownerHasWebhook, pictured);
   }
 
   await reserveLease(ports, run);
@@ -228,7 +232,17 @@ export function rejectedArguments(args: unknown): unknown {
   return { excerpt: json.slice(0, MAX_REJECTED_ARGUMENTS_CHARS), bytes: new TextEncoder().encode(json).length, truncated: true };
 }
 
-/** Parks a call for the owner: call, approval and run state in one batch (DESIGN.md section 4). */
+/** The page revision (and act target) a parked call's screenshot shows the owner. */
+interface ParkedPicture {
+  readonly revision: number;
+  readonly reference?: string;
+}
+
+/**
+ * Parks a call for the owner: call, approval and run state in one batch (DESIGN.md section 4).
+ * Afterwards, in the background, the owner's webhook (when set) and a screenshot of the page the
+ * call is about, with the act's target outlined (issue 15), when the run holds a lease.
+ */
 async function park(
   ports: Ports,
   run: RunRow,
@@ -236,6 +250,7 @@ async function park(
   decision: DecisionRecord,
   argumentsHash: string,
   ownerHasWebhook: boolean,
+  pictured: ParkedPicture | undefined,
 ): Promise<ProposalOutcome> {
   const now = ports.clock.now();
   const approvalId = newId('apr');
@@ -273,5 +288,11 @@ async function park(
     throw translateConstraint(error);
   }
   if (ownerHasWebhook) notifyOwner(ports, run.ownerId, 'approval_needed', { run_id: run.id, approval_id: approvalId, tool_call_id: call.id, tool: call.tool });
+  const leaseId = run.leaseId;
+  if (pictured !== undefined && leaseId !== null) {
+    ports.background(`the screenshot of parked call ${call.id}`, () =>
+      keepScreenshot(ports, { ownerId: run.ownerId, runId: run.id, toolCallId: call.id, kind: 'parked', leaseId, ...pictured }),
+    );
+  }
   return { status: 202, call, approvalId };
 }

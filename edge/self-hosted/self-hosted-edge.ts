@@ -5,6 +5,7 @@ import { openSqliteDatabase } from '../db/sqlite.ts';
 import { standardWebSocketConnector, type WebSocketConstructor } from '../host/standard-websocket-connector.ts';
 import { requirePrincipal } from '../http/require-principal.ts';
 import { backgroundRunner, type Ports, systemClock } from '../ports.ts';
+import { fileArtifactStore } from './file-artifact-store.ts';
 import type { SelfHostedSettings } from './settings.ts';
 
 /** What a runtime (Deno, Node) supplies that Workers would otherwise provide. */
@@ -37,14 +38,17 @@ export interface SelfHostedEdge {
 
 /**
  * Opens the database (applying pending migrations) and builds the app with per-request ports:
- * a drizzle database over the file, a standard-WebSocket host connector, the system clock.
+ * a drizzle database over the file, a standard-WebSocket host connector, screenshots as files
+ * under `settings.artifactsDir`, the system clock.
  * @throws Error when the database cannot be opened or migrated.
  */
 export async function startSelfHostedEdge(settings: SelfHostedSettings, parts: RuntimeParts): Promise<SelfHostedEdge> {
   const database = await openSqliteDatabase({ path: parts.sqlitePath, migrationsFolder: parts.migrationsFolder });
+  const artifacts = fileArtifactStore(settings.artifactsDir);
   const portsOf = (requestId: string): Ports => ({
     db: database.drizzle(),
     host: standardWebSocketConnector(settings.hostUrl, settings.hostSharedSecret, parts.WebSocket),
+    artifacts,
     clock: systemClock,
     background: backgroundRunner(requestId),
     requestId,

@@ -4,7 +4,7 @@ import { type EdgeConfig, edgeConfigFrom } from '../ports.ts';
 /**
  * Settings of the edge on Deno and Node, read from the environment with the same names as the
  * Worker's vars (`HOST_URL`, `HOST_SHARED_SECRET`, `TOOL_DEADLINE_MS`, ...) plus what Workers
- * provides by itself there: the listening address and the database file.
+ * provides by itself there: the listening address, the database file and the artifact directory.
  */
 export interface SelfHostedSettings {
   /** TCP port to listen on (`EDGE_PORT`, default 8787); 0 picks a free one. */
@@ -13,6 +13,8 @@ export interface SelfHostedSettings {
   readonly bind: string;
   /** The SQLite file (`EDGE_SQLITE_PATH`, default `.data/edge.sqlite`), relative to the working directory. */
   readonly sqlitePath: string;
+  /** The directory of the owner's screenshots (`EDGE_ARTIFACTS_DIR`, default `.data/artifacts`), relative to the working directory. */
+  readonly artifactsDir: string;
   /** ws:// or wss:// URL of the browser host (`HOST_URL`, default ws://127.0.0.1:8790). */
   readonly hostUrl: string;
   /** Secret shared with the browser host (`HOST_SHARED_SECRET`, required, at least 32 bytes). */
@@ -64,6 +66,7 @@ export function selfHostedSettingsFrom(env: Record<string, string | undefined>, 
     port,
     bind: env.EDGE_BIND || '127.0.0.1',
     sqlitePath: env.EDGE_SQLITE_PATH || '.data/edge.sqlite',
+    artifactsDir: env.EDGE_ARTIFACTS_DIR || '.data/artifacts',
     hostUrl,
     hostSharedSecret,
     testScheduled: args.includes('--test-scheduled'),

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { type EdgeRuntime, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
 
 // The owner's console (issue 15) as an owner uses it: a second Chromium (playwright-core) drives
@@ -16,66 +16,66 @@ import { type FixtureServer, startFixtureServer } from '../support/fixture-serve
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-let stack: LocalStack;
-let site: FixtureServer;
-let agent: ApiClient;
-let owner: ApiClient;
-let browserProfile: string;
-let context: BrowserContext;
-let page: Page;
+describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a browser, on the %s edge", (runtime) => {
+  let stack: LocalStack;
+  let site: FixtureServer;
+  let agent: ApiClient;
+  let owner: ApiClient;
+  let browserProfile: string;
+  let context: BrowserContext;
+  let page: Page;
 
-beforeAll(async () => {
-  site = await startFixtureServer();
-  stack = await startLocalStack({ database: 'fresh', headless: true });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-  browserProfile = mkdtempSync(join(tmpdir(), 'console-owner-'));
-  context = await chromium.launchPersistentContext(browserProfile, {
-    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
-    headless: true,
-    args: [...BASE_CHROMIUM_ARGS],
+  beforeAll(async () => {
+    site = await startFixtureServer();
+    stack = await startLocalStack({ database: 'fresh', headless: true, runtime });
+    agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+    owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+    browserProfile = mkdtempSync(join(tmpdir(), 'console-owner-'));
+    context = await chromium.launchPersistentContext(browserProfile, {
+      executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+      headless: true,
+      args: [...BASE_CHROMIUM_ARGS],
+    });
+    page = context.pages()[0] ?? (await context.newPage());
   });
-  page = context.pages()[0] ?? (await context.newPage());
-});
 
-afterAll(async () => {
-  await context?.close();
-  if (browserProfile) rmSync(browserProfile, { recursive: true, force: true });
-  await stack?.stop();
-  await site?.close();
-});
+  afterAll(async () => {
+    await context?.close();
+    if (browserProfile) rmSync(browserProfile, { recursive: true, force: true });
+    await stack?.stop();
+    await site?.close();
+  });
 
-/** A one-time sign-in link for the stack's owner, issued with the operator token. */
-async function signInLink(): Promise<string> {
-  const ownerId = String((await stack.queryD1("SELECT id FROM principals WHERE kind = 'owner' LIMIT 1"))[0]?.[0]?.id);
-  return (await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(ownerId)).url;
-}
+  /** A one-time sign-in link for the stack's owner, issued with the operator token. */
+  async function signInLink(): Promise<string> {
+    const ownerId = String((await stack.queryD1("SELECT id FROM principals WHERE kind = 'owner' LIMIT 1"))[0]?.[0]?.id);
+    return (await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(ownerId)).url;
+  }
 
-/** A run on the fixture site with a click on "Save draft" parked for the owner. */
-async function parkedClick(intent: string) {
-  const run = await owner.createRun({ profile_id: 'console-e2e', intent, origins: [site.origin] });
-  const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/toast.html') }, '1.4.0')).body);
-  const proposal = await agent.propose(
-    run.id,
-    'browser.act',
-    { action: 'click', revision: opened.revision, reference: refOf(opened.snapshot, 'button', 'Save draft') },
-    '1.4.0',
-  );
-  expect(proposal.status).toBe(202);
-  return { run, call: proposal.body };
-}
+  /** A run on the fixture site with a click on "Save draft" parked for the owner. */
+  async function parkedClick(intent: string) {
+    const run = await owner.createRun({ profile_id: 'console-e2e', intent, origins: [site.origin] });
+    const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/toast.html') }, '1.4.0')).body);
+    const proposal = await agent.propose(
+      run.id,
+      'browser.act',
+      { action: 'click', revision: opened.revision, reference: refOf(opened.snapshot, 'button', 'Save draft') },
+      '1.4.0',
+    );
+    expect(proposal.status).toBe(202);
+    return { run, call: proposal.body };
+  }
 
-async function seriousViolations(): Promise<string[]> {
-  await page.addScriptTag({ content: AXE_SOURCE });
-  const results = (await page.evaluate(() => (window as unknown as { axe: { run: () => Promise<unknown> } }).axe.run())) as {
-    violations: Array<{ id: string; impact: string | null; help: string }>;
-  };
-  return results.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.id}: ${violation.help}`);
-}
+  async function seriousViolations(): Promise<string[]> {
+    await page.addScriptTag({ content: AXE_SOURCE });
+    const results = (await page.evaluate(() => (window as unknown as { axe: { run: () => Promise<unknown> } }).axe.run())) as {
+      violations: Array<{ id: string; impact: string | null; help: string }>;
+    };
+    return results.violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map((violation) => `${violation.id}: ${violation.help}`);
+  }
 
-describe("the owner's console in a browser", () => {
   it('an agent token cannot sign in, and the page says so', async () => {
     await page.goto(`${stack.edgeUrl}/console`);
     expect(new URL(page.url()).pathname).toBe('/console/sign-in');
@@ -119,6 +119,74 @@ describe("the owner's console in a browser", () => {
     expect(timeline).toContain('Settle');
     expect(await seriousViolations()).toEqual([]);
     await agent.report(run.id, 'completed', 'saved');
+  });
+
+  it("shows the parked page with the target outlined where the element is, and the page after each call in the run's timeline", async () => {
+    // Signed in by the test before. The fixture's button is solid red at 240,180 (200 x 80 CSS px) and turns green when clicked.
+    const run = await owner.createRun({ profile_id: 'console-e2e', intent: 'Pay the invoice from the console', origins: [site.origin] });
+    const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('screenshot/target.html') }, '1.4.0')).body);
+    const proposal = await agent.propose(
+      run.id,
+      'browser.act',
+      { action: 'click', revision: opened.revision, reference: refOf(opened.snapshot, 'button', 'Send payment') },
+      '1.4.0',
+    );
+    expect(proposal.status).toBe(202);
+    await page.goto(`${stack.edgeUrl}/console`);
+    const entry = page.getByRole('article').filter({ hasText: 'Pay the invoice from the console' });
+    // The picture arrives in the background; the inbox refreshes itself every 3 s.
+    await expect.poll(() => entry.locator('figure.shot img').count(), { timeout: 20_000 }).toBe(1);
+    expect(await entry.locator('figcaption').textContent()).toContain('the button "Send payment" is outlined');
+    const seen = await entry.evaluate(async (article) => {
+      const image = article.querySelector('figure.shot img') as HTMLImageElement;
+      const rect = article.querySelector('figure.shot rect') as SVGRectElement;
+      const svg = article.querySelector('figure.shot svg') as SVGSVGElement;
+      if (!image.complete) await new Promise((resolve) => image.addEventListener('load', resolve, { once: true }));
+      const canvas = Object.assign(document.createElement('canvas'), { width: image.naturalWidth, height: image.naturalHeight });
+      const drawing = canvas.getContext('2d')!;
+      drawing.drawImage(image, 0, 0);
+      const box = { x: rect.x.baseVal.value, y: rect.y.baseVal.value, width: rect.width.baseVal.value, height: rect.height.baseVal.value };
+      const pixel = (x: number, y: number) => [...drawing.getImageData(Math.round(x), Math.round(y), 1, 1).data.slice(0, 3)];
+      const shown = image.getBoundingClientRect();
+      const over = svg.getBoundingClientRect();
+      return {
+        natural: [image.naturalWidth, image.naturalHeight],
+        box,
+        inside: pixel(box.x + box.width / 2, box.y + box.height / 2),
+        left: pixel(box.x - 20, box.y + box.height / 2),
+        below: pixel(box.x + box.width / 2, box.y + box.height + 20),
+        overlay: [Math.abs(shown.left - over.left), Math.abs(shown.top - over.top), Math.abs(shown.width - over.width), Math.abs(shown.height - over.height)],
+      };
+    });
+    expect(seen.natural).toEqual([1280, 720]);
+    for (const [key, value] of Object.entries({ x: 240, y: 180, width: 200, height: 80 })) expect(Math.abs(seen.box[key as 'x'] - value)).toBeLessThan(1);
+    const isRed = ([r, g, b]: number[]) => r! > 170 && g! < 90 && b! < 90;
+    expect(isRed(seen.inside)).toBe(true);
+    expect(isRed(seen.left)).toBe(false);
+    expect(isRed(seen.below)).toBe(false);
+    // The outline is drawn over the picture as shown, at any size: the overlay covers the image exactly.
+    for (const difference of seen.overlay) expect(difference).toBeLessThan(1.5);
+    await entry.getByRole('button', { name: 'Approve', exact: true }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Approved: the call succeeded.');
+    // The timeline: a thumbnail after the navigation (red button) and after the click (green).
+    const colours = async () => {
+      await page.goto(`${stack.edgeUrl}/console/runs/${run.id}`);
+      return page.locator('img.thumbnail').evaluateAll(async (images) =>
+        Promise.all(
+          (images as HTMLImageElement[]).map(async (image) => {
+            if (!image.complete) await new Promise((resolve) => image.addEventListener('load', resolve, { once: true }));
+            const canvas = Object.assign(document.createElement('canvas'), { width: image.naturalWidth, height: image.naturalHeight });
+            const drawing = canvas.getContext('2d')!;
+            drawing.drawImage(image, 0, 0);
+            const [r, g, b] = drawing.getImageData(340, 220, 1, 1).data;
+            return r! > 170 && g! < 90 ? 'red' : g! > 120 && r! < 90 ? 'green' : `rgb(${r},${g},${b})`;
+          }),
+        ),
+      );
+    };
+    await expect.poll(colours, { timeout: 20_000 }).toEqual(['red', 'green']);
+    expect(await seriousViolations()).toEqual([]);
+    await agent.report(run.id, 'completed', 'paid');
   });
 
   it('a form posted from another origin is refused and the approval stays pending', async () => {

@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../edge/app.ts';
+import { HostCallError } from '../../edge/host/host-session.ts';
 import type { Ports } from '../../edge/ports.ts';
 import type { RunView } from '../../shared/api.ts';
 import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
@@ -19,6 +20,8 @@ function consoleApp(now?: () => number) {
     if (method === 'lease.acquire' || method === 'lease.renew') {
       return { lease_id: 'lease_console00001', profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
     }
+    // A picture for the console is no page command: it makes no revision (this stand-in takes none).
+    if (method === 'page.screenshot') throw new HostCallError('not_found', 'this stand-in takes no screenshots');
     if (method.startsWith('page.')) return { ...hostPage(`${ORIGIN}/drafts`, ++revision), snapshot: '- button "Save draft" [ref=e2]' };
     return { released: true };
   });

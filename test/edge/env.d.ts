@@ -5,6 +5,7 @@ declare global {
   namespace Cloudflare {
     interface Env {
       DB: D1Database;
+      ARTIFACTS: R2Bucket;
       TEST_MIGRATIONS: D1Migration[];
       HOST_URL: string;
       HOST_SHARED_SECRET: string;

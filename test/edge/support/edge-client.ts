@@ -2,6 +2,7 @@ import { env, SELF } from 'cloudflare:test';
 import { drizzle } from 'drizzle-orm/d1';
 import { beforeEach } from 'vitest';
 import type { z } from 'zod';
+import { r2ArtifactStore } from '../../../edge/artifacts/artifact-store.ts';
 import * as schema from '../../../edge/db/schema.ts';
 import { fetchUpgradeConnector } from '../../../edge/host/fetch-upgrade-connector.ts';
 import type { HostConnector } from '../../../edge/host/host-session.ts';
@@ -205,6 +206,7 @@ export function workerdPorts(host?: HostConnector): Ports {
   return {
     db: drizzle(env.DB, { schema }),
     host: host ?? fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
+    artifacts: r2ArtifactStore(env.ARTIFACTS),
     clock: systemClock,
     config: DEFAULT_EDGE_CONFIG,
     hostSecret: env.HOST_SHARED_SECRET,
