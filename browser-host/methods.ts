@@ -67,8 +67,7 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   without waiting for the page (see {@link continueObservation}); never a sign-in signal.
  * - `page.screenshot`: `lease_lost` unless live; the picture shelved right after the act or
  *   navigation that produced `revision` (`page.act` and `page.navigate` shelve one as they
- *   answer, never holding up the answer, and wait for the one in flight before they send
- *   anything), else, or when a `reference` asks for its box, a
+ *   answer; nothing waits for it, and one a later act or navigation overtook is dropped), else, or when a `reference` asks for its box, a
  *   fresh one in the page's turn while `revision` is still the latest (`stale_revision`
  *   otherwise); `not_found` when screenshots are off (`HOST_SCREENSHOTS=0`).
  * - `host.status`: counts of browsers, leases, waiters, fresh observe captures, reserved
@@ -146,7 +145,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),
     'page.navigate': ({ lease_id, url, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
-        await browser.screenshots.settled(deadline);
+        browser.screenshots.writeBegins();
         const captured = await navigatePage(deadline, browser, url, config.settle);
         shelveScreenshot(lease_id, browser, captured);
         return hostObservationOf(deadline, browser, captured, context, catalog);
@@ -164,7 +163,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     },
     'page.act': ({ lease_id, action, target, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
-        await browser.screenshots.settled(deadline);
+        browser.screenshots.writeBegins();
         const settings = { ...config.settle, actionabilityMs: config.actionabilityMs };
         const captured: CapturedRevision = await actOnPage(deadline, browser, action, settings, () => void leases.check(lease_id), target);
         shelveScreenshot(lease_id, browser, captured);

@@ -84,30 +84,32 @@ function jpegSize(jpeg: Buffer): { width: number; height: number } {
 /**
  * The screenshots one browser took right after its acts and navigations, by revision: the
  * newest four. Each is taken as soon as the operation that produced its revision has its answer,
- * so that answer never waits for it (issue 15: at most 30 ms of delay at the median). Reads may
- * run while a picture is being taken (they change nothing); the next act or navigation waits for
- * it first ({@link settled}), so a picture never shows input that came after its revision.
+ * and nothing waits for it: not that answer, not a later read, not a later write (issue 15: at
+ * most 30 ms of delay at the median). A picture that was still being taken when a later act or
+ * navigation began ({@link writeBegins}) is dropped, since it might show that write's input.
  */
 export class ScreenshotShelf {
   readonly #pictures = new Map<number, { readonly leaseId: string; readonly picture: Promise<ViewportPicture | undefined> }>();
-  #inFlight: Promise<unknown> = Promise.resolve();
+  #writes = 0;
 
   /**
    * Takes a screenshot of `revision`, for `leaseId` only, unless by then the page is gone or
    * shows another revision (`current()` differs). Never throws: a picture that cannot be taken
-   * (in 5,000 ms) is simply not kept.
+   * (in 5,000 ms), or that a write overtook, is simply not kept.
    * @param pageOf the page the operations drive, if it is open (never opens one).
    */
   shelve(leaseId: string, revision: number, current: () => number, pageOf: () => Page | undefined, config: ScreenshotConfig): void {
     const deadline = Deadline.after(SHELVED_SCREENSHOT_MS);
+    const writes = this.#writes;
     const picture = Promise.resolve()
-      .then(() => {
+      .then(async () => {
         const page = pageOf();
-        return page === undefined || current() !== revision ? undefined : takeScreenshot(page, deadline, config);
+        if (page === undefined || current() !== revision) return undefined;
+        const taken = await takeScreenshot(page, deadline, config);
+        return this.#writes === writes ? taken : undefined;
       })
       .catch(() => undefined)
       .finally(() => deadline.dispose());
-    this.#inFlight = picture;
     this.#pictures.set(revision, { leaseId, picture });
     for (const kept of this.#pictures.keys()) {
       if (this.#pictures.size <= SHELF_SIZE) break;
@@ -115,18 +117,14 @@ export class ScreenshotShelf {
     }
   }
 
-  /**
-   * Resolves once no picture is being taken: an act or navigation awaits this in its turn before
-   * it sends anything. Waits at most until `deadline` (a picture takes 5,000 ms at the most).
-   * @throws HostError('deadline_exceeded') when `deadline` passes first.
-   */
-  async settled(deadline: Deadline): Promise<void> {
-    await deadline.race(this.#inFlight, 'deadline_exceeded', 'ran out of time waiting for the screenshot of the previous revision');
+  /** An act or navigation begins on the page: a picture still being taken is no longer trusted. */
+  writeBegins(): void {
+    this.#writes += 1;
   }
 
   /**
    * The picture of `revision` shelved for `leaseId`, once taken; undefined when none is kept
-   * (another lease's, evicted) or it could not be taken.
+   * (another lease's, evicted, overtaken) or it could not be taken.
    * @throws HostError('deadline_exceeded') when it is still being taken as `deadline` passes.
    */
   async get(leaseId: string, revision: number, deadline: Deadline): Promise<ViewportPicture | undefined> {

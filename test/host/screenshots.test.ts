@@ -17,6 +17,9 @@ function isJpeg(base64: string): boolean {
 describe('screenshots for the owner', () => {
   test('an act shelves a JPEG of the revision it produced, served by revision without the box', async ({ client, lease, fixtures }) => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('screenshot/target.html'), timeout_ms: 15_000 });
+    // Asked while it is still the latest revision: the navigation's picture, once taken (a write
+    // that began before it was taken would have dropped it).
+    await client.call('page.screenshot', { lease_id: lease.lease_id, revision: page.revision, timeout_ms: 10_000 });
     const clicked = await client.call('page.act', {
       lease_id: lease.lease_id,
       action: { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Send payment') },
