@@ -39,7 +39,15 @@ try {
   console.log("  (approvals can be given there; this demo's scripted owner answers through the API so it runs unattended)\n");
 
   let index = 0;
-  const record = await runTodoJourney(stack, (step) => console.log(`${describeStep(++index, step).join('\n')}\n`));
+  const record = await runTodoJourney(
+    stack,
+    (step) => console.log(`${describeStep(++index, step).join('\n')}\n`),
+    undefined,
+    (label, approvalId) =>
+      console.log(
+        `  ... "${label}" waits for the owner (approval ${approvalId}): it can be approved in the owner console's inbox; the scripted owner answers through the API`,
+      ),
+  );
   console.log(`Run ${record.run.id} reported: ${record.finalRun.state} · "${record.finalRun.summary}"\n`);
 
   const id = record.run.id;

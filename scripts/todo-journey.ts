@@ -41,9 +41,16 @@ function observationOf(step: JourneyStep): Observation {
  * TodoMVC app, observe, scroll (allowed without asking), type a todo with Enter (the owner approves
  * through the API), observe that
  * it is listed, tick it done (approved again), observe, and report. Throws when any step does not
- * produce what a careful agent would check for; `onStep` sees each step as it finishes.
+ * produce what a careful agent would check for; `onStep` sees each step as it finishes, and
+ * `onWaiting` each call that waits for the owner (its step label and approval id) before the
+ * scripted owner answers it.
  */
-export async function runTodoJourney(target: JourneyTarget, onStep: (step: JourneyStep) => void = () => {}, todo = 'Buy oat milk'): Promise<JourneyRecord> {
+export async function runTodoJourney(
+  target: JourneyTarget,
+  onStep: (step: JourneyStep) => void = () => {},
+  todo = 'Buy oat milk',
+  onWaiting: (label: string, approvalId: string) => void = () => {},
+): Promise<JourneyRecord> {
   const agent = new ApiClient(target.edgeUrl, target.tokens.agent);
   const owner = new ApiClient(target.edgeUrl, target.tokens.owner);
   const steps: JourneyStep[] = [];
@@ -62,6 +69,7 @@ export async function runTodoJourney(target: JourneyTarget, onStep: (step: Journ
     let approval: ApprovalView | undefined;
     let finished = proposal.body;
     if (proposal.status === 202) {
+      onWaiting(label, proposal.body.approval_id ?? '');
       // The owner sees the exact call in the pending list and approves it once.
       const pending = await owner.pendingApprovals();
       const mine = pending.find((entry) => entry.tool_call_id === proposal.body.id);

@@ -36,7 +36,7 @@ figure.shot { margin: .5rem 0 1rem; } figure.shot figcaption { color: var(--mute
 .frame { position: relative; display: inline-block; max-width: 100%; }
 .frame img { display: block; max-width: 100%; height: auto; border: 1px solid var(--line); }
 .frame svg { position: absolute; inset: 0; width: 100%; height: 100%; pointer-events: none; }
-.target-outline { fill: none; stroke: #ff7a00; stroke-width: 3px; }
+.target-outline { fill: none; stroke: #ff7a00; stroke-width: 3px; vector-effect: non-scaling-stroke; }
 img.thumbnail { display: block; width: 16rem; max-width: 100%; height: auto; border: 1px solid var(--line); }
 .empty { color: var(--muted); }
 `;
