@@ -189,6 +189,46 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await agent.report(run.id, 'completed', 'paid');
   });
 
+  it("denying from the console ends the agent's call denied", async () => {
+    const { run, call } = await parkedClick('Deny this from the console');
+    await page.goto(`${stack.edgeUrl}/console`);
+    const entry = page.getByRole('article').filter({ hasText: 'Deny this from the console' });
+    await entry.getByRole('button', { name: 'Deny', exact: true }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Denied: the agent was told.');
+    const ended = await agent.toolCall(call.id);
+    expect(ended.state).toBe('denied');
+    expect(ended.error?.code).toBe('policy_denied');
+    await agent.report(run.id, 'failed', 'denied by the owner');
+  });
+
+  it('"approve and allow" shows its scope, and the grant covers the next identical act without asking', async () => {
+    const { run, call } = await parkedClick('Allow the same from the console');
+    await page.goto(`${stack.edgeUrl}/console`);
+    const entry = page.getByRole('article').filter({ hasText: 'Allow the same from the console' });
+    await entry.getByText('Approve and allow the same again').click();
+    expect(await entry.locator('p[id^="scope-"]').textContent()).toContain(`lets the agent click on pages of ${site.origin} without asking`);
+    await entry.getByLabel('Uses').fill('2');
+    await entry.getByLabel('Minutes').fill('10');
+    await entry.getByRole('button', { name: 'Approve and allow' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain(`Allowed: click on ${site.origin} for 2 uses within 10 minutes.`);
+    expect((await agent.toolCall(call.id)).state).toBe('succeeded');
+    const fresh = observationOf((await agent.propose(run.id, 'browser.observe', {}, '1.4.0')).body);
+    const next = await agent.propose(
+      run.id,
+      'browser.act',
+      { action: 'click', revision: fresh.revision, reference: refOf(fresh.snapshot, 'button', 'Save draft') },
+      '1.4.0',
+    );
+    expect(next.status).toBe(200);
+    expect(next.body.state).toBe('succeeded');
+    expect(next.body.phases.decision?.grant_id).toMatch(/^grt_/);
+    await agent.report(run.id, 'completed', 'saved twice');
+    // Revoked from the Grants page, the next act asks the owner again.
+    await page.goto(`${stack.edgeUrl}/console/grants`);
+    await page.getByRole('article').filter({ hasText: `click on ${site.origin}` }).getByRole('button', { name: 'Revoke' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Revoked');
+  });
+
   it('a form posted from another origin is refused and the approval stays pending', async () => {
     const { run, call } = await parkedClick('A cross-origin post must not decide');
     await page.goto(site.url('postconditions/toast.html'));
@@ -209,5 +249,16 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     expect(pending?.state).toBe('pending');
     await owner.decide(call.approval_id!, 'deny');
     await agent.report(run.id, 'failed', 'denied').catch(() => undefined);
+  });
+
+  it('an expired session is refused: the console sends the owner to sign in again', async () => {
+    await page.goto(`${stack.edgeUrl}/console`);
+    expect(new URL(page.url()).pathname).toBe('/console');
+    // The session's eight hours, passed: its expiry moved into the past in the edge's own database.
+    await stack.queryD1('UPDATE console_sessions SET expires_at = 1');
+    await page.goto(`${stack.edgeUrl}/console`);
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    const refresh = await page.evaluate(async () => (await fetch('/console/inbox', { credentials: 'same-origin' })).status);
+    expect(refresh).toBe(401);
   });
 });
