@@ -29,13 +29,13 @@ export type ViewportPicture = Omit<PageScreenshot, 'revision' | 'box'>;
 /**
  * A JPEG of `page`'s viewport at CSS scale (so its pixels are the viewport's CSS px), through
  * Playwright's `page.screenshot` with the caret and animations left alone: nothing is injected
- * into the page. A picture over {@link MAX_SCREENSHOT_BYTES} is retaken at quality 25.
+ * into the page. A picture over {@link MAX_SCREENSHOT_BYTES} is retaken at quality 25 (when that is lower).
  * @throws HostError('deadline_exceeded') when `deadline` passes first; HostError('page_changed')
  *   when the page cannot be pictured (closed, crashed) or stays too large.
  */
 export async function takeScreenshot(page: Page, deadline: Deadline, config: ScreenshotConfig): Promise<ViewportPicture> {
   try {
-    for (const quality of [config.quality, FALLBACK_QUALITY]) {
+    for (const quality of config.quality > FALLBACK_QUALITY ? [config.quality, FALLBACK_QUALITY] : [config.quality]) {
       const jpeg = await page.screenshot({
         type: 'jpeg',
         quality,
@@ -68,8 +68,8 @@ export async function boxOf(target: Locator, deadline: Deadline): Promise<Screen
   }
 }
 
-/** Width and height from a JPEG's first start-of-frame marker; 1 x 1 when it has none. */
-function jpegSize(jpeg: Buffer): { width: number; height: number } {
+/** Width and height in px from a JPEG's first start-of-frame marker; 1 x 1 when it has none. */
+export function jpegSize(jpeg: Buffer): { width: number; height: number } {
   let offset = 2;
   while (offset + 9 < jpeg.length) {
     if (jpeg[offset] !== 0xff) break;

@@ -11,6 +11,8 @@ import { type ArtifactKey, screenshotKey } from './artifact-store.ts';
 const SCREENSHOT_WAIT_MS = 6_000;
 /** Most pictures one retention step removes. */
 const PRUNE_BATCH = 256;
+/** Most ids in one `IN (...)` list: D1 binds at most 100 parameters per statement. */
+const IDS_PER_STATEMENT = 90;
 
 /** Which picture of a call to keep, and where the host finds it. */
 export interface ScreenshotRequest {
@@ -116,20 +118,21 @@ export async function pruneArtifacts(ports: Ports, now: number): Promise<number>
   return removeArtifacts(ports, expired);
 }
 
+/** Objects first, then rows: the rows go in one batch of statements of at most 90 ids each (D1 binds at most 100). */
 async function removeArtifacts(ports: Ports, rows: ReadonlyArray<{ id: string; storeKey: string }>): Promise<number> {
   if (rows.length === 0) return 0;
   await ports.artifacts.delete(rows.map((row) => row.storeKey as ArtifactKey));
-  await ports.db.delete(artifacts).where(
-    inArray(
-      artifacts.id,
-      rows.map((row) => row.id),
-    ),
-  );
+  const statements = chunksOf(rows.map((row) => row.id)).map((ids) => ports.db.delete(artifacts).where(inArray(artifacts.id, ids)));
+  await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
   return rows.length;
 }
 
-/** Most ids in one `IN (...)` list: D1 binds at most 100 parameters per statement. */
-const IDS_PER_STATEMENT = 90;
+/** `ids` in lists of at most {@link IDS_PER_STATEMENT}. */
+function chunksOf(ids: readonly string[]): string[][] {
+  const chunks: string[][] = [];
+  for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) chunks.push(ids.slice(start, start + IDS_PER_STATEMENT));
+  return chunks;
+}
 
 /** Pictures by call id and kind. */
 export type PicturesByCall = Map<string, Partial<Record<ArtifactRow['kind'], ArtifactRow>>>;
@@ -142,11 +145,8 @@ function byCall(rows: readonly ArtifactRow[]): PicturesByCall {
 
 /** The owner's pictures of `callIds` (the console's inbox), 90 ids per statement. */
 export async function screenshotsOfCalls(ports: Ports, ownerId: string, callIds: readonly string[]): Promise<PicturesByCall> {
-  const ids = [...new Set(callIds)];
-  const chunks: string[][] = [];
-  for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) chunks.push(ids.slice(start, start + IDS_PER_STATEMENT));
   const rows = await Promise.all(
-    chunks.map((chunk) =>
+    chunksOf([...new Set(callIds)]).map((chunk) =>
       ports.db
         .select()
         .from(artifacts)

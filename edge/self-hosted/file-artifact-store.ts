@@ -8,8 +8,10 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = { jpg: 'image/jpeg', png
 /**
  * An {@link ArtifactStore} of files under `directory` (Deno and Node; `EDGE_ARTIFACTS_DIR`,
  * default `.data/artifacts`): one file per key, written to a temporary name and renamed, so a
- * reader never sees half a picture. The content type follows from the key's extension.
- * @throws Error from `put`, `get` or `delete` for a key that is not an artifact key (a bug).
+ * reader never sees half a picture. The content type follows from the key's extension. A file
+ * that cannot be read reads as missing (null), logged.
+ * @throws Error from `put`, `get` or `delete` for a key that is not an artifact key (a bug), and
+ *   from `put` and `delete` when the file system refuses.
  */
 export function fileArtifactStore(directory: string): ArtifactStore {
   const root = resolve(directory);
@@ -27,12 +29,16 @@ export function fileArtifactStore(directory: string): ArtifactStore {
       await rename(temporary, path);
     },
     get: async (key) => {
+      const path = pathOf(key);
       try {
-        const bytes = new Uint8Array(await readFile(pathOf(key)));
+        const bytes = new Uint8Array(await readFile(path));
         return { bytes, contentType: CONTENT_TYPES[key.slice(key.lastIndexOf('.') + 1)] ?? 'application/octet-stream' };
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-        throw error;
+        // Missing, or unreadable (a directory in its place, wrong ownership after a restore): the
+        // picture is gone as far as the owner is concerned; the operator's log says why.
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT') console.error(`artifact store: cannot read ${key}: ${code ?? String(error)}`);
+        return null;
       }
     },
     delete: async (keys) => {

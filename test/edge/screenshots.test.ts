@@ -26,7 +26,9 @@ interface PictureAsked {
   reference?: string;
 }
 
-function screenshotApp(options: { config?: Partial<Ports['config']>; refuse?: string } = {}) {
+function screenshotApp(
+  options: { config?: Partial<Ports['config']>; refuse?: string; box?: { x: number; y: number; width: number; height: number } | null } = {},
+) {
   let revision = 0;
   const asked: PictureAsked[] = [];
   const host = scriptedHost(async (method, params) => {
@@ -43,7 +45,7 @@ function screenshotApp(options: { config?: Partial<Ports['config']>; refuse?: st
         width: 1280,
         height: 720,
         taken_at_ms: Date.now(),
-        box: request.reference ? { x: 240, y: 180, width: 200, height: 80 } : null,
+        box: request.reference ? (options.box === undefined ? { x: 240, y: 180, width: 200, height: 80 } : options.box) : null,
       };
     }
     if (method.startsWith('page.')) return { ...hostPage(`${ORIGIN}/pay`, ++revision), snapshot: '- button "Send payment" [ref=e2]' };
@@ -202,5 +204,40 @@ describe('screenshots of the owner', () => {
     expect((await artifactRows(run.id)).filter((row) => row.tool_call_id === parked.id)).toHaveLength(1);
     const listed = await env.ARTIFACTS.list({ prefix: `screenshots/${parties.owner.id}/${run.id}/` });
     expect(listed.objects).toHaveLength(2);
+  });
+
+  it('are removed by the hundreds: retention deletes more than D1 binds in one statement (100), objects and rows', async () => {
+    const app = screenshotApp({ config: { artifactMaxAgeMs: 3_600_000 } });
+    const { run } = await parkedClick(app);
+    const old = Date.now() - 2 * 3_600_000;
+    const keys: string[] = [];
+    for (let index = 0; index < 150; index++) {
+      const key = `screenshots/${parties.owner.id}/${run.id}/art_old${String(index).padStart(4, '0')}.jpg`;
+      keys.push(key);
+      await env.ARTIFACTS.put(key, new Uint8Array([0xff, 0xd8, 0xff, 0xd9]));
+      await env.DB.prepare(
+        "INSERT INTO artifacts (id, owner_id, run_id, tool_call_id, kind, store_key, bytes, width, height, box, created_at) VALUES (?, ?, ?, ?, 'after', ?, 4, 1280, 720, NULL, ?)",
+      )
+        .bind(`art_old${index}`, parties.owner.id, run.id, `call_old${index}`, key, old + index)
+        .run();
+    }
+    expect(await pruneArtifacts(app.ports(), Date.now())).toBe(150);
+    expect((await artifactRows(run.id)).map((row) => row.kind)).toEqual(['after', 'parked']);
+    for (const key of keys.slice(0, 3).concat(keys.slice(-3))) expect(await env.ARTIFACTS.get(key)).toBeNull();
+  });
+
+  it('say so when the target could not be found on the picture (no box, or an empty one), rather than drawing or claiming an outline', async () => {
+    for (const box of [null, { x: 40, y: 40, width: 0, height: 0 }]) {
+      const app = screenshotApp({ box });
+      await parkedClick(app);
+      const cookie = await sessionCookie(app.request, parties.owner.token);
+      const inbox = await (await app.request('GET', '/console/inbox', { cookie })).text();
+      expect(inbox).toContain('the button &quot;Send payment&quot; could not be found on it');
+      expect(inbox).not.toContain('<rect');
+      const picture = /\/console\/screenshots\/(art_[a-z2-7]+)/.exec(inbox)?.[1];
+      const image = await app.request('GET', `/console/screenshots/${picture}`, { cookie });
+      expect(image.headers.get('Cache-Control')).toBe('private, no-store');
+      await env.DB.prepare("UPDATE runs SET state = 'cancelled' WHERE owner_id = ?").bind(parties.owner.id).run();
+    }
   });
 });
