@@ -1,4 +1,4 @@
-import type { CeremonyEventClaims, CeremonyState } from '../shared/authentication.ts';
+import type { CeremonyEventClaims, CeremonyOutcome, CeremonyState } from '../shared/authentication.ts';
 import type { HostParams, HostResult } from '../shared/protocol.ts';
 import type { Admission } from './admission.ts';
 import type { Deadline } from './deadline.ts';
@@ -28,6 +28,8 @@ export interface CeremonyServices {
   readonly leases: LeaseTable;
   readonly verifier: SessionVerifier;
   readonly catalog: SiteCatalog;
+  /** Called once when a ceremony gets its final outcome (its live views end with it). */
+  readonly onFinished?: (ceremonyId: string, outcome: CeremonyOutcome) => void;
 }
 
 /** One ceremony, from `begin` on; final once `claims` is set. */

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Page } from 'playwright-core';
 import { type CeremonyEventClaims, type CeremonyOutcome, signCeremonyEvent } from '../shared/authentication.ts';
 import { deliverCeremonyEvent } from './ceremony-delivery.ts';
 import { pollCeremony, RECHECK_MS, verifyCeremony } from './ceremony-polling.ts';
@@ -160,6 +161,25 @@ export class Ceremonies {
     return this.#answer(record);
   }
 
+  /**
+   * The page a person signs in on for the open ceremony `ceremonyId`, for its live view; only
+   * while the ceremony is still for `profileId`, `origin` and `generation` and waits for a person.
+   * @throws HostError('not_found') otherwise (unknown, over, another generation, no page).
+   */
+  surfaceOf(ceremonyId: string, profileId: string, origin: string, generation: number): Page {
+    const record = this.#records.get(ceremonyId);
+    const matches =
+      record !== undefined &&
+      record.claims === undefined &&
+      record.params.profile_id === profileId &&
+      record.params.origin.toLowerCase() === origin.toLowerCase() &&
+      record.params.generation === generation &&
+      (record.state === 'awaiting_person' || record.state === 'challenge');
+    const page = matches ? record.hold?.openPage : undefined;
+    if (page === undefined) throw new HostError('not_found', 'no ceremony of that profile, origin and generation waits for a person now');
+    return page;
+  }
+
   /** `ceremony.end`: ends an open ceremony (`ended`); false when unknown or already over. */
   end(ceremonyId: string): boolean {
     const record = this.#records.get(ceremonyId);
@@ -220,6 +240,7 @@ export class Ceremonies {
     if (record.hold !== undefined && admission.browserOf(params.profile_id) === record.hold) admission.release(params.profile_id);
     record.hold = undefined;
     if (!this.#closing.signal.aborted && this.#services.edgeUrl !== undefined) this.#deliver(this.#services.edgeUrl, record.claims);
+    this.#services.onFinished?.(params.ceremony_id, outcome);
     this.#prune();
   }
 

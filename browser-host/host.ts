@@ -9,6 +9,7 @@ import { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';
 import { startVirtualDisplay, type VirtualDisplay } from './display.ts';
 import { LeaseTable } from './lease.ts';
+import { LiveViews } from './live-view.ts';
 import { methodHandlers } from './methods.ts';
 import { ObservationLog } from './observation-log.ts';
 import { ProfileBrowser } from './profile-browser.ts';
@@ -114,7 +115,9 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
   const observations = new ObservationLog();
   const catalog = new SiteCatalog(config.siteDefinitions);
   const verifier = new SessionVerifier({ admission, catalog, launchOptions, profilesDir: config.profilesDir, reserveWaitMs: config.admissionWaitMs });
+  const liveViews = new LiveViews();
   const ceremonies = new Ceremonies({
+    onFinished: (ceremonyId, outcome) => liveViews.endCeremony(ceremonyId, outcome === 'challenge' ? 'ended' : outcome),
     hostId: config.hostId,
     sharedSecret: config.sharedSecret,
     edgeUrl: config.edgeUrl,
@@ -145,6 +148,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     status,
     catalog,
     ceremonies,
+    liveViews,
   });
 
   let server: WireServer;
@@ -164,6 +168,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     status,
     close: () =>
       (closing ??= (async () => {
+        liveViews.closeAll();
         await server.close();
         // Ceremonies stop at once; their clean-up may need admission to let go of its waiters.
         const ceremoniesClosed = ceremonies.close();

@@ -9,11 +9,13 @@ import type { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
 import type { LeaseTable } from './lease.ts';
+import type { LiveViews } from './live-view.ts';
 import { navigatePage } from './navigation.ts';
 import { continueObservation, hostObservationOf, NOT_WAITED, type ObservationContext } from './observation.ts';
 import type { ObservationLog } from './observation-log.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
 import { boxOf, takeScreenshot } from './screenshots.ts';
+import type { WireConnection } from './server.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
 
 /** Failures that guarantee nothing was dispatched; when the lease ended meanwhile, they read as `lease_lost`. */
@@ -40,10 +42,15 @@ export interface HostServices {
   readonly catalog: SiteCatalog;
   /** Sign-in ceremonies (ADR-0164). */
   readonly ceremonies: Ceremonies;
+  /** Live views of ceremonies' pages (issue 16). */
+  readonly liveViews: LiveViews;
 }
 
-/** One handler per wire method, taking params already parsed by the method's schema. */
-export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M>) => Promise<HostResult<M>> };
+/**
+ * One handler per wire method, taking params already parsed by the method's schema and the
+ * connection it was called on (only live views keep using it after they answer).
+ */
+export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M>, connection: WireConnection) => Promise<HostResult<M>> };
 
 /**
  * The wire methods (shared/protocol.ts `HOST_METHODS`), each a thin handler over one service:
@@ -73,9 +80,12 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  * - `host.status`: counts of browsers, leases, waiters, fresh observe captures, reserved
  *   verification loads and open ceremonies.
  * - `ceremony.begin`, `ceremony.status`, `ceremony.end`: see {@link Ceremonies}.
+ * - `liveview.open`: a live view of an open ceremony's page, waiting for a person (`not_found`
+ *   otherwise), streamed on the calling connection; `liveview.input`, `liveview.close`: see
+ *   {@link LiveViews} (`not_found` for a view that has ended).
  */
 export function methodHandlers(services: HostServices): MethodHandlers {
-  const { config, admission, leases, cursors, catalog, ceremonies } = services;
+  const { config, admission, leases, cursors, catalog, ceremonies, liveViews } = services;
 
   /** The live lease's browser. @throws HostError('lease_lost') */
   const leasedBrowser = (leaseId: string): ProfileBrowser => {
@@ -193,5 +203,15 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     'ceremony.begin': (params) => ceremonies.begin(params),
     'ceremony.status': ({ ceremony_id }) => ceremonies.status(ceremony_id),
     'ceremony.end': async ({ ceremony_id }) => ({ ended: ceremonies.end(ceremony_id) }),
+    'liveview.open': async ({ ceremony_id, profile_id, origin, generation, max_width, max_height }, connection) => {
+      const page = ceremonies.surfaceOf(ceremony_id, profile_id, origin, generation);
+      return { view_id: await liveViews.open(ceremony_id, page, connection, max_width, max_height) };
+    },
+    'liveview.input': async ({ view_id, ack, frame_seq, events }) => {
+      const view = liveViews.get(view_id);
+      if (ack !== undefined) view.acknowledge(ack);
+      return { applied: events.length === 0 ? 0 : await view.input(events, frame_seq) };
+    },
+    'liveview.close': async ({ view_id }) => ({ closed: liveViews.close(view_id) }),
   };
 }

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { z } from 'zod';
+import type { LiveViewNotification } from '../shared/live-view.ts';
 import { type HelloFrame, HOST_METHODS, type HostMethod, MAX_FRAME_BYTES, RequestFrame, type ResponseFrame } from '../shared/protocol.ts';
 import { newWireNonce, signHostHello, splitRequestFrame, verifyFrameToken, WIRE_NONCE_PATTERN, wireDigest } from '../shared/wire-auth.ts';
 import { toErrorDetail } from './host-error.ts';
@@ -15,6 +16,22 @@ export interface WireServerOptions {
   readonly sharedSecret: string;
   readonly hostId: string;
   readonly handlers: MethodHandlers;
+}
+
+/** Most bytes a connection may have queued unsent before notifications on it are held back. */
+export const MAX_BUFFERED_NOTIFICATION_BYTES = 1024 * 1024;
+
+/**
+ * The connection a method was called on, for handlers that keep talking on it after answering
+ * (live views: shared/live-view.ts). Notifications are `{method, params}` frames without an id.
+ */
+export interface WireConnection {
+  /** Sends `notification`; false when the connection is closed or has more than 1 MiB queued unsent (nothing is sent then). */
+  notify(notification: LiveViewNotification): boolean;
+  /** Whether the connection is still open. */
+  readonly open: boolean;
+  /** Calls `listener` once when the connection closes (at once when it already has). */
+  onClose(listener: () => void): void;
 }
 
 /** A listening wire server. */
@@ -213,6 +230,20 @@ function serveConnection(socket: WebSocket, request: IncomingMessage, options: W
     request.socket.off('data', countRaw);
     connections.remove(auth);
   });
+  const connection: WireConnection = {
+    notify: (notification) => {
+      if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_NOTIFICATION_BYTES) return false;
+      socket.send(JSON.stringify(notification));
+      return true;
+    },
+    get open() {
+      return socket.readyState === socket.OPEN;
+    },
+    onClose: (listener) => {
+      if (socket.readyState === socket.CLOSED || socket.readyState === socket.CLOSING) listener();
+      else socket.once('close', listener);
+    },
+  };
   const nonce = nonceOf(request)!;
   const hello = (async () => {
     const frame: HelloFrame = {
@@ -225,7 +256,7 @@ function serveConnection(socket: WebSocket, request: IncomingMessage, options: W
     void (async () => {
       await hello;
       const text = rawText(data);
-      const response = await answer(text, auth, options);
+      const response = await answer(text, auth, options, connection);
       if ('error' in response && response.error.code === 'unauthorized_frame' && auth.authenticated) {
         auth.unauthenticatedBytes += text.length;
         if (auth.unauthenticatedBytes > MAX_UNAUTHENTICATED_BYTES) socket.close(1008, 'too many refused frames');
@@ -236,7 +267,12 @@ function serveConnection(socket: WebSocket, request: IncomingMessage, options: W
 }
 
 /** The response to one raw frame; never throws. */
-async function answer(text: string, auth: ConnectionAuth, options: Pick<WireServerOptions, 'sharedSecret' | 'handlers'>): Promise<ResponseFrame> {
+async function answer(
+  text: string,
+  auth: ConnectionAuth,
+  options: Pick<WireServerOptions, 'sharedSecret' | 'handlers'>,
+  connection: WireConnection,
+): Promise<ResponseFrame> {
   // Authentication comes before the body is parsed: an unauthenticated peer learns nothing about
   // fields or methods, and costs no JSON parsing.
   const split = splitRequestFrame(text);
@@ -268,8 +304,8 @@ async function answer(text: string, auth: ConnectionAuth, options: Pick<WireServ
   const parsed = spec.params.safeParse(params);
   if (!parsed.success) return { id, error: { code: 'invalid_params', message: `${method}: ${describe(parsed.error)}` } };
   try {
-    const handler = options.handlers[method as HostMethod] as (params: unknown) => Promise<unknown>;
-    const result = spec.result.safeParse(await handler(parsed.data));
+    const handler = options.handlers[method as HostMethod] as (params: unknown, connection: WireConnection) => Promise<unknown>;
+    const result = spec.result.safeParse(await handler(parsed.data, connection));
     if (!result.success) return { id, error: { code: 'internal_error', message: `${method} produced an invalid result: ${describe(result.error)}` } };
     return { id, result: result.data };
   } catch (error) {

@@ -13,7 +13,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { serveStatic } from 'hono/deno';
+import { serveStatic, upgradeWebSocket } from 'hono/deno';
 import { startSelfHostedEdge } from './self-hosted/self-hosted-edge.ts';
 import { type SelfHostedSettings, selfHostedSettingsFrom } from './self-hosted/settings.ts';
 
@@ -51,6 +51,7 @@ try {
     staticAssets: serveStatic({ root: join(repository, 'public') }),
     sqlitePath,
     migrationsFolder: join(repository, 'drizzle'),
+    upgradeWebSocket,
   });
   // Deno.cron does not overlap runs of one job; the pass is idempotent per minute anyway.
   void Deno.cron('fire due schedules', '* * * * *', async () => {

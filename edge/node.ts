@@ -9,10 +9,10 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { serve } from '@hono/node-server';
+import { serve, upgradeWebSocket } from '@hono/node-server';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Cron } from 'croner';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { startSelfHostedEdge } from './self-hosted/self-hosted-edge.ts';
 import { type SelfHostedSettings, selfHostedSettingsFrom } from './self-hosted/settings.ts';
 
@@ -35,6 +35,7 @@ try {
     staticAssets: serveStatic({ root: join(repository, 'public') }),
     sqlitePath,
     migrationsFolder: join(repository, 'drizzle'),
+    upgradeWebSocket,
   });
   // `protect`: a pass still running when the next minute starts is not overlapped (the pass is
   // idempotent per minute anyway).
@@ -45,7 +46,9 @@ try {
       process.stderr.write(`edge: cron pass failed: ${error instanceof Error ? error.message : String(error)}\n`);
     }
   });
-  const server = serve({ fetch: edge.fetch, hostname: settings.bind, port: settings.port }, (info) => {
+  // The owner's live view upgrades through @hono/node-server's `upgradeWebSocket` on this server.
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 });
+  const server = serve({ fetch: edge.fetch, hostname: settings.bind, port: settings.port, websocket: { server: sockets } }, (info) => {
     process.stdout.write(`edge listening on http://${info.address}:${info.port}\n`);
   });
   server.on('error', (error) => {

@@ -1,6 +1,7 @@
 import type { ResultSet } from '@libsql/client';
 import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
+import type { UpgradeWebSocket } from 'hono/ws';
 import type { ArtifactStore } from './artifacts/artifact-store.ts';
 import type * as schema from './db/schema.ts';
 import type { HostConnector } from './host/host-session.ts';
@@ -36,6 +37,12 @@ export interface Ports {
   readonly statementsSent?: () => number;
   /** When set, where this request's time goes (see `Server-Timing`, edge/metrics/request-profile.ts). */
   readonly profile?: RequestProfile;
+  /**
+   * The runtime's WebSocket upgrade for the owner's live view (issue 16): Hono's
+   * `upgradeWebSocket` of `hono/cloudflare-workers`, `hono/deno` or `@hono/node-server`.
+   * Undefined where the runtime has none (the live view then answers 404).
+   */
+  readonly upgradeWebSocket?: UpgradeWebSocket;
 }
 
 /**

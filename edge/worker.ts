@@ -1,4 +1,5 @@
 import { drizzle } from 'drizzle-orm/d1';
+import { upgradeWebSocket } from 'hono/cloudflare-workers';
 import { createApp } from './app.ts';
 import { r2ArtifactStore } from './artifacts/artifact-store.ts';
 import { cronPass } from './cron-pass.ts';
@@ -40,6 +41,7 @@ function portsOf(env: WorkerEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, reque
     ...(counter && profile ? { statementsSent: counter.count, profile } : {}),
     host: profile ? profiledConnector(host, profile) : host,
     artifacts: r2ArtifactStore(env.ARTIFACTS),
+    upgradeWebSocket,
     clock: systemClock,
     background: backgroundRunner(requestId, (promise) => ctx.waitUntil(promise)),
     requestId,

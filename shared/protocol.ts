@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CEREMONY_METHODS, HostObservation } from './authentication.ts';
 import { ErrorDetail } from './errors.ts';
+import { LIVE_VIEW_METHODS } from './live-view.ts';
 import { Origin } from './origin.ts';
 import { BrowserAction, ContinuationCursor, ElementRef, MAX_URL_LENGTH, Revision } from './tool-arguments.ts';
 
@@ -159,6 +160,7 @@ export const HOST_METHODS = {
     result: HostStatus,
   },
   ...CEREMONY_METHODS,
+  ...LIVE_VIEW_METHODS,
 } as const;
 
 export type HostMethod = keyof typeof HOST_METHODS;

@@ -37,6 +37,10 @@ figure.shot { margin: .5rem 0 1rem; } figure.shot figcaption { color: var(--mute
 .frame img { display: block; max-width: 100%; height: auto; border: 1px solid var(--line); }
 .frame svg { position: absolute; inset: 0; width: 100%; height: 100%; pointer-events: none; }
 .target-outline { fill: none; stroke: #ff7a00; stroke-width: 3px; vector-effect: non-scaling-stroke; }
+.live-view { position: relative; border: 1px solid var(--line); min-height: 8rem; }
+.live-view img { display: block; width: 100%; height: auto; cursor: crosshair; user-select: none; }
+.live-view:focus-within { outline: 3px solid var(--accent); outline-offset: 2px; }
+.live-keys { position: absolute; left: 0; top: 0; width: 1px; height: 1px; opacity: 0; border: 0; padding: 0; resize: none; }
 img.thumbnail { display: block; width: 16rem; max-width: 100%; height: auto; border: 1px solid var(--line); }
 .empty { color: var(--muted); }
 `;
@@ -152,7 +156,8 @@ export interface Picture {
 function parkedPicture(picture: Picture | undefined, target: ActTarget | null): Page {
   if (picture === undefined) return html`<p class="empty">No picture of the page yet.</p>`;
   const box = picture.box;
-  const visible = box !== null && box.x < picture.width && box.y < picture.height && box.x + box.width > 0 && box.y + box.height > 0;
+  const located = box !== null && box.width > 0 && box.height > 0;
+  const visible = located && box.x < picture.width && box.y < picture.height && box.x + box.width > 0 && box.y + box.height > 0;
   const what = target ? `the ${target.role} ${JSON.stringify(target.name)}` : 'the target';
   return html`<figure class="shot">
 <div class="frame"><img src="/console/screenshots/${picture.id}" width="${picture.width}" height="${picture.height}" alt="The page when the agent asked${target ? html`, ${target.page_title}` : ''}">${
@@ -163,9 +168,11 @@ function parkedPicture(picture: Picture | undefined, target: ActTarget | null): 
 <figcaption>${
     visible
       ? html`The page when the agent asked; ${what} is outlined in orange.`
-      : target
+      : target && located
         ? html`The page when the agent asked; ${what} is not in the visible part of the page.`
-        : 'The page when the agent asked.'
+        : target
+          ? html`The page when the agent asked; ${what} could not be found on it (it may be hidden, or the page changed).`
+          : 'The page when the agent asked.'
   }</figcaption>
 </figure>`;
 }
@@ -312,8 +319,8 @@ export function runPage(run: RunListItem & { readonly report: string | null }, e
 export interface ListedThing {
   readonly title: string;
   readonly details: ReadonlyArray<readonly [string, string]>;
-  /** A post to `path` with the session's CSRF token, labelled `label`. */
-  readonly action?: { readonly path: string; readonly label: string };
+  /** Posts to `path` with the session's CSRF token, each a button labelled `label`. */
+  readonly actions?: ReadonlyArray<{ readonly path: string; readonly label: string }>;
 }
 
 /** The console's sections, for every page's navigation. */
@@ -346,12 +353,135 @@ ${
         (thing) => html`<article class="approval"><h3>${thing.title}</h3>
 <dl>${thing.details.map(([label, value]) => html`<dt>${label}</dt><dd>${value}</dd>`)}</dl>
 ${
-  thing.action
-    ? html`<form method="post" action="${thing.action.path}"><input type="hidden" name="csrf" value="${csrfToken}"><button type="submit">${thing.action.label}</button></form>`
+  (thing.actions ?? []).length > 0
+    ? html`<div class="actions">${(thing.actions ?? []).map(
+        (action) =>
+          html`<form method="post" action="${action.path}"><input type="hidden" name="csrf" value="${csrfToken}"><button type="submit">${action.label}</button></form>`,
+      )}</div>`
     : ''
 }</article>`,
       )
 }`,
+    { csrfToken },
+  );
+}
+
+/**
+ * The live view's script (`/console/assets/live-view.js`, issue 16): opens the view's socket
+ * with the viewer's size, draws each frame and acknowledges it once drawn (so the host never
+ * sends more than two ahead), and sends the person's pointer, wheel and keyboard input aimed at
+ * the frame on screen. Keys go as key presses; an input method's composition and a paste go as
+ * inserted text. Nothing typed is kept.
+ */
+export const LIVE_VIEW_JS = `
+(() => {
+  const view = document.getElementById('live-view');
+  if (!view) return;
+  const frame = document.getElementById('live-frame');
+  const keys = document.getElementById('live-keys');
+  const status = document.getElementById('live-status');
+  const ratio = window.devicePixelRatio || 1;
+  const width = Math.max(64, Math.min(4096, Math.round(view.clientWidth * ratio)));
+  const height = Math.max(64, Math.min(4096, Math.round(window.innerHeight * 0.8 * ratio)));
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const socket = new WebSocket(scheme + '//' + location.host + view.dataset.socket + '?w=' + width + '&h=' + height);
+  let shown = { seq: 0, width: 0, height: 0 };
+  let next;
+  const say = (text, state) => { status.textContent = text; view.dataset.state = state; };
+  const send = (message) => { if (socket.readyState === 1) socket.send(JSON.stringify(message)); };
+  const input = (events) => { if (shown.seq > 0 && view.dataset.state === 'live') send({ type: 'input', frame_seq: shown.seq, events }); };
+  socket.addEventListener('message', (event) => {
+    let message;
+    try { message = JSON.parse(event.data); } catch { return; }
+    if (message.type === 'frame') {
+      next = message;
+      frame.src = 'data:image/jpeg;base64,' + message.jpeg_base64;
+    } else if (message.type === 'ended') {
+      say('The live view ended: ' + message.message + '.', 'ended');
+    }
+  });
+  socket.addEventListener('open', () => send({ type: 'hello' }));
+  socket.addEventListener('close', () => { if (view.dataset.state !== 'ended') say('The live view ended: the connection closed.', 'ended'); });
+  frame.addEventListener('load', () => {
+    if (!next) return;
+    shown = { seq: next.seq, width: next.width, height: next.height };
+    next = undefined;
+    if (view.dataset.state === 'connecting') say('Live: you are using the sign-in window. Click into it or use the keyboard; the agent waits until you are done.', 'live');
+    send({ type: 'ack', seq: shown.seq });
+  });
+  const at = (event) => {
+    const box = frame.getBoundingClientRect();
+    const x = ((event.clientX - box.left) / box.width) * shown.width;
+    const y = ((event.clientY - box.top) / box.height) * shown.height;
+    return { x: Math.max(0, Math.min(shown.width, x)), y: Math.max(0, Math.min(shown.height, y)) };
+  };
+  const BUTTONS = ['left', 'middle', 'right'];
+  frame.addEventListener('pointerdown', (event) => {
+    event.preventDefault();
+    keys.focus();
+    input([{ type: 'mouse', action: 'down', ...at(event), button: BUTTONS[event.button] || 'left', click_count: Math.max(1, Math.min(3, event.detail || 1)) }]);
+  });
+  frame.addEventListener('pointerup', (event) => {
+    event.preventDefault();
+    input([{ type: 'mouse', action: 'up', ...at(event), button: BUTTONS[event.button] || 'left', click_count: Math.max(1, Math.min(3, event.detail || 1)) }]);
+  });
+  let lastMove = 0;
+  frame.addEventListener('pointermove', (event) => {
+    const now = performance.now();
+    if (now - lastMove < 50) return;
+    lastMove = now;
+    input([{ type: 'mouse', action: 'move', ...at(event) }]);
+  });
+  frame.addEventListener('wheel', (event) => {
+    event.preventDefault();
+    input([{ type: 'wheel', ...at(event), delta_x: event.deltaX, delta_y: event.deltaY }]);
+  }, { passive: false });
+  frame.addEventListener('contextmenu', (event) => event.preventDefault());
+  const pasting = (event) => (event.ctrlKey || event.metaKey) && (event.key === 'v' || event.key === 'V');
+  keys.addEventListener('keydown', (event) => {
+    if (event.isComposing || event.key === 'Process' || event.key === 'Unidentified' || pasting(event)) return;
+    event.preventDefault();
+    input([{ type: 'key', action: 'down', key: event.key }]);
+  });
+  keys.addEventListener('keyup', (event) => {
+    if (event.isComposing || event.key === 'Process' || event.key === 'Unidentified' || pasting(event)) return;
+    event.preventDefault();
+    input([{ type: 'key', action: 'up', key: event.key }]);
+  });
+  keys.addEventListener('compositionend', (event) => {
+    if (event.data) input([{ type: 'text', text: event.data }]);
+    keys.value = '';
+  });
+  keys.addEventListener('paste', (event) => {
+    event.preventDefault();
+    const text = event.clipboardData ? event.clipboardData.getData('text/plain') : '';
+    if (text) input([{ type: 'text', text: text.slice(0, 10000) }]);
+  });
+  keys.addEventListener('input', () => { if (!keys.matches(':focus') || keys.value.length > 0) keys.value = ''; });
+  document.getElementById('live-close').addEventListener('click', () => { send({ type: 'close' }); });
+  window.addEventListener('pagehide', () => socket.close());
+})();
+`;
+
+/**
+ * The live view of a sign-in window (issue 16): the frames of the ceremony's page, a focusable
+ * keyboard target, a status line that says what is going on, and a button that ends the view.
+ * The socket (`/console/live/<token>/socket`) uses the link once.
+ */
+export function liveViewPage(token: string, origin: string, csrfToken: string): Page {
+  return layout(
+    'Live view',
+    html`${sections('/console/sign-ins')}
+<h2>Sign in to ${origin}</h2>
+<p>This is the browser window of your profile, live. Sign in as you always do; the host checks the sign-in and the run goes on by itself. Only this sign-in page is shown, and nothing you type is stored.</p>
+<p id="live-status" role="status">Connecting to the sign-in window...</p>
+<div id="live-view" class="live-view" data-state="connecting" data-socket="/console/live/${token}/socket">
+<img id="live-frame" alt="The sign-in window of your profile, live">
+<label class="skip" for="live-keys">Keyboard input to the sign-in window</label>
+<textarea id="live-keys" class="live-keys" autocomplete="off" autocapitalize="off" spellcheck="false"></textarea>
+</div>
+<p><button type="button" id="live-close">Close the live view</button></p>
+<script src="/console/assets/live-view.js" defer></script>`,
     { csrfToken },
   );
 }

@@ -7,6 +7,7 @@ import { html } from 'hono/html';
 import { z } from 'zod';
 import { type CallPhases, type ConsoleLinkView, CreateGrantBody, OwnerParam, RunProfileId } from '../../shared/api.ts';
 import { httpStatusOf } from '../../shared/errors.ts';
+import { MAX_VIEW_EDGE_PX } from '../../shared/live-view.ts';
 import { ActionKind } from '../../shared/tool-arguments.ts';
 import { ownerScreenshot, screenshotsOfCalls, screenshotsOfRun } from '../artifacts/screenshots.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -30,6 +31,7 @@ import { callSummary } from '../pipeline/views.ts';
 import { profileInForce } from '../policy/profile.ts';
 import type { Ports } from '../ports.ts';
 import { revokeProfile } from '../profiles/revocation.ts';
+import { claimLiveView, issueLiveViewLink, type LiveViewRelay, readLiveViewLink, relayLiveView } from '../sign-in/live-view.ts';
 import { listNotices, listSignIns, restartSignIn } from '../sign-in/owner-views.ts';
 import {
   CONSOLE_CSS,
@@ -38,10 +40,12 @@ import {
   type InboxItem,
   inboxList,
   inboxPage,
+  LIVE_VIEW_JS,
   type ListedThing,
   layout,
   linkPage,
   listPage,
+  liveViewPage,
   type Picture,
   runPage,
   runsPage,
@@ -128,6 +132,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
     }
   })
   .get('/console/assets/console.css', (c) => c.body(CONSOLE_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'max-age=300' }))
+  .get('/console/assets/live-view.js', (c) => c.body(LIVE_VIEW_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'max-age=300' }))
   .get('/console/assets/console.js', (c) => c.body(CONSOLE_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'max-age=300' }))
   .get('/console/sign-in', (c) => c.html(signInPage()))
   .post('/console/sign-in', async (c) => {
@@ -171,6 +176,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .use('/console/sign-ins/*', requireSession)
   .use('/console/profiles/*', requireSession)
   .use('/console/screenshots/*', requireSession)
+  .use('/console/live/*', requireSession)
   .get('/console', async (c) => c.html(inboxPage(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now(), c.req.query('notice'))))
   .get('/console/inbox', async (c) => c.html(inboxList(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now())))
   .post('/console/sign-out', async (c) => {
@@ -204,7 +210,8 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
     if (found === undefined) throw new DomainError('not_found', 'no such picture (it may have been removed by retention)');
     return c.body(found.bytes as Uint8Array<ArrayBuffer>, 200, {
       'Content-Type': 'image/jpeg',
-      'Cache-Control': 'private, max-age=86400, immutable',
+      // Not kept in the browser's cache: gone with sign-out and with retention.
+      'Cache-Control': 'private, no-store',
       'X-Content-Type-Options': 'nosniff',
     });
   })
@@ -220,7 +227,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
           ['Policy', grant.policyProfile],
           ['State', grant.revokedAt !== null ? 'revoked' : grant.expiresAt <= now || grant.uses >= grant.maxUses ? 'spent' : 'live'],
         ],
-        ...(grant.revokedAt === null && grant.expiresAt > now ? { action: { path: `/console/grants/${grant.id}/revoke`, label: 'Revoke' } } : {}),
+        ...(grant.revokedAt === null && grant.expiresAt > now ? { actions: [{ path: `/console/grants/${grant.id}/revoke`, label: 'Revoke' }] } : {}),
       }),
     );
     return c.html(listPage('/console/grants', 'Grants', things, c.var.session.csrfToken, 'No grants.', c.req.query('notice')));
@@ -247,7 +254,13 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
             ['Runs waiting', episode.waiting_runs.join(', ') || 'none'],
             ['Opened', episode.opened_at],
           ],
-          ...(episode.state === 'open' ? { action: { path: `/console/sign-ins/${episode.id}/restart`, label: 'Restart the sign-in window' } } : {}),
+          actions:
+            episode.state === 'open'
+              ? [
+                  { path: `/console/sign-ins/${episode.id}/live-view`, label: 'Open the live view' },
+                  { path: `/console/sign-ins/${episode.id}/restart`, label: 'Restart the sign-in window' },
+                ]
+              : [],
         }),
       ),
       ...ownerNotices.map(
@@ -262,6 +275,63 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
       ),
     ];
     return c.html(listPage('/console/sign-ins', 'Sign-ins and notices', things, c.var.session.csrfToken, 'No sign-ins.', c.req.query('notice')));
+  })
+  // A single-use link to the episode's live view, bound to this session, 5 minutes to connect.
+  .post('/console/sign-ins/:id/live-view', async (c) => {
+    await requireCsrf(c);
+    try {
+      const link = await issueLiveViewLink(c.var.ports, c.var.session, c.req.param('id'));
+      return c.redirect(`/console/live/${link.token}`, 303);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code !== 'not_found') throw error;
+      return c.redirect(`/console/sign-ins?notice=${encodeURIComponent(`Not done: ${error.message}.`)}`, 303);
+    }
+  })
+  .get('/console/live/:token', async (c) => {
+    try {
+      const grant = await readLiveViewLink(c.var.ports, c.var.session, c.req.param('token'));
+      return c.html(liveViewPage(c.req.param('token'), grant.origin, c.var.session.csrfToken));
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      return c.html(layout('Live view', html`<p class="error" role="alert">${error.message}.</p>`, { csrfToken: c.var.session.csrfToken }), 404);
+    }
+  })
+  // The view's socket: the link is used here, once, by the session it was issued to.
+  .get('/console/live/:token/socket', async (c) => {
+    const upgrade = c.var.ports.upgradeWebSocket;
+    if (upgrade === undefined) throw new DomainError('not_found', 'this edge has no live view');
+    if (c.req.header('Upgrade')?.toLowerCase() !== 'websocket') throw new DomainError('invalid_request', 'the live view is a WebSocket');
+    // A page of another site cannot open it with the owner's cookie (cross-site WebSocket hijacking).
+    if (c.req.header('Origin') !== new URL(c.req.url).origin) throw new DomainError('forbidden', 'the live view opens only from the console');
+    const grant = await claimLiveView(c.var.ports, c.var.session, c.req.param('token'));
+    const size = (value: string | undefined, fallback: number) => Math.min(MAX_VIEW_EDGE_PX, Math.max(64, Math.round(Number(value) || fallback)));
+    const width = size(c.req.query('w'), 1280);
+    const height = size(c.req.query('h'), 720);
+    const ports = c.var.ports;
+    let relay: LiveViewRelay | undefined;
+    let starting = false;
+    const early: string[] = [];
+    let closedEarly = false;
+    // The page speaks first (`hello`): Workers' server sockets have no open event, so the relay
+    // starts with the first message, the same on every runtime.
+    return upgrade(c, {
+      onMessage: (event, socket) => {
+        const text = typeof event.data === 'string' ? event.data : '';
+        if (relay !== undefined) return relay.fromViewer(text);
+        if (!starting) {
+          starting = true;
+          void relayLiveView(ports, grant, socket, width, height).then((started) => {
+            relay = started;
+            for (const queued of early.splice(0)) started.fromViewer(queued);
+            if (closedEarly) started.viewerClosed();
+          });
+        } else if (early.length < 16) early.push(text);
+      },
+      onClose: () => {
+        if (relay !== undefined) relay.viewerClosed();
+        else closedEarly = true;
+      },
+    });
   })
   .post('/console/sign-ins/:id/restart', async (c) => {
     await requireCsrf(c);
@@ -284,7 +354,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
       return {
         title: `Profile ${profileId}`,
         details: [['State', state]],
-        ...(state === 'active' ? { action: { path: `/console/profiles/${encodeURIComponent(profileId)}/revoke`, label: 'Revoke this profile' } } : {}),
+        ...(state === 'active' ? { actions: [{ path: `/console/profiles/${encodeURIComponent(profileId)}/revoke`, label: 'Revoke this profile' }] } : {}),
       };
     });
     return c.html(listPage('/console/profiles', 'Browser profiles', things, c.var.session.csrfToken, 'No profiles yet.', c.req.query('notice')));

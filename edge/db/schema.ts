@@ -508,3 +508,25 @@ export const artifacts = sqliteTable(
   ],
 );
 export type ArtifactRow = typeof artifacts.$inferSelect;
+
+/**
+ * One-time live-view links (issue 16): the SHA-256 of the random token in the link (never the
+ * token), the owner and the console session it was issued to (the session's id hash), the
+ * sign-in episode it shows, and when it was issued, expires (5 minutes to connect), was used to
+ * connect (once) and ended, all epoch ms.
+ */
+export const liveViews = sqliteTable(
+  'live_views',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    ownerId: text('owner_id').notNull(),
+    sessionHash: text('session_hash').notNull(),
+    episodeId: text('episode_id').notNull(),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    usedAt: integer('used_at'),
+    endedAt: integer('ended_at'),
+  },
+  (t) => [index('live_views_episode_idx').on(t.episodeId)],
+);
+export type LiveViewRow = typeof liveViews.$inferSelect;

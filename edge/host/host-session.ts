@@ -1,12 +1,14 @@
 import type { z } from 'zod';
 import type { ErrorCode } from '../../shared/errors.ts';
+import { LiveViewNotification } from '../../shared/live-view.ts';
 import { HelloFrame, HOST_METHODS, type HostMethod, type HostParams, type HostResult, ResponseFrame } from '../../shared/protocol.ts';
 import { signRequestFrame, verifyHostHello } from '../../shared/wire-auth.ts';
 
 /**
  * The edge's client for one browser-host connection: a map of pending commands, a timeout per
  * command, and every pending command rejected when the socket closes. One session serves one
- * tool call and is closed afterwards; nothing is kept across requests.
+ * tool call and is closed afterwards (a live view's session lives as long as the view); nothing is
+ * kept across requests.
  */
 
 /** The part of the standard WebSocket API the session uses (Workers, Deno and Node all have it). */
@@ -61,6 +63,8 @@ export class HostSession {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private closedReason: string | undefined;
+  private readonly notificationListeners: Array<(notification: LiveViewNotification) => void> = [];
+  private readonly closeListeners: Array<(reason: string) => void> = [];
 
   private constructor(
     private readonly socket: WireSocket,
@@ -127,6 +131,21 @@ export class HostSession {
     return (await answer) as HostResult<M>;
   }
 
+  /**
+   * Calls `listener` with every notification the host sends on this connection (`{method,
+   * params}` without an id: a live view's frames and its end, shared/live-view.ts), parsed with
+   * their schema; malformed ones are dropped.
+   */
+  onNotification(listener: (notification: LiveViewNotification) => void): void {
+    this.notificationListeners.push(listener);
+  }
+
+  /** Calls `listener` once with the reason when the connection closes, by either side (at once when it has). */
+  onClose(listener: (reason: string) => void): void {
+    if (this.closedReason !== undefined) listener(this.closedReason);
+    else this.closeListeners.push(listener);
+  }
+
   /** Closes the connection; pending commands fail with HostNoAnswer('connection_lost'). */
   close(): void {
     this.onClosed('the session was closed');
@@ -138,7 +157,13 @@ export class HostSession {
   }
 
   private onMessage(data: unknown): void {
-    const frame = ResponseFrame.safeParse(parseJson(data));
+    const json = parseJson(data);
+    if (typeof json === 'object' && json !== null && 'method' in json && !('id' in json)) {
+      const notification = LiveViewNotification.safeParse(json);
+      if (notification.success) for (const listener of this.notificationListeners) listener(notification.data);
+      return;
+    }
+    const frame = ResponseFrame.safeParse(json);
     if (!frame.success || frame.data.id === null) return;
     const pending = this.pending.get(frame.data.id);
     if (!pending) return;
@@ -161,6 +186,7 @@ export class HostSession {
       pending.reject(new HostNoAnswer('connection_lost', reason));
       this.pending.delete(id);
     }
+    for (const listener of this.closeListeners.splice(0)) listener(reason);
   }
 }
 

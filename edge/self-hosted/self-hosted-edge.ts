@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
+import type { UpgradeWebSocket } from 'hono/ws';
 import { createApp, DOCS_ASSETS_PATH } from '../app.ts';
 import { cronPass } from '../cron-pass.ts';
 import { openSqliteDatabase } from '../db/sqlite.ts';
@@ -21,6 +22,8 @@ export interface RuntimeParts {
   readonly sqlitePath: string;
   /** Absolute path of the drizzle migrations folder (`drizzle/`). */
   readonly migrationsFolder: string;
+  /** Hono's WebSocket upgrade of the runtime (`hono/deno`, `@hono/node-server`), for the owner's live view. */
+  readonly upgradeWebSocket: UpgradeWebSocket;
 }
 
 /** The edge outside Workers: the same app over a migrated SQLite file, and its cron pass. */
@@ -49,6 +52,7 @@ export async function startSelfHostedEdge(settings: SelfHostedSettings, parts: R
     db: database.drizzle(),
     host: standardWebSocketConnector(settings.hostUrl, settings.hostSharedSecret, parts.WebSocket),
     artifacts,
+    upgradeWebSocket: parts.upgradeWebSocket,
     clock: systemClock,
     background: backgroundRunner(requestId),
     requestId,

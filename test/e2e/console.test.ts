@@ -225,7 +225,11 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await agent.report(run.id, 'completed', 'saved twice');
     // Revoked from the Grants page, the next act asks the owner again.
     await page.goto(`${stack.edgeUrl}/console/grants`);
-    await page.getByRole('article').filter({ hasText: `click on ${site.origin}` }).getByRole('button', { name: 'Revoke' }).click();
+    await page
+      .getByRole('article')
+      .filter({ hasText: `click on ${site.origin}` })
+      .getByRole('button', { name: 'Revoke' })
+      .click();
     await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Revoked');
   });
 

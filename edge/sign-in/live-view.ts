@@ -1,0 +1,307 @@
+import { and, eq, gt, isNull } from 'drizzle-orm';
+import { jwtVerify, SignJWT } from 'jose';
+import { MAX_INPUT_EVENTS, ViewerCommand, type ViewerMessage } from '../../shared/live-view.ts';
+import { type ConsoleSessionRow, liveViews, signInEpisodes } from '../db/schema.ts';
+import { DomainError } from '../domain-error.ts';
+import { HostCallError, type HostSession } from '../host/host-session.ts';
+import { sha256Hex } from '../policy/canonical-hash.ts';
+import type { Ports } from '../ports.ts';
+
+/** How long a live-view link may be used to connect, in ms (issue 16: 5 minutes). */
+export const LIVE_VIEW_LINK_MS = 5 * 60_000;
+/** Most host calls (input, acknowledgements) one view has in flight; past it, input is dropped. */
+const MAX_CALLS_IN_FLIGHT = 16;
+/** Longest the host may take to open a view or answer one call, in ms. */
+const HOST_CALL_MS = 10_000;
+
+const TOKEN = { issuer: 'governed-browser-edge', audience: 'owner-console', typ: 'live-view' } as const;
+
+/** What a live-view link is bound to (issue 16): one ceremony, one owner session. */
+export interface LiveViewGrant {
+  /** The link's token id (its `jti`), stored hashed. */
+  readonly linkId: string;
+  readonly episodeId: string;
+  readonly ceremonyId: string;
+  readonly hostProfileId: string;
+  readonly origin: string;
+  readonly generation: number;
+  readonly ownerId: string;
+}
+
+function keyOf(secret: string): Uint8Array {
+  return new TextEncoder().encode(`live-view:${secret}`);
+}
+
+/**
+ * Issues a single-use live-view link token for the owner's open sign-in episode `episodeId`,
+ * bound to its ceremony (profile, origin, generation) and to `session`: a JWT (HS256, the edge's
+ * secret) that can be used to connect once within {@link LIVE_VIEW_LINK_MS}; its id is stored
+ * hashed in `live_views`.
+ * @throws DomainError('not_found') for an episode that is not the owner's or not open.
+ */
+export async function issueLiveViewLink(ports: Ports, session: ConsoleSessionRow, episodeId: string): Promise<{ token: string; expiresAt: number }> {
+  const episode = await ports.db
+    .select()
+    .from(signInEpisodes)
+    .where(and(eq(signInEpisodes.id, episodeId), eq(signInEpisodes.ownerId, session.ownerId), eq(signInEpisodes.state, 'open')))
+    .get();
+  if (episode === undefined) throw new DomainError('not_found', 'no open sign-in of yours with that id');
+  const now = ports.clock.now();
+  const expiresAt = now + LIVE_VIEW_LINK_MS;
+  const jti = crypto.randomUUID();
+  const token = await new SignJWT({
+    typ: TOKEN.typ,
+    episode: episode.id,
+    ceremony: episode.ceremonyId,
+    profile: episode.hostProfileId,
+    origin: episode.origin,
+    generation: episode.generation,
+    session: session.idHash,
+  })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(TOKEN.issuer)
+    .setAudience(TOKEN.audience)
+    .setSubject(session.ownerId)
+    .setJti(jti)
+    .setIssuedAt(Math.floor(now / 1000))
+    .setExpirationTime(Math.floor(expiresAt / 1000))
+    .sign(keyOf(ports.hostSecret));
+  await ports.db.insert(liveViews).values({
+    tokenHash: await sha256Hex(jti),
+    ownerId: session.ownerId,
+    sessionHash: session.idHash,
+    episodeId: episode.id,
+    createdAt: now,
+    expiresAt,
+  });
+  return { token, expiresAt };
+}
+
+/**
+ * What a link token grants, checked without using it up: its signature, expiry and the session
+ * it was issued to (another owner's session, or another session of the same owner, gets nothing).
+ * @throws DomainError('not_found') for a token that is not a valid link for `session`.
+ */
+export async function readLiveViewLink(ports: Ports, session: ConsoleSessionRow, token: string): Promise<LiveViewGrant> {
+  let payload: Record<string, unknown>;
+  try {
+    ({ payload } = await jwtVerify(token, keyOf(ports.hostSecret), {
+      issuer: TOKEN.issuer,
+      audience: TOKEN.audience,
+      algorithms: ['HS256'],
+      requiredClaims: ['exp', 'jti', 'sub'],
+      currentDate: new Date(ports.clock.now()),
+    }));
+  } catch {
+    throw new DomainError('not_found', 'that live-view link is not valid or has expired; open a new one from Sign-ins');
+  }
+  if (payload.typ !== TOKEN.typ || payload.sub !== session.ownerId || payload.session !== session.idHash) {
+    throw new DomainError('not_found', 'that live-view link was issued to another console session; open a new one from Sign-ins');
+  }
+  return {
+    linkId: String(payload.jti),
+    episodeId: String(payload.episode),
+    ceremonyId: String(payload.ceremony),
+    hostProfileId: String(payload.profile),
+    origin: String(payload.origin),
+    generation: Number(payload.generation),
+    ownerId: session.ownerId,
+  };
+}
+
+/**
+ * Uses a link to connect, once: a conditional update marks it used only while unused, unexpired
+ * and the session's, and the episode must still be open at the same generation.
+ * @throws DomainError('not_found') for an invalid link; DomainError('already_decided') for one
+ *   used already; DomainError('run_not_active') when the sign-in is over or was restarted.
+ */
+export async function claimLiveView(ports: Ports, session: ConsoleSessionRow, token: string): Promise<LiveViewGrant> {
+  const grant = await readLiveViewLink(ports, session, token);
+  const now = ports.clock.now();
+  const [used] = await ports.db
+    .update(liveViews)
+    .set({ usedAt: now })
+    .where(
+      and(
+        eq(liveViews.tokenHash, await sha256Hex(grant.linkId)),
+        eq(liveViews.sessionHash, session.idHash),
+        isNull(liveViews.usedAt),
+        gt(liveViews.expiresAt, now),
+      ),
+    )
+    .returning({ episodeId: liveViews.episodeId });
+  if (used === undefined) throw new DomainError('already_decided', 'that live-view link was used already; open a new one from Sign-ins');
+  const episode = await ports.db
+    .select({ state: signInEpisodes.state, generation: signInEpisodes.generation })
+    .from(signInEpisodes)
+    .where(eq(signInEpisodes.id, grant.episodeId))
+    .get();
+  if (episode?.state !== 'open' || episode.generation !== grant.generation) {
+    throw new DomainError('run_not_active', 'that sign-in is over or was restarted; open a new live view from Sign-ins');
+  }
+  return grant;
+}
+
+/** The owner's side of a view: the socket to their page (Hono's WSContext has this shape). */
+export interface ViewerSocket {
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+}
+
+/** A relay between the owner's page and the host's view, built by {@link relayLiveView}. */
+export interface LiveViewRelay {
+  /** A message from the owner's page (a {@link ViewerCommand} as JSON text); anything else is ignored. */
+  fromViewer(text: string): void;
+  /** The owner's page went away: the view ends. */
+  viewerClosed(): void;
+}
+
+/**
+ * Relays one live view (issue 16), the same code on Workers, Deno and Node: opens a host
+ * connection of its own, asks for `liveview.open` of the grant's ceremony with frames at most
+ * `maxWidth` x `maxHeight` px, forwards every frame to the owner's page as a {@link ViewerMessage}
+ * and the page's acknowledgements and input to the host (`liveview.input`), at most 16 calls in
+ * flight (input past that is dropped, never queued without bound). The view ends, and both
+ * sockets close, when the host ends it (the ceremony's outcome, a restart), when the owner's page
+ * closes or asks to, or when the host connection drops. Nothing typed is logged.
+ */
+export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: ViewerSocket, maxWidth: number, maxHeight: number): Promise<LiveViewRelay> {
+  let ended = false;
+  let session: HostSession | undefined;
+  let viewId: string | undefined;
+  let inFlight = 0;
+  const say = (message: ViewerMessage) => {
+    try {
+      viewer.send(JSON.stringify(message));
+    } catch {
+      // The owner's page is gone; its close ends the view.
+    }
+  };
+  const end = (reason: Extract<ViewerMessage, { type: 'ended' }>['reason'], message: string) => {
+    if (ended) return;
+    ended = true;
+    say({ type: 'ended', reason, message });
+    void markEnded(ports, grant);
+    const open = session;
+    const view = viewId;
+    if (open !== undefined && view !== undefined) {
+      void open
+        .call('liveview.close', { view_id: view }, HOST_CALL_MS)
+        .catch(() => {})
+        .finally(() => open.close());
+    } else open?.close();
+    try {
+      viewer.close(1000, reason);
+    } catch {
+      // already closed
+    }
+  };
+  // Input is applied in the order the person gave it: one call after the other. Acknowledgements
+  // only make room for frames, so they go at once.
+  let inputs: Promise<unknown> = Promise.resolve();
+  const call = (params: { ack?: number; frame_seq?: number; events?: Extract<ViewerCommand, { type: 'input' }>['events'] }) => {
+    if (ended || session === undefined || viewId === undefined || inFlight >= MAX_CALLS_IN_FLIGHT) return;
+    const open = session;
+    const view = viewId;
+    inFlight += 1;
+    const send = () =>
+      open
+        .call('liveview.input', { view_id: view, ...params, events: params.events ?? [] }, HOST_CALL_MS)
+        .catch((error: unknown) => {
+          if (error instanceof HostCallError && error.code === 'not_found') end('ended', 'the live view has ended');
+        })
+        .finally(() => {
+          inFlight -= 1;
+        });
+    if (params.events === undefined) void send();
+    else inputs = inputs.then(send);
+  };
+
+  try {
+    session = await ports.host.connect(HOST_CALL_MS);
+    session.onNotification((notification) => {
+      if (notification.method === 'liveview.frame') {
+        if (notification.params.view_id !== viewId) return;
+        const { seq, jpeg_base64, width, height } = notification.params;
+        say({ type: 'frame', seq, jpeg_base64, width, height });
+      } else if (notification.params.view_id === viewId) {
+        end(notification.params.reason, endedInWords(notification.params.reason));
+      }
+    });
+    session.onClose(() => end('unavailable', 'the connection to the browser host was lost'));
+    const opened = await session.call(
+      'liveview.open',
+      {
+        ceremony_id: grant.ceremonyId,
+        profile_id: grant.hostProfileId,
+        origin: grant.origin,
+        generation: grant.generation,
+        max_width: maxWidth,
+        max_height: maxHeight,
+      },
+      HOST_CALL_MS,
+    );
+    viewId = opened.view_id;
+  } catch (error) {
+    const notWaiting = error instanceof HostCallError && error.code === 'not_found';
+    end(
+      'unavailable',
+      notWaiting ? 'the sign-in window is not waiting for you (it is over, or being checked); reload Sign-ins' : 'the browser host is not reachable now',
+    );
+  }
+
+  return {
+    fromViewer: (text) => {
+      let command: ViewerCommand | undefined;
+      try {
+        command = parseCommand(text);
+      } catch {
+        return;
+      }
+      if (command === undefined) return;
+      if (command.type === 'hello') return;
+      if (command.type === 'close') end('closed', 'you closed the live view');
+      else if (command.type === 'ack') call({ ack: command.seq });
+      else call({ frame_seq: command.frame_seq, events: command.events.slice(0, MAX_INPUT_EVENTS) });
+    },
+    viewerClosed: () => end('closed', 'you closed the live view'),
+  };
+}
+
+/** A viewer command from JSON text, or undefined when it is not one. */
+function parseCommand(text: string): ViewerCommand | undefined {
+  if (text.length > 64 * 1024) return undefined;
+  const parsed = ViewerCommand.safeParse(JSON.parse(text));
+  return parsed.success ? parsed.data : undefined;
+}
+
+function endedInWords(reason: string): string {
+  switch (reason) {
+    case 'verified':
+      return 'you are signed in: the host verified it, and the run goes on by itself';
+    case 'account_mismatch':
+      return 'you signed in as another account than the one this profile is for';
+    case 'not_verified':
+      return 'the sign-in window timed out before a sign-in was verified';
+    case 'page_gone':
+      return 'the sign-in window went away; open a new live view from Sign-ins';
+    case 'closed':
+      return 'the live view was closed';
+    case 'host_closing':
+      return 'the browser host is shutting down';
+    default:
+      return 'the sign-in was ended or restarted; open a new live view from Sign-ins';
+  }
+}
+
+/** Records when a used link's view ended (best effort: the row is for the record only). */
+async function markEnded(ports: Ports, grant: LiveViewGrant): Promise<void> {
+  try {
+    await ports.db
+      .update(liveViews)
+      .set({ endedAt: ports.clock.now() })
+      .where(and(eq(liveViews.tokenHash, await sha256Hex(grant.linkId)), isNull(liveViews.endedAt)));
+  } catch {
+    // The record of the end is not needed for anything to work.
+  }
+}

@@ -1,0 +1,89 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { BASE_CHROMIUM_ARGS } from '../browser-host/profiles.ts';
+
+/**
+ * The scripted owner who signs in through the console's live view (issue 16), in a Chromium of
+ * their own: they open the one-time console link, go to Sign-ins, open the live view of the
+ * open sign-in, and type into the sign-in window they see there, as a person would with a
+ * keyboard: the username (the site's sign-in form focuses it), Tab, the password, Enter. They
+ * never touch the host: everything goes through the console page.
+ */
+export interface LiveViewPerson {
+  /** A one-time console sign-in link of the owner (`ApiClient.consoleLink`). */
+  readonly consoleLink: string;
+  readonly username: string;
+  readonly password: string;
+  /** How long to wait for each step, in ms (default 30,000). */
+  readonly timeoutMs?: number;
+}
+
+/** What the person saw: how long the first frame took after opening the view, in ms, and how the view ended. */
+export interface LiveViewSignIn {
+  readonly firstFrameMs: number;
+  readonly ended: string;
+}
+
+/**
+ * Signs in through the live view and waits until the view ends (the host verified the sign-in,
+ * or the view ended otherwise). Closes the person's browser afterwards.
+ * @throws Error when a step does not happen in time (no open sign-in, no frame, no end).
+ */
+export async function signInThroughLiveView(person: LiveViewPerson): Promise<LiveViewSignIn> {
+  const timeout = person.timeoutMs ?? 30_000;
+  const profile = mkdtempSync(join(tmpdir(), 'live-view-person-'));
+  let context: BrowserContext | undefined;
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+      headless: true,
+      args: [...BASE_CHROMIUM_ARGS],
+      viewport: { width: 1280, height: 900 },
+    });
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(timeout);
+    await page.goto(person.consoleLink);
+    await page.getByRole('button', { name: 'Sign in to the console' }).click();
+    await page.waitForURL(/\/console$/);
+    const opened = await openLiveView(page, timeout);
+    await typeCredentials(page, person);
+    await page.locator('#live-view[data-state="ended"]').waitFor({ timeout });
+    return { firstFrameMs: opened, ended: (await page.locator('#live-status').textContent()) ?? '' };
+  } finally {
+    await context?.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+/**
+ * From the console, opens the live view of the open sign-in (reloading Sign-ins until there is
+ * one) and waits for its first frame.
+ * @returns ms from opening the view to its first frame on screen.
+ */
+export async function openLiveView(page: Page, timeoutMs: number): Promise<number> {
+  const until = Date.now() + timeoutMs;
+  const base = new URL(page.url()).origin;
+  for (;;) {
+    await page.goto(`${base}/console/sign-ins`);
+    const open = page.getByRole('button', { name: 'Open the live view' }).first();
+    if ((await open.count()) > 0) {
+      const started = Date.now();
+      await open.click();
+      await page.locator('#live-view[data-state="live"]').waitFor({ timeout: Math.max(1_000, until - Date.now()) });
+      return Date.now() - started;
+    }
+    if (Date.now() > until) throw new Error('no open sign-in to open a live view of');
+    await page.waitForTimeout(500);
+  }
+}
+
+/** Types the username, Tab, the password and Enter into the live view's keyboard target. */
+export async function typeCredentials(page: Page, person: Pick<LiveViewPerson, 'username' | 'password'>): Promise<void> {
+  await page.getByLabel('Keyboard input to the sign-in window').focus();
+  await page.keyboard.type(person.username, { delay: 20 });
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(person.password, { delay: 20 });
+  await page.keyboard.press('Enter');
+}
