@@ -143,6 +143,7 @@ const EnvSchema = z.object({
   HOST_EGRESS_ALLOW: originList.default([]),
   HOST_EGRESS_DENY: originList.default([]),
   HOST_ACTIONABILITY_MS: integer(100, 60_000).default(DEFAULT_ACTIONABILITY_MS),
+  NODE_ENV: z.string().optional(),
   HOST_SCREENSHOTS: flag.default(DEFAULT_SCREENSHOT_CONFIG.enabled),
   HOST_SCREENSHOT_QUALITY: integer(10, 95).default(DEFAULT_SCREENSHOT_CONFIG.quality),
   DISPLAY: z.string().optional(),
@@ -161,7 +162,8 @@ const EnvSchema = z.object({
  * `{definitions: [...]}`, read and validated now; default none: the built-in catalog is empty),
  * `HOST_EDGE_URL` (base URL of the edge, e.g. http://127.0.0.1:8787, for ceremony event
  * callbacks; default none: the edge asks `ceremony.status`), `HOST_PERSON_DEBUGGING=1` (default
- * off: a loopback DevTools port per profile browser, for the scripted person of tests and demos)
+ * off: a loopback DevTools port per profile browser, for the scripted person of tests only;
+ * refused with `NODE_ENV=production`)
  * and `HOST_CEREMONY_POLL_MS` (default 1,000 ms, 100-60,000); for the confinement (README
  * "Confinement"): `HOST_EGRESS_ALLOW` and `HOST_EGRESS_DENY` (comma-separated origins; default
  * none) and `HOST_ACTIONABILITY_MS` (default 5,000 ms, 100-60,000); for the owner's console's
@@ -176,6 +178,10 @@ export function parseHostConfig(env: Readonly<Record<string, string | undefined>
     ...unknownFlags.map((arg) => `unknown argument ${JSON.stringify(arg)} (the only flag is --headless)`),
     ...(parsed.success ? [] : parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`)),
   ];
+  // The scripted person's DevTools port is for tests only (issue 16: owners sign in through the live view).
+  if (parsed.success && parsed.data.HOST_PERSON_DEBUGGING && parsed.data.NODE_ENV === 'production') {
+    problems.push('HOST_PERSON_DEBUGGING is a test-only setting and is refused when NODE_ENV=production (owners sign in through the live view)');
+  }
   if (!parsed.success || problems.length > 0) throw new ConfigError(`invalid browser-host configuration: ${problems.join('; ')}`);
   const e = parsed.data;
   let siteDefinitions: readonly SiteVerificationDefinition[] = BUILT_IN_SITE_DEFINITIONS;

@@ -3,7 +3,7 @@ import type { CDPSession, Page } from 'playwright-core';
 import { FRAMES_IN_FLIGHT, type ViewEndReason, type ViewInputEvent } from '../shared/live-view.ts';
 import { HostError } from './host-error.ts';
 import { jpegSize } from './screenshots.ts';
-import type { WireConnection } from './server.ts';
+import type { WireConnection } from './wire-connection.ts';
 
 /** JPEG quality of the screencast frames. */
 const FRAME_QUALITY = 60;

@@ -15,8 +15,8 @@ import { continueObservation, hostObservationOf, NOT_WAITED, type ObservationCon
 import type { ObservationLog } from './observation-log.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
 import { boxOf, takeScreenshot } from './screenshots.ts';
-import type { WireConnection } from './server.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
+import type { WireConnection } from './wire-connection.ts';
 
 /** Failures that guarantee nothing was dispatched; when the lease ended meanwhile, they read as `lease_lost`. */
 const NOTHING_SENT_WHEN: ReadonlySet<ErrorCode> = new Set<ErrorCode>([

@@ -2,11 +2,11 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { z } from 'zod';
-import type { LiveViewNotification } from '../shared/live-view.ts';
 import { type HelloFrame, HOST_METHODS, type HostMethod, MAX_FRAME_BYTES, RequestFrame, type ResponseFrame } from '../shared/protocol.ts';
 import { newWireNonce, signHostHello, splitRequestFrame, verifyFrameToken, WIRE_NONCE_PATTERN, wireDigest } from '../shared/wire-auth.ts';
 import { toErrorDetail } from './host-error.ts';
 import type { MethodHandlers } from './methods.ts';
+import type { WireConnection } from './wire-connection.ts';
 
 /** Where and as whom the wire server listens, and what it serves. */
 export interface WireServerOptions {
@@ -20,19 +20,6 @@ export interface WireServerOptions {
 
 /** Most bytes a connection may have queued unsent before notifications on it are held back. */
 export const MAX_BUFFERED_NOTIFICATION_BYTES = 1024 * 1024;
-
-/**
- * The connection a method was called on, for handlers that keep talking on it after answering
- * (live views: shared/live-view.ts). Notifications are `{method, params}` frames without an id.
- */
-export interface WireConnection {
-  /** Sends `notification`; false when the connection is closed or has more than 1 MiB queued unsent (nothing is sent then). */
-  notify(notification: LiveViewNotification): boolean;
-  /** Whether the connection is still open. */
-  readonly open: boolean;
-  /** Calls `listener` once when the connection closes (at once when it already has). */
-  onClose(listener: () => void): void;
-}
 
 /** A listening wire server. */
 export interface WireServer {

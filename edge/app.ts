@@ -112,6 +112,9 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     c.header('X-Request-Id', c.var.requestId);
     c.set('ports', portsFor(c));
     await next();
+    // A WebSocket upgrade (the owner's live view) hands the connection over: its request is
+    // gone (Deno closes it) and its response is not ours to change.
+    if (c.res.status === 101) return;
     await discardUnreadBody(c.req.raw);
     const sent = c.var.ports.statementsSent;
     if (sent) c.header('X-D1-Statements', String(sent()));

@@ -2,8 +2,8 @@
  * `npm run demo`: after scripts/setup.mjs, starts the browser host (headed under Xvfb) and
  * `wrangler dev` on loopback, runs the scripted demo agent against the real TodoMVC app over
  * HTTP, prints a transcript and the run's rows read back from D1; then a sign-in episode against
- * the account fixture site (the run parks, a scripted person signs in in the headed window, the
- * run resumes by itself) with its timeline; shuts everything down, and exits 0 (1 when any step
+ * the account fixture site (the run parks, the scripted owner signs in through the console's live
+ * view of the headed window, the run resumes by itself) with its timeline; shuts everything down, and exits 0 (1 when any step
  * failed). The host runs with the shipped, empty site catalog: the sign-in is verified by the
  * differential check for unknown sites.
  */
@@ -26,8 +26,6 @@ try {
   stack = await startLocalStack({
     database: 'default',
     headless: process.env.HOST_HEADLESS === '1',
-    // Lets scripts/person-at-browser.ts act as the person at the headed window; never in production.
-    hostVars: { HOST_PERSON_DEBUGGING: '1' },
   });
   console.log(`  edge ${stack.edgeUrl} · host ${stack.hostUrl} · TodoMVC ${stack.todoUrl}`);
   const edgeUrl = stack.edgeUrl;
@@ -82,7 +80,7 @@ try {
   }
 
   console.log(
-    "\nDemo finished: on TodoMVC the bounded scroll ran without asking and every other act waited for the owner and was dispatched exactly once; on the account site the owner's grant covered the acts, and the sign-in episode was resolved by one native sign-in and resumed by itself.",
+    "\nDemo finished: on TodoMVC the bounded scroll ran without asking and every other act waited for the owner and was dispatched exactly once; on the account site the owner's grant covered the acts, and the sign-in episode was resolved by one native sign-in through the console's live view and resumed by itself.",
   );
 } catch (error) {
   exitCode = 1;

@@ -1,10 +1,9 @@
-import { hostProfileId } from '../edge/profiles/bindings.ts';
 import { ActivityList, GrantView, type RunView } from '../shared/api.ts';
 import type { AccountSite } from './account-site.ts';
 import { ApiClient, observationOf } from './api-client.ts';
 import { refOf } from './aria-refs.ts';
 import type { LocalStack } from './local-stack.ts';
-import { signInAsPerson } from './person-at-browser.ts';
+import { signInThroughLiveView } from './person-in-live-view.ts';
 
 /** One line of a sign-in episode's timeline: ms since the run was created, and what happened. */
 export interface TimelineEntry {
@@ -38,9 +37,10 @@ async function waitForState(agent: ApiClient, runId: string, state: RunView['sta
 /**
  * The demo's sign-in episode (ADR-0164, DESIGN.md section 8) over HTTP, against the account site:
  * the owner asks for a report to be filed and grants the routine writes; the agent's navigation
- * meets the sign-in wall and the run parks (one notice); a scripted person signs in in the host's
- * headed window; the host verifies and calls back; the run resumes by itself; the agent reads
- * afresh, files the report once and reports. The host must run with `HOST_PERSON_DEBUGGING=1`.
+ * meets the sign-in wall and the run parks (one notice); the owner, scripted in a browser of their
+ * own, signs in through the console's live view of the host's window (issue 16); the host verifies
+ * and calls back; the run resumes by itself; the agent reads afresh, files the report once and
+ * reports.
  * @param log sees each step as it happens.
  * @throws Error when a step does not produce what it should.
  */
@@ -66,14 +66,10 @@ export async function runSignInJourney(stack: LocalStack, site: AccountSite, own
   const notices = await owner.waitForNotices(run.id);
   log(`owner notice: "${notices[0]?.text ?? '(none)'}"`);
 
-  log("a person signs in as alice in the host's headed browser window (scripted)");
-  await signInAsPerson({
-    profileDir: `${stack.profilesDir}/${await hostProfileId(ownerId, profile)}`,
-    origin: site.origin,
-    username: 'alice',
-    password: 'alice-pass',
-    timeoutMs: 60_000,
-  });
+  log("the owner opens the live view from the console's Sign-ins page (a browser of their own, scripted) and signs in as alice through it");
+  const consoleLink = (await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(ownerId)).url;
+  const seen = await signInThroughLiveView({ consoleLink, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
+  log(`the live view showed the sign-in window ${seen.firstFrameMs} ms after it was opened; ${seen.ended.replace(/^The live view ended: /, 'it ended: ')}`);
   const resumed = await waitForState(agent, run.id, 'queued', 60_000);
   log(
     `the host verified the sign-in and called back; the run is ${resumed.state} again (latest revision ${resumed.latest_revision ?? 'none'}: it must read afresh)`,

@@ -448,7 +448,10 @@ export const LIVE_VIEW_JS = `
     event.preventDefault();
     input([{ type: 'key', action: 'up', key: event.key }]);
   });
+  let composing = false;
+  keys.addEventListener('compositionstart', () => { composing = true; });
   keys.addEventListener('compositionend', (event) => {
+    composing = false;
     if (event.data) input([{ type: 'text', text: event.data }]);
     keys.value = '';
   });
@@ -457,7 +460,8 @@ export const LIVE_VIEW_JS = `
     const text = event.clipboardData ? event.clipboardData.getData('text/plain') : '';
     if (text) input([{ type: 'text', text: text.slice(0, 10000) }]);
   });
-  keys.addEventListener('input', () => { if (!keys.matches(':focus') || keys.value.length > 0) keys.value = ''; });
+  // Whatever reaches the field itself (not a key sent as a press, not a composition) is not kept.
+  keys.addEventListener('input', () => { if (!composing) keys.value = ''; });
   document.getElementById('live-close').addEventListener('click', () => { send({ type: 'close' }); });
   window.addEventListener('pagehide', () => socket.close());
 })();

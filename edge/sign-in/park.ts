@@ -76,7 +76,8 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
     );
     return;
   }
-  const question = `Sign in to ${origin} in the browser of profile "${run.profileId}" so that run ${run.id} can continue.`;
+  const signIns = `${ports.config.publicUrl?.replace(/\/+$/, '') ?? ''}/console/sign-ins`;
+  const question = `Sign in to ${origin} in the browser of profile "${run.profileId}" so that run ${run.id} can continue: open the live view from Sign-ins in the owner console (${signIns}).`;
   const openEpisode = sql`(SELECT e.id FROM sign_in_episodes e WHERE e.owner_id = ${run.ownerId} AND e.profile_id = ${run.profileId} AND e.origin = ${origin} AND e.state = 'open')`;
   const runParkedNow = sql`EXISTS (SELECT 1 FROM runs r WHERE r.id = ${run.id} AND r.state = 'waiting_for_authentication' AND r.updated_at = ${now})`;
   const [, , parked] = await ports.db.batch([

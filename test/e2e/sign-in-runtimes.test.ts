@@ -17,7 +17,7 @@ describe.each(['node', 'deno'] as const)('a sign-in episode, edge on %s', (runti
       runtime,
       database: 'fresh',
       echo: process.env.E2E_ECHO === '1',
-      hostVars: { HOST_PERSON_DEBUGGING: '1', HOST_CEREMONY_POLL_MS: '500' },
+      hostVars: { HOST_CEREMONY_POLL_MS: '500' },
     });
   });
 

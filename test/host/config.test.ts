@@ -42,4 +42,10 @@ describe('host configuration', () => {
     for (const few of ['1', '2']) expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_MAX_BROWSERS: few })).toThrow(/HOST_MAX_BROWSERS/);
     expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_MAX_BROWSERS: '3' }).maxBrowsers).toBe(3);
   });
+
+  test("the scripted person's DevTools port is a test-only setting: refused in production", () => {
+    expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_PERSON_DEBUGGING: '1' }).personDebugging).toBe(true);
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_PERSON_DEBUGGING: '1', NODE_ENV: 'production' })).toThrow(ConfigError);
+    expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET, NODE_ENV: 'production' }).personDebugging).toBe(false);
+  });
 });

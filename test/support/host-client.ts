@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
 import type { ErrorDetail } from '../../shared/errors.ts';
+import { LiveViewNotification } from '../../shared/live-view.ts';
 import { HelloFrame, HOST_METHODS, type HostMethod, type HostParams, type HostResult, ResponseFrame } from '../../shared/protocol.ts';
 import { newWireNonce, signRequestFrame, verifyHostHello, withWireNonce } from '../../shared/wire-auth.ts';
 
@@ -34,6 +35,8 @@ export interface HostClient {
   readonly open: boolean;
   /** Calls `listener` with the close code once the connection closes. */
   onClose(listener: (code: number) => void): void;
+  /** Calls `listener` with every notification (a live view's `liveview.frame` and `liveview.ended`). */
+  onNotification(listener: (notification: LiveViewNotification) => void): void;
   close(): Promise<void>;
 }
 
@@ -66,8 +69,15 @@ export async function connectHost(url: string, secret: string): Promise<HostClie
     socket.close();
     throw new Error('the hello token does not verify');
   }
+  const notificationListeners: Array<(notification: LiveViewNotification) => void> = [];
   socket.on('message', (data) => {
-    const frame = ResponseFrame.parse(JSON.parse(String(data)));
+    const json = JSON.parse(String(data)) as Record<string, unknown>;
+    if ('method' in json && !('id' in json)) {
+      const notification = LiveViewNotification.parse(json);
+      for (const listener of notificationListeners) listener(notification);
+      return;
+    }
+    const frame = ResponseFrame.parse(json);
     const waiter = frame.id === null ? undefined : pending.get(frame.id);
     if (waiter && frame.id !== null) {
       pending.delete(frame.id);
@@ -110,6 +120,9 @@ export async function connectHost(url: string, secret: string): Promise<HostClie
     },
     request,
     onClose: (listener) => socket.once('close', (code) => listener(code)),
+    onNotification: (listener) => {
+      notificationListeners.push(listener);
+    },
     async call(method, params) {
       const response = await request(method, params);
       if ('error' in response) throw new WireCallError(method, response.error);

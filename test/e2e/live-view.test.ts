@@ -1,0 +1,145 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
+import { type AccountSite, startAccountSite } from '../../scripts/account-site.ts';
+import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { refOf } from '../../scripts/aria-refs.ts';
+import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { openLiveView, typeCredentials } from '../../scripts/person-in-live-view.ts';
+import { GrantView, type RunView } from '../../shared/api.ts';
+
+// Signing in from anywhere (issue 16): the real host (headed, under Xvfb) and the real edge
+// (wrangler dev); the owner, in a second Chromium, opens the live view from the console and
+// signs in through it, with the keyboard, as a person would.
+
+let stack: LocalStack;
+let site: AccountSite;
+let agent: ApiClient;
+let owner: ApiClient;
+let profileDir: string;
+let context: BrowserContext;
+let page: Page;
+
+beforeAll(async () => {
+  site = await startAccountSite();
+  stack = await startLocalStack({ database: 'fresh', headless: false, hostVars: { HOST_CEREMONY_POLL_MS: '500' } });
+  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+  profileDir = mkdtempSync(join(tmpdir(), 'live-view-owner-'));
+  context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    args: [...BASE_CHROMIUM_ARGS],
+    viewport: { width: 1280, height: 900 },
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  const ownerId = String((await stack.queryD1("SELECT id FROM principals WHERE kind = 'owner' LIMIT 1"))[0]?.[0]?.id);
+  await page.goto((await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(ownerId)).url);
+  await page.getByRole('button', { name: 'Sign in to the console' }).click();
+  await page.waitForURL(`${stack.edgeUrl}/console`);
+});
+
+afterAll(async () => {
+  await context?.close();
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await stack?.stop();
+  await site?.close();
+});
+
+async function runState(id: string, state: RunView['state'], timeoutMs = 60_000): Promise<RunView> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await agent.run(id);
+    if (run.state === state) return run;
+    if (Date.now() > until) throw new Error(`run ${id} is ${run.state}, not ${state}`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+describe('the live view of a sign-in window', () => {
+  it('lets the owner sign in from the console: the run resumes by itself and files the report once; the link is single-use and the agent never acts on the window meanwhile', async () => {
+    const run = await owner.createRun({
+      profile_id: 'reports',
+      intent: 'File the weekly report titled "Week 49"',
+      origins: [site.origin],
+      deadline_ms: 600_000,
+    });
+    await owner.request('POST', '/v1/grants', GrantView, {
+      tool: 'browser.act',
+      actions: ['type', 'click'],
+      origin: site.origin,
+      max_uses: 5,
+      ttl_ms: 3_600_000,
+    });
+    const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` })).body;
+    expect(blocked.error?.code).toBe('authentication_required');
+    const notices = await owner.waitForNotices(run.id);
+    expect(notices[0]?.text).toContain('open the live view from Sign-ins in the owner console');
+
+    // The sign-in form is on screen within 2 s of opening the view.
+    const firstFrameMs = await openLiveView(page, 30_000);
+    expect(firstFrameMs).toBeLessThan(2_000);
+    const socketPath = await page.locator('#live-view').getAttribute('data-socket');
+
+    // Meanwhile the agent cannot act on the window: the run waits, and another run of the
+    // profile gets no browser; the site sees nothing of either.
+    const before = site.counters();
+    const during = await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` }).then(
+      (answer) => answer.body.state,
+      (error: { code?: string }) => error.code,
+    );
+    expect(during).toBe('run_not_active');
+    const other = await owner.createRun({ profile_id: 'reports', intent: 'Look at the reports', origins: [site.origin] });
+    const elsewhere = await agent.propose(other.id, 'browser.navigate', { url: `${site.origin}/reports` }).then(
+      (answer) => answer.body.state,
+      (error: { code?: string }) => error.code,
+    );
+    expect(elsewhere).not.toBe('succeeded');
+    expect(site.counters().protected_loads).toBe(before.protected_loads);
+    expect(site.counters().sign_ins).toBe(before.sign_ins);
+
+    // The link was used by this page: it does not connect a second time.
+    const second = await page.evaluate(
+      (path) =>
+        new Promise<string>((resolve) => {
+          const socket = new WebSocket(`ws://${location.host}${path}`);
+          socket.addEventListener('message', () => resolve('message'));
+          socket.addEventListener('close', () => resolve('closed'));
+        }),
+      socketPath,
+    );
+    expect(second).toBe('closed');
+
+    await typeCredentials(page, { username: 'alice', password: 'alice-pass' });
+    await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
+    expect(await page.locator('#live-status').textContent()).toContain('you are signed in');
+    await runState(run.id, 'queued');
+
+    let form = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` })).body);
+    form = observationOf(
+      (
+        await agent.propose(run.id, 'browser.act', {
+          action: 'type',
+          revision: form.revision,
+          reference: refOf(form.snapshot, 'textbox', 'Title'),
+          text: 'Week 49',
+        })
+      ).body,
+    );
+    const filed = (
+      await agent.propose(run.id, 'browser.act', {
+        action: 'click',
+        revision: form.revision,
+        reference: refOf(form.snapshot, 'button', 'File report'),
+        postcondition: { success: { kind: 'text', text: 'Week 49' } },
+      })
+    ).body;
+    expect(filed.state).toBe('succeeded');
+    expect(site.counters().reports_filed).toBe(1);
+    await agent.report(run.id, 'completed', 'Filed "Week 49" after the owner signed in through the live view.');
+    await agent.report(other.id, 'failed', 'the profile was busy').catch(() => undefined);
+  });
+});
