@@ -253,7 +253,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         persistTo,
         sqlitePath,
         artifactsDir: runtime !== 'workers' && fresh ? join(scratch, 'artifacts') : undefined,
-        edgeVars: options.edgeVars ?? {},
+        // Links in notices and webhooks are absolute, as a deployed edge's are with PUBLIC_URL.
+        edgeVars: { PUBLIC_URL: edgeUrl, ...options.edgeVars },
       });
       const started = startProcess('edge', launch.command, launch.args, { ...env, ...launch.env }, echo);
       edge = started;
