@@ -163,11 +163,6 @@ class LiveView {
     this.#connection.notify({ method: 'liveview.ended', params: { view_id: this.id, reason } });
     this.#onEnded(this);
   }
-
-  /** Frames sent and not yet acknowledged (at most {@link FRAMES_IN_FLIGHT}), and whether one is held. */
-  get backlog(): { inFlight: number; held: boolean } {
-    return { inFlight: this.#seq - this.#acked, held: this.#held !== undefined };
-  }
 }
 
 /**
@@ -176,11 +171,6 @@ class LiveView {
  */
 export class LiveViews {
   readonly #views = new Map<string, LiveView>();
-
-  /** Views open now. */
-  get count(): number {
-    return this.#views.size;
-  }
 
   /**
    * Opens a view of `page`, the page of ceremony `ceremonyId`, sending frames on `connection`.
@@ -233,10 +223,5 @@ export class LiveViews {
   /** Ends every view (host shutdown). */
   closeAll(): void {
     for (const view of this.#views.values()) view.end('host_closing');
-  }
-
-  /** Frames in flight and held per open view, for the memory-bound tests and `host.status`. */
-  backlogs(): Array<{ inFlight: number; held: boolean }> {
-    return [...this.#views.values()].map((view) => view.backlog);
   }
 }
