@@ -53,6 +53,10 @@ class LiveView {
   readonly #sent = new Map<number, SentFrame>();
   #input: Promise<unknown> = Promise.resolve();
   #ended = false;
+  /** Keys and mouse buttons this view pressed and has not released: released when it ends. */
+  readonly #keysDown = new Set<string>();
+  readonly #buttonsDown = new Set<'left' | 'middle' | 'right'>();
+  readonly #onPageClosed = () => this.end('page_gone');
 
   constructor(ceremonyId: string, page: Page, cdp: CDPSession, connection: WireConnection, onEnded: (view: LiveView) => void) {
     this.ceremonyId = ceremonyId;
@@ -68,7 +72,7 @@ class LiveView {
       this.#held = { data: frame.data, sessionId: frame.sessionId, deviceWidth: frame.metadata.deviceWidth, deviceHeight: frame.metadata.deviceHeight };
       this.#pump();
     });
-    this.#page.once('close', () => this.end('page_gone'));
+    this.#page.once('close', this.#onPageClosed);
     this.#connection.onClose(() => this.end('closed'));
     await this.#cdp.send('Page.startScreencast', { format: 'jpeg', quality: FRAME_QUALITY, maxWidth, maxHeight, everyNthFrame: 1 });
   }
@@ -115,11 +119,15 @@ class LiveView {
           else if (event.action !== 'move' && event.button !== 'none') {
             const options = { button: event.button, clickCount: Math.max(1, event.click_count) };
             await (event.action === 'down' ? mouse.down(options) : mouse.up(options));
+            if (event.action === 'down') this.#buttonsDown.add(event.button);
+            else this.#buttonsDown.delete(event.button);
           }
           return true;
         }
         case 'key':
           await (event.action === 'down' ? keyboard.down(event.key) : keyboard.up(event.key));
+          if (event.action === 'down') this.#keysDown.add(event.key);
+          else this.#keysDown.delete(event.key);
           return true;
         case 'text':
           await keyboard.insertText(event.text);
@@ -150,12 +158,24 @@ class LiveView {
     void this.#cdp.send('Page.screencastFrameAck', { sessionId: held.sessionId }).catch(() => {});
   }
 
-  /** Ends the view once: stops the screencast, detaches, tells the viewer why. */
+  /**
+   * Ends the view once: stops the screencast, detaches, releases every key and button it still
+   * holds (after the input being applied), so nothing held carries over to the page's next user,
+   * and tells the viewer why.
+   */
   end(reason: ViewEndReason): void {
     if (this.#ended) return;
     this.#ended = true;
     this.#held = undefined;
     this.#sent.clear();
+    this.#page.off('close', this.#onPageClosed);
+    const { keyboard, mouse } = this.#page;
+    this.#input = this.#input.then(async () => {
+      for (const key of this.#keysDown) await keyboard.up(key).catch(() => {});
+      for (const button of this.#buttonsDown) await mouse.up({ button }).catch(() => {});
+      this.#keysDown.clear();
+      this.#buttonsDown.clear();
+    });
     void this.#cdp
       .send('Page.stopScreencast')
       .catch(() => {})
@@ -171,6 +191,8 @@ class LiveView {
  */
 export class LiveViews {
   readonly #views = new Map<string, LiveView>();
+  /** The latest open in progress per ceremony, which the next one waits for. */
+  readonly #opening = new Map<string, Promise<void>>();
 
   /**
    * Opens a view of `page`, the page of ceremony `ceremonyId`, sending frames on `connection`.
@@ -179,6 +201,20 @@ export class LiveViews {
    *   when the screencast cannot start (the page went away).
    */
   async open(ceremonyId: string, page: Page, connection: WireConnection, maxWidth: number, maxHeight: number): Promise<string> {
+    // Opens of one ceremony take turns: the last to open is the one left open, the others end.
+    const turn = (this.#opening.get(ceremonyId) ?? Promise.resolve()).then(() => this.#open(ceremonyId, page, connection, maxWidth, maxHeight));
+    const settled = turn.then(
+      () => {},
+      () => {},
+    );
+    this.#opening.set(ceremonyId, settled);
+    void settled.finally(() => {
+      if (this.#opening.get(ceremonyId) === settled) this.#opening.delete(ceremonyId);
+    });
+    return turn;
+  }
+
+  async #open(ceremonyId: string, page: Page, connection: WireConnection, maxWidth: number, maxHeight: number): Promise<string> {
     for (const view of this.#views.values()) if (view.ceremonyId === ceremonyId) view.end('ended');
     if (this.#views.size >= MAX_LIVE_VIEWS) throw new HostError('admission_full', `at most ${MAX_LIVE_VIEWS} live views at once`);
     let cdp: CDPSession;
@@ -188,6 +224,10 @@ export class LiveViews {
       throw new HostError('page_changed', 'the sign-in page went away before the live view could start');
     }
     const view = new LiveView(ceremonyId, page, cdp, connection, (ended) => this.#views.delete(ended.id));
+    if (this.#views.size >= MAX_LIVE_VIEWS) {
+      await cdp.detach().catch(() => {});
+      throw new HostError('admission_full', `at most ${MAX_LIVE_VIEWS} live views at once`);
+    }
     this.#views.set(view.id, view);
     try {
       await view.start(maxWidth, maxHeight);

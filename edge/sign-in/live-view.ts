@@ -1,6 +1,6 @@
 import { and, eq, gt, isNull } from 'drizzle-orm';
 import { jwtVerify, SignJWT } from 'jose';
-import { MAX_INPUT_EVENTS, ViewerCommand, type ViewerMessage } from '../../shared/live-view.ts';
+import { type LiveViewNotification, MAX_INPUT_EVENTS, ViewerCommand, type ViewerMessage } from '../../shared/live-view.ts';
 import { type ConsoleSessionRow, liveViews, signInEpisodes } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
@@ -160,8 +160,10 @@ export interface LiveViewRelay {
  * Relays one live view (issue 16), the same code on Workers, Deno and Node: opens a host
  * connection of its own, asks for `liveview.open` of the grant's ceremony with frames at most
  * `maxWidth` x `maxHeight` px, forwards every frame to the owner's page as a {@link ViewerMessage}
- * and the page's acknowledgements and input to the host (`liveview.input`), at most 16 calls in
- * flight (input past that is dropped, never queued without bound). The view ends, and both
+ * (frames that come before the open's answer wait for it) and the page's input to the host
+ * (`liveview.input`, in order, at most 16 waiting: input past that is dropped, never queued
+ * without bound) and its acknowledgements (never dropped: the newest is sent once the previous
+ * one has answered). The view ends, and both
  * sockets close, when the host ends it (the ceremony's outcome, a restart), when the owner's page
  * closes or asks to, or when the host connection drops. Nothing typed is logged.
  */
@@ -196,38 +198,57 @@ export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: 
       // already closed
     }
   };
-  // Input is applied in the order the person gave it: one call after the other. Acknowledgements
-  // only make room for frames, so they go at once.
+  // Input is applied in the order the person gave it, one call after the other, at most 16
+  // waiting (more is dropped). Acknowledgements are never dropped: the newest is sent as soon as
+  // the one before has answered (the host sends nothing more until it has one).
   let inputs: Promise<unknown> = Promise.resolve();
-  const call = (params: { ack?: number; frame_seq?: number; events?: Extract<ViewerCommand, { type: 'input' }>['events'] }) => {
-    if (ended || session === undefined || viewId === undefined || inFlight >= MAX_CALLS_IN_FLIGHT) return;
+  const hostCall = (params: { ack?: number; frame_seq?: number; events: Extract<ViewerCommand, { type: 'input' }>['events'] }) => {
     const open = session;
     const view = viewId;
+    if (ended || open === undefined || view === undefined) return Promise.resolve();
+    return open
+      .call('liveview.input', { view_id: view, ...params }, HOST_CALL_MS)
+      .then(() => {})
+      .catch((error: unknown) => {
+        if (error instanceof HostCallError && error.code === 'not_found') end('ended', 'the live view has ended');
+      });
+  };
+  const sendInput = (frameSeq: number, events: Extract<ViewerCommand, { type: 'input' }>['events']) => {
+    if (ended || inFlight >= MAX_CALLS_IN_FLIGHT) return;
     inFlight += 1;
-    const send = () =>
-      open
-        .call('liveview.input', { view_id: view, ...params, events: params.events ?? [] }, HOST_CALL_MS)
-        .catch((error: unknown) => {
-          if (error instanceof HostCallError && error.code === 'not_found') end('ended', 'the live view has ended');
-        })
-        .finally(() => {
-          inFlight -= 1;
-        });
-    if (params.events === undefined) void send();
-    else inputs = inputs.then(send);
+    inputs = inputs.then(() => hostCall({ frame_seq: frameSeq, events }).finally(() => (inFlight -= 1)));
+  };
+  let newestAck = 0;
+  let sentAck = 0;
+  let acking = false;
+  const sendAck = (seq: number) => {
+    newestAck = Math.max(newestAck, seq);
+    if (acking || newestAck <= sentAck) return;
+    acking = true;
+    const seqToSend = newestAck;
+    void hostCall({ ack: seqToSend, events: [] }).finally(() => {
+      sentAck = Math.max(sentAck, seqToSend);
+      acking = false;
+      if (newestAck > sentAck) sendAck(newestAck);
+    });
+  };
+  // Notifications that arrive before the host's answer to the open (its first frames) wait for it.
+  const early: LiveViewNotification[] = [];
+  const onNotification = (notification: LiveViewNotification) => {
+    if (viewId === undefined) {
+      if (early.length < 8) early.push(notification);
+      return;
+    }
+    if (notification.params.view_id !== viewId) return;
+    if (notification.method === 'liveview.frame') {
+      const { seq, jpeg_base64, width, height } = notification.params;
+      say({ type: 'frame', seq, jpeg_base64, width, height });
+    } else end(notification.params.reason, endedInWords(notification.params.reason));
   };
 
   try {
     session = await ports.host.connect(HOST_CALL_MS);
-    session.onNotification((notification) => {
-      if (notification.method === 'liveview.frame') {
-        if (notification.params.view_id !== viewId) return;
-        const { seq, jpeg_base64, width, height } = notification.params;
-        say({ type: 'frame', seq, jpeg_base64, width, height });
-      } else if (notification.params.view_id === viewId) {
-        end(notification.params.reason, endedInWords(notification.params.reason));
-      }
-    });
+    session.onNotification(onNotification);
     session.onClose(() => end('unavailable', 'the connection to the browser host was lost'));
     const opened = await session.call(
       'liveview.open',
@@ -242,12 +263,10 @@ export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: 
       HOST_CALL_MS,
     );
     viewId = opened.view_id;
+    for (const notification of early.splice(0)) onNotification(notification);
   } catch (error) {
-    const notWaiting = error instanceof HostCallError && error.code === 'not_found';
-    end(
-      'unavailable',
-      notWaiting ? 'the sign-in window is not waiting for you (it is over, or being checked); reload Sign-ins' : 'the browser host is not reachable now',
-    );
+    const code = error instanceof HostCallError ? error.code : undefined;
+    end('unavailable', openRefusedInWords(code));
   }
 
   return {
@@ -261,8 +280,8 @@ export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: 
       if (command === undefined) return;
       if (command.type === 'hello') return;
       if (command.type === 'close') end('closed', 'you closed the live view');
-      else if (command.type === 'ack') call({ ack: command.seq });
-      else call({ frame_seq: command.frame_seq, events: command.events.slice(0, MAX_INPUT_EVENTS) });
+      else if (command.type === 'ack') sendAck(command.seq);
+      else sendInput(command.frame_seq, command.events.slice(0, MAX_INPUT_EVENTS));
     },
     viewerClosed: () => end('closed', 'you closed the live view'),
   };
@@ -273,6 +292,20 @@ function parseCommand(text: string): ViewerCommand | undefined {
   if (text.length > 64 * 1024) return undefined;
   const parsed = ViewerCommand.safeParse(JSON.parse(text));
   return parsed.success ? parsed.data : undefined;
+}
+
+/** Why a view could not open, for the owner, from the host's error code. */
+function openRefusedInWords(code: string | undefined): string {
+  switch (code) {
+    case 'not_found':
+      return 'the sign-in window is not waiting for you (it is over, or being checked); reload Sign-ins';
+    case 'page_changed':
+      return 'the sign-in window went away; reload Sign-ins and open a new live view';
+    case 'admission_full':
+      return 'too many live views are open on the browser host; close one and try again';
+    default:
+      return 'the browser host is not reachable now';
+  }
 }
 
 function endedInWords(reason: string): string {

@@ -92,7 +92,13 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('owner webhooks on the %s ed
     const asked = verified(
       await until(() => receiver.received.find((delivery) => delivery.headers['x-webhook-event'] === 'approval_needed'), 'approval_needed'),
     );
-    expect(asked).toMatchObject({ event: 'approval_needed', owner_id: ownerId, run_id: run.id, approval_id: parked.body.approval_id, console_url: `${stack.edgeUrl}/console` });
+    expect(asked).toMatchObject({
+      event: 'approval_needed',
+      owner_id: ownerId,
+      run_id: run.id,
+      approval_id: parked.body.approval_id,
+      console_url: `${stack.edgeUrl}/console`,
+    });
     // Ids and states only: what the act would type or which page it is on stays in the console.
     expect(asked).not.toHaveProperty('summary');
 

@@ -1,7 +1,8 @@
 import { describe, expect } from 'vitest';
 import { FRAMES_IN_FLIGHT, type LiveViewNotification, type ViewFrame, type ViewInputEvent } from '../../shared/live-view.ts';
 import { begin, ceremonyId, ceremonyTest, stateBecomes } from '../support/ceremony-fixture.ts';
-import type { HostClient } from '../support/host-client.ts';
+import { connectHost, type HostClient } from '../support/host-client.ts';
+import { TEST_SECRET } from '../support/host-fixture.ts';
 
 // Live views of sign-in ceremonies (issue 16) on the host's wire, in real Chromium: the frames of
 // the ceremony's page, the person's input through the view, and the bound on what a viewer that
@@ -123,5 +124,39 @@ describe('live views of a sign-in ceremony', () => {
     await client.call('ceremony.end', { ceremony_id: id });
     expect(await until(() => seen.ended[0], 'the end of the view')).toEqual({ view_id: viewId, reason: 'ended' });
     expect(await open(2)).toMatchObject({ error: { code: 'not_found' } });
+  });
+
+  test('two views opened at once: the one opened last stays, the other is told it ended', async ({ world, client }) => {
+    const id = ceremonyId();
+    await begin(client, world, 'live-twice', { id });
+    const other = await connectHost(world.host.url, TEST_SECRET);
+    try {
+      const seen = [notificationsOf(client), notificationsOf(other)];
+      const params = { ceremony_id: id, profile_id: 'live-twice', origin: world.site.origin, generation: 1, max_width: 800, max_height: 600 };
+      const opened = await Promise.all([client.call('liveview.open', params), other.call('liveview.open', params)]);
+      await until(() => (seen[0]!.ended.length + seen[1]!.ended.length === 1 ? true : undefined), 'one of the two views to end');
+      const survivor = seen[0]!.ended.length === 0 ? 0 : 1;
+      expect(seen[1 - survivor]!.ended).toEqual([{ view_id: opened[1 - survivor]!.view_id, reason: 'ended' }]);
+      expect(await (survivor === 0 ? client : other).call('liveview.input', { view_id: opened[survivor]!.view_id, events: [] })).toEqual({ applied: 0 });
+      expect(await (survivor === 0 ? other : client).request('liveview.input', { view_id: opened[1 - survivor]!.view_id, events: [] })).toMatchObject({
+        error: { code: 'not_found' },
+      });
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('keys and buttons a view still holds when it ends are released: the next view types as typed', async ({ world, client }) => {
+    const id = ceremonyId();
+    await begin(client, world, 'live-held', { id });
+    const open = () =>
+      client.call('liveview.open', { ceremony_id: id, profile_id: 'live-held', origin: world.site.origin, generation: 1, max_width: 800, max_height: 600 });
+    const first = await open();
+    await client.call('liveview.input', { view_id: first.view_id, events: [{ type: 'key', action: 'down', key: 'Shift' }] });
+    // The viewer went away with Shift still down.
+    await client.call('liveview.close', { view_id: first.view_id });
+    const second = await open();
+    await client.call('liveview.input', { view_id: second.view_id, events: [...typed('alice'), ...press('Tab'), ...typed('alice-pass'), ...press('Enter')] });
+    await stateBecomes(client, id, 'verified');
   });
 });
