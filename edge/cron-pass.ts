@@ -2,6 +2,7 @@ import { pruneArtifacts } from './artifacts/screenshots.ts';
 import { retryDueDeliveries } from './notifications/webhooks.ts';
 import type { Ports } from './ports.ts';
 import { fireDueSchedules } from './schedules/schedules.ts';
+import { removeOldLiveViewLinks } from './sign-in/live-view.ts';
 import { type ReconciliationReport, reconcileSignIns } from './sign-in/maintenance.ts';
 
 /** What one cron pass did: runs queued by schedules, and the sign-in maintenance report. */
@@ -14,8 +15,8 @@ export interface CronPassReport {
 /**
  * The cron pass, the same on Workers (`scheduled`), Deno (`Deno.cron`) and Node (croner): queue
  * the runs of schedules due in the minute of `scheduledTime` (epoch ms), then the sign-in
- * maintenance pass, webhook retries and the screenshot retention pass (oldest first, at most 256
- * per pass, past `ARTIFACT_MAX_AGE_HOURS`). A failure of any part is logged with
+ * maintenance pass, webhook retries, the screenshot retention pass (oldest first, at most 256
+ * per pass, past `ARTIFACT_MAX_AGE_HOURS`) and the removal of live-view links expired a day ago. A failure of any part is logged with
  * `ports.requestId` and does not stop the others; the next pass tries again. Never throws.
  */
 export async function cronPass(ports: Ports, scheduledTime: number): Promise<CronPassReport> {
@@ -40,6 +41,11 @@ export async function cronPass(ports: Ports, scheduledTime: number): Promise<Cro
     await pruneArtifacts(ports, scheduledTime);
   } catch (error) {
     console.error(`[${ports.requestId}] cron pass: removing old screenshots failed`, error);
+  }
+  try {
+    await removeOldLiveViewLinks(ports, scheduledTime);
+  } catch (error) {
+    console.error(`[${ports.requestId}] cron pass: removing old live-view links failed`, error);
   }
   return { queued, signIns };
 }

@@ -1,6 +1,7 @@
-import { and, eq, gt, isNull } from 'drizzle-orm';
+import { and, eq, gt, isNull, lt } from 'drizzle-orm';
 import { jwtVerify, SignJWT } from 'jose';
 import { type LiveViewNotification, MAX_INPUT_EVENTS, ViewerCommand, type ViewerMessage } from '../../shared/live-view.ts';
+import { rowsChanged } from '../db/rows-changed.ts';
 import { type ConsoleSessionRow, liveViews, signInEpisodes } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
@@ -9,6 +10,8 @@ import type { Ports } from '../ports.ts';
 
 /** How long a live-view link may be used to connect, in ms (issue 16: 5 minutes). */
 export const LIVE_VIEW_LINK_MS = 5 * 60_000;
+/** How long the record of a live-view link is kept after it expired, in ms (a day). */
+export const LIVE_VIEW_RECORD_MS = 24 * 3_600_000;
 /** Most host calls (input, acknowledgements) one view has in flight; past it, input is dropped. */
 const MAX_CALLS_IN_FLIGHT = 16;
 /** Longest the host may take to open a view or answer one call, in ms. */
@@ -337,4 +340,18 @@ async function markEnded(ports: Ports, grant: LiveViewGrant): Promise<void> {
   } catch {
     // The record of the end is not needed for anything to work.
   }
+}
+
+/**
+ * The cron pass's clean-up of live-view links: removes the records of links that expired more
+ * than a day before `now` (epoch ms), in one statement. A link's record is only needed while it
+ * can still be used.
+ * @returns how many it removed.
+ */
+export async function removeOldLiveViewLinks(ports: Ports, now: number): Promise<number> {
+  const removed = await ports.db
+    .delete(liveViews)
+    .where(lt(liveViews.expiresAt, now - LIVE_VIEW_RECORD_MS))
+    .run();
+  return rowsChanged(removed);
 }

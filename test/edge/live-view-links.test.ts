@@ -3,7 +3,7 @@ import { upgradeWebSocket } from 'hono/cloudflare-workers';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../edge/app.ts';
 import type { Ports } from '../../edge/ports.ts';
-import { LIVE_VIEW_LINK_MS } from '../../edge/sign-in/live-view.ts';
+import { LIVE_VIEW_LINK_MS, LIVE_VIEW_RECORD_MS, removeOldLiveViewLinks } from '../../edge/sign-in/live-view.ts';
 import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
 import { signInFixture } from './support/sign-in-fixture.ts';
 
@@ -117,5 +117,15 @@ describe('live-view links', () => {
     const refused = await app.request('POST', `/console/sign-ins/${episode.id}/live-view`, { cookie: stranger.cookie, form: { csrf: stranger.csrf } });
     expect(refused.status).toBe(303);
     expect(decodeURIComponent(refused.headers.get('Location') ?? '')).toContain('Not done: no open sign-in of yours with that id');
+  });
+
+  it('are forgotten by the cron pass a day after they expired, and not before', async () => {
+    const app = liveApp();
+    const { episode } = await linkForOpenSignIn(app);
+    const count = async () => (await env.DB.prepare('SELECT count(*) AS n FROM live_views WHERE episode_id = ?').bind(episode.id).first<{ n: number }>())?.n;
+    expect(await removeOldLiveViewLinks(workerdPorts(), Date.now() + LIVE_VIEW_LINK_MS + 60_000)).toBe(0);
+    expect(await count()).toBe(1);
+    expect(await removeOldLiveViewLinks(workerdPorts(), Date.now() + LIVE_VIEW_LINK_MS + LIVE_VIEW_RECORD_MS + 60_000)).toBeGreaterThanOrEqual(1);
+    expect(await count()).toBe(0);
   });
 });
