@@ -6,6 +6,7 @@ import type { Observation } from '../../shared/observation.ts';
 import { withinOrigins } from '../../shared/origin.ts';
 import type { Condition } from '../../shared/predicate.ts';
 import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
+import { returnUrlOf } from '../../shared/sign-in-return.ts';
 import { callTraits, type ToolCommand, type ToolInvocation } from '../../shared/tools.ts';
 import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { RunRow, ToolCallRow } from '../db/schema.ts';
@@ -79,7 +80,13 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     );
   }
   if (outcome.signIn && outcome.observation) {
-    const protectedUrl = traits.protectedUrl(run.latestUrl ?? outcome.observation.url);
+    // The page the run was after (issue 17): a navigation's target; else the page the sign-in page
+    // says it protects (its return URL); only failing both the page the run was on before.
+    const pageBefore = run.latestUrl ?? outcome.observation.url;
+    const protectedUrl =
+      invocation.tool === 'browser.navigate'
+        ? traits.protectedUrl(pageBefore)
+        : (returnUrlOf(outcome.observation.url, run.origins) ?? traits.protectedUrl(pageBefore));
     await parkForSignIn(ports, run, { signal: outcome.signIn, signInUrl: outcome.observation.url, protectedUrl, toolCallId: call.id });
   }
   return recorded;

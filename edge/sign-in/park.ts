@@ -34,7 +34,7 @@ export interface SignInWall {
   readonly signal: SignInSignal;
   /** The URL of the page that asks for sign-in (the ceremony shows it to the person). */
   readonly signInUrl: string;
-  /** The page the run was after: the navigation's target, or the page before the call. */
+  /** The page the run was after: the navigation's target, else the sign-in page's return URL, else the page before the call. */
   readonly protectedUrl: string;
   readonly toolCallId: string;
 }

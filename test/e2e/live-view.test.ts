@@ -142,4 +142,27 @@ describe('the live view of a sign-in window', () => {
     await agent.report(run.id, 'completed', 'Filed "Week 49" after the owner signed in through the live view.');
     await agent.report(other.id, 'failed', 'the profile was busy').catch(() => undefined);
   });
+
+  it('an act that lands on the sign-in wall is verified against the page the sign-in page says it protects, not the public page before it, and resumes by itself', async () => {
+    const run = await owner.createRun({
+      profile_id: 'public-first',
+      intent: 'Open my reports from the about page',
+      origins: [site.origin],
+      deadline_ms: 600_000,
+    });
+    await owner.request('POST', '/v1/grants', GrantView, { tool: 'browser.act', actions: ['click'], origin: site.origin, max_uses: 3, ttl_ms: 3_600_000 });
+    const about = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/public` })).body);
+    const clicked = (
+      await agent.propose(run.id, 'browser.act', { action: 'click', revision: about.revision, reference: refOf(about.snapshot, 'link', 'Your reports') })
+    ).body;
+    expect(clicked.state).toBe('succeeded');
+    expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
+    const [episodes] = await stack.queryD1(`SELECT protected_url FROM sign_in_episodes WHERE profile_id = 'public-first' AND state = 'open'`);
+    expect(episodes?.[0]?.protected_url).toBe(`${site.origin}/reports`);
+    await openLiveView(page, 30_000);
+    await typeCredentials(page, { username: 'alice', password: 'alice-pass' });
+    await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
+    await runState(run.id, 'queued');
+    await agent.report(run.id, 'completed', 'opened the reports after the owner signed in');
+  });
 });
