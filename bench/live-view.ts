@@ -19,14 +19,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { parseHostConfig } from '../browser-host/config.ts';
 import { startBrowserHost } from '../browser-host/host.ts';
-import { BASE_CHROMIUM_ARGS } from '../browser-host/profiles.ts';
 import { startAccountSite } from '../scripts/account-site.ts';
 import { ApiClient } from '../scripts/api-client.ts';
-import { startLocalStack } from '../scripts/local-stack.ts';
-import { openLiveView } from '../scripts/person-in-live-view.ts';
+import { LOCAL_OWNER_ID, startLocalStack } from '../scripts/local-stack.ts';
+import { type OwnerConsole, openLiveView, openOwnerConsole } from '../scripts/person-in-live-view.ts';
 import type { ViewFrame } from '../shared/live-view.ts';
 import { connectHost } from '../test/support/host-client.ts';
 import { row, summary } from './stats.ts';
@@ -136,23 +134,14 @@ try {
 // The whole path: console page, edge relay (wrangler dev), host, and back.
 const site = await startAccountSite();
 const stack = await startLocalStack({ database: 'fresh', headless: true });
-const viewerProfile = mkdtempSync(join(tmpdir(), 'bench-live-viewer-'));
-const viewer = await chromium.launchPersistentContext(viewerProfile, {
-  executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
-  headless: true,
-  args: [...BASE_CHROMIUM_ARGS],
-  viewport: { width: 1280, height: 900 },
-});
+let viewer: OwnerConsole | undefined;
 try {
   const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
   const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
   const run = await owner.createRun({ profile_id: 'bench', intent: 'bench the live view', origins: [site.origin], deadline_ms: 600_000 });
   await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` });
-  const ownerId = String((await stack.queryD1("SELECT id FROM principals WHERE kind = 'owner' LIMIT 1"))[0]?.[0]?.id);
-  const page = viewer.pages()[0] ?? (await viewer.newPage());
-  await page.goto((await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(ownerId)).url);
-  await page.getByRole('button', { name: 'Sign in to the console' }).click();
-  await page.waitForURL(`${stack.edgeUrl}/console`);
+  viewer = await openOwnerConsole((await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(LOCAL_OWNER_ID)).url);
+  const { page } = viewer;
   const firstFrameMs = await openLiveView(page, 30_000);
   // Every frame drawn on the console page, by the page's clock.
   await page.evaluate(() => {
@@ -187,8 +176,7 @@ try {
   console.log(row('console page: key to the next frame drawn', whole));
   console.log(`  median key to next frame, whole path: ${summary(whole).median.toFixed(1)} ms (target under 250 ms)`);
 } finally {
-  await viewer.close();
-  rmSync(viewerProfile, { recursive: true, force: true });
+  await viewer?.close();
   await stack.stop();
   await site.close();
 }

@@ -33,8 +33,38 @@ export interface LiveViewSignIn {
  */
 export async function signInThroughLiveView(person: LiveViewPerson): Promise<LiveViewSignIn> {
   const timeout = person.timeoutMs ?? 30_000;
-  const profile = mkdtempSync(join(tmpdir(), 'live-view-person-'));
+  const owner = await openOwnerConsole(person.consoleLink);
+  try {
+    const { page } = owner;
+    page.setDefaultTimeout(timeout);
+    const opened = await openLiveView(page, timeout);
+    await typeCredentials(page, person);
+    await page.locator('#live-view[data-state="ended"]').waitFor({ timeout });
+    return { firstFrameMs: opened, ended: (await page.locator('#live-status').textContent()) ?? '' };
+  } finally {
+    await owner.close();
+  }
+}
+
+/** The owner's own browser, signed in to the console: its page and how to close it. */
+export interface OwnerConsole {
+  readonly page: Page;
+  /** Closes the browser and removes its profile directory. */
+  close(): Promise<void>;
+}
+
+/**
+ * Launches the owner's own Chromium (headless, a fresh profile, 1280 x 900 CSS px) and signs in
+ * to the console with the one-time `consoleLink` (its page's button), landing on the inbox.
+ * @throws Error when the link does not sign in (used, expired) or Chromium does not start.
+ */
+export async function openOwnerConsole(consoleLink: string): Promise<OwnerConsole> {
+  const profile = mkdtempSync(join(tmpdir(), 'owner-console-'));
   let context: BrowserContext | undefined;
+  const close = async () => {
+    await context?.close();
+    rmSync(profile, { recursive: true, force: true });
+  };
   try {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
@@ -43,17 +73,13 @@ export async function signInThroughLiveView(person: LiveViewPerson): Promise<Liv
       viewport: { width: 1280, height: 900 },
     });
     const page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(timeout);
-    await page.goto(person.consoleLink);
+    await page.goto(consoleLink);
     await page.getByRole('button', { name: 'Sign in to the console' }).click();
     await page.waitForURL(/\/console$/);
-    const opened = await openLiveView(page, timeout);
-    await typeCredentials(page, person);
-    await page.locator('#live-view[data-state="ended"]').waitFor({ timeout });
-    return { firstFrameMs: opened, ended: (await page.locator('#live-status').textContent()) ?? '' };
-  } finally {
-    await context?.close();
-    rmSync(profile, { recursive: true, force: true });
+    return { page, close };
+  } catch (error) {
+    await close();
+    throw error;
   }
 }
 

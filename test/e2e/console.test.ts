@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type EdgeRuntime, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { type EdgeRuntime, LOCAL_OWNER_ID, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
 
 // The owner's console (issue 15) as an owner uses it: a second Chromium (playwright-core) drives
@@ -48,8 +48,7 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
 
   /** A one-time sign-in link for the stack's owner, issued with the operator token. */
   async function signInLink(): Promise<string> {
-    const ownerId = String((await stack.queryD1("SELECT id FROM principals WHERE kind = 'owner' LIMIT 1"))[0]?.[0]?.id);
-    return (await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(ownerId)).url;
+    return (await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(LOCAL_OWNER_ID)).url;
   }
 
   /** A run on the fixture site with a click on "Save draft" parked for the owner. */

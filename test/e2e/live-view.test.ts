@@ -1,14 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
 import { type AccountSite, startAccountSite } from '../../scripts/account-site.ts';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import { openLiveView, typeCredentials } from '../../scripts/person-in-live-view.ts';
+import { LOCAL_OWNER_ID, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { type OwnerConsole, openLiveView, openOwnerConsole, typeCredentials } from '../../scripts/person-in-live-view.ts';
 import { GrantView, type RunView } from '../../shared/api.ts';
 
 // Signing in from anywhere (issue 16): the real host (headed, under Xvfb) and the real edge
@@ -19,8 +15,7 @@ let stack: LocalStack;
 let site: AccountSite;
 let agent: ApiClient;
 let owner: ApiClient;
-let profileDir: string;
-let context: BrowserContext;
+let ownerConsole: OwnerConsole;
 let page: Page;
 
 beforeAll(async () => {
@@ -28,23 +23,12 @@ beforeAll(async () => {
   stack = await startLocalStack({ database: 'fresh', headless: false, hostVars: { HOST_CEREMONY_POLL_MS: '500' } });
   agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
   owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-  profileDir = mkdtempSync(join(tmpdir(), 'live-view-owner-'));
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
-    headless: true,
-    args: [...BASE_CHROMIUM_ARGS],
-    viewport: { width: 1280, height: 900 },
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  const ownerId = String((await stack.queryD1("SELECT id FROM principals WHERE kind = 'owner' LIMIT 1"))[0]?.[0]?.id);
-  await page.goto((await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(ownerId)).url);
-  await page.getByRole('button', { name: 'Sign in to the console' }).click();
-  await page.waitForURL(`${stack.edgeUrl}/console`);
+  ownerConsole = await openOwnerConsole((await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(LOCAL_OWNER_ID)).url);
+  page = ownerConsole.page;
 });
 
 afterAll(async () => {
-  await context?.close();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await ownerConsole?.close();
   await stack?.stop();
   await site?.close();
 });

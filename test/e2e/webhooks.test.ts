@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type EdgeRuntime, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { type EdgeRuntime, LOCAL_OWNER_ID, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
 
 // Owner webhooks (issue 15) from the real edge (wrangler dev, and Node) to a loopback receiver:
@@ -71,7 +71,7 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('owner webhooks on the %s ed
   });
 
   it('posts a signed "approval needed" and, after one failure and a retry, "run ended"', async () => {
-    const ownerId = String((await stack.queryD1("SELECT id FROM principals WHERE kind = 'owner' LIMIT 1"))[0]?.[0]?.id);
+    const ownerId = LOCAL_OWNER_ID;
     const set = await fetch(`${stack.edgeUrl}/v1/owners/${ownerId}/webhook`, {
       method: 'PUT',
       headers: { Authorization: `Bearer ${stack.tokens.operator}`, 'Content-Type': 'application/json' },
