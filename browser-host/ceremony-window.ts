@@ -2,7 +2,7 @@ import type { Admission } from './admission.ts';
 import type { Ceremony } from './ceremony-record.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
-import { httpOrigin, passwordFieldVisible } from './site-verification/sign-in-signal.ts';
+import { httpOrigin, passwordFieldVisible, signInWallSeen } from './site-verification/sign-in-signal.ts';
 
 // The person-facing side of a ceremony: the profile's headed window showing the sign-in page,
 // brought back when it went away, and read to tell whether the person got past the sign-in page.
@@ -46,9 +46,19 @@ export async function readSurface(record: Ceremony, browser: ProfileBrowser, cat
       return undefined;
     }
     if (httpOrigin(url) !== record.params.origin.toLowerCase()) return undefined;
-    const signInPath = catalog.forOrigin(record.params.origin)?.sign_in_path ?? new URL(record.params.sign_in_url).pathname;
+    const definition = catalog.forOrigin(record.params.origin);
+    const signInPath = definition?.sign_in_path ?? new URL(record.params.sign_in_url).pathname;
     if (new URL(url).pathname === signInPath) return undefined;
-    if ((await passwordFieldVisible(read, page)) !== false) return undefined;
+    if (definition !== undefined) {
+      // A definition's verification is one cheap load that also tells a challenge apart.
+      if ((await passwordFieldVisible(read, page)) !== false) return undefined;
+      return { url };
+    }
+    // Still a sign-in step (the password page of an identifier-first flow, a passkey prompt):
+    // wait, rather than launch a control browser for a page that proves nothing yet.
+    const snapshot = await read.race(page.ariaSnapshot({ mode: 'ai', timeout: Math.max(1, read.remainingMs()) }));
+    const title = await read.race(page.title());
+    if ((await signInWallSeen(read, page, { url, title, snapshot }, catalog)) !== false) return undefined;
     return { url };
   } catch {
     return undefined;

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { SiteVerificationDefinition } from '../shared/authentication.ts';
 import { canonicalOrigins, Origin } from '../shared/origin.ts';
+import type { SignInWordAdditions } from '../shared/sign-in-words.ts';
 import { MIN_SHARED_SECRET_BYTES } from '../shared/wire-auth.ts';
 import { DEFAULT_SCREENSHOT_CONFIG, type ScreenshotConfig } from './screenshots.ts';
 import { BUILT_IN_SITE_DEFINITIONS, readSiteCatalog, SiteCatalogError } from './site-verification/catalog.ts';
@@ -57,6 +58,8 @@ export interface HostConfig {
    * catalog file; only enabled entries are used.
    */
   readonly siteDefinitions: readonly SiteVerificationDefinition[];
+  /** Phrases the operator's catalog file adds to the sign-in word lists (issue 17); none by default. */
+  readonly signInWords: SignInWordAdditions | undefined;
   /** Base URL of the edge for ceremony event callbacks (`<edgeUrl>/v1/host/ceremony-events`); none: no callbacks. */
   readonly edgeUrl: string | undefined;
   /**
@@ -159,7 +162,8 @@ const EnvSchema = z.object({
  * (default 400 nodes / 32 KiB), `HOST_SETTLE_BUDGET_MS` / `HOST_SETTLE_QUIET_MS` (default
  * 2,000 / 300 ms, ADR-0159), `DISPLAY`, and for sign-in ceremonies (ADR-0164):
  * `HOST_SITE_DEFINITIONS` (path of a site verification catalog file, JSON
- * `{definitions: [...]}`, read and validated now; default none: the built-in catalog is empty),
+ * `{definitions: [...], sign_in_words?: {...}}`, read and validated now; default none: the
+ * built-in catalog is empty and the built-in sign-in word lists are used),
  * `HOST_EDGE_URL` (base URL of the edge, e.g. http://127.0.0.1:8787, for ceremony event
  * callbacks; default none: the edge asks `ceremony.status`), `HOST_PERSON_DEBUGGING=1` (default
  * off: a loopback DevTools port per profile browser, for the scripted person of tests only;
@@ -185,9 +189,12 @@ export function parseHostConfig(env: Readonly<Record<string, string | undefined>
   if (!parsed.success || problems.length > 0) throw new ConfigError(`invalid browser-host configuration: ${problems.join('; ')}`);
   const e = parsed.data;
   let siteDefinitions: readonly SiteVerificationDefinition[] = BUILT_IN_SITE_DEFINITIONS;
+  let signInWords: SignInWordAdditions | undefined;
   if (e.HOST_SITE_DEFINITIONS !== undefined) {
     try {
-      siteDefinitions = [...BUILT_IN_SITE_DEFINITIONS, ...readSiteCatalog(path.resolve(cwd, e.HOST_SITE_DEFINITIONS))];
+      const file = readSiteCatalog(path.resolve(cwd, e.HOST_SITE_DEFINITIONS));
+      siteDefinitions = [...BUILT_IN_SITE_DEFINITIONS, ...file.definitions];
+      signInWords = file.signInWords;
     } catch (error) {
       if (!(error instanceof SiteCatalogError)) throw error;
       throw new ConfigError(`invalid browser-host configuration: HOST_SITE_DEFINITIONS ${error.message}`);
@@ -209,6 +216,7 @@ export function parseHostConfig(env: Readonly<Record<string, string | undefined>
     window: { maxNodes: e.HOST_WINDOW_MAX_NODES, maxBytes: e.HOST_WINDOW_MAX_BYTES },
     settle: { ...DEFAULT_SETTLE_CONFIG, budgetMs: e.HOST_SETTLE_BUDGET_MS, quietMs: e.HOST_SETTLE_QUIET_MS },
     siteDefinitions,
+    signInWords,
     edgeUrl: e.HOST_EDGE_URL,
     personDebugging: e.HOST_PERSON_DEBUGGING,
     ceremonyPollMs: e.HOST_CEREMONY_POLL_MS,

@@ -113,7 +113,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     },
   });
   const observations = new ObservationLog();
-  const catalog = new SiteCatalog(config.siteDefinitions);
+  const catalog = new SiteCatalog(config.siteDefinitions, config.signInWords);
   const verifier = new SessionVerifier({ admission, catalog, launchOptions, profilesDir: config.profilesDir, reserveWaitMs: config.admissionWaitMs });
   const liveViews = new LiveViews();
   const ceremonies = new Ceremonies({

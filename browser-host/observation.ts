@@ -60,7 +60,8 @@ export async function hostObservationOf(
 ): Promise<HostObservation> {
   const window = observationOf(captured, 0, context);
   const page = browser.openPage;
-  const signal = page === undefined ? undefined : await signInSignal(deadline, page, captured, catalog).catch(() => undefined);
+  const trail = browser.traffic.takeTrail();
+  const signal = page === undefined ? undefined : await signInSignal(deadline, page, captured, catalog, trail).catch(() => undefined);
   const { blocked, dialogs } = browser.events.drain();
   const observation: HostObservation = {
     ...window,

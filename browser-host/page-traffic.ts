@@ -33,6 +33,15 @@ export interface RequestSnapshot {
   dispose(): void;
 }
 
+/** Most URLs a document trail keeps (the newest). */
+const MAX_TRAIL = 16;
+
+/** What {@link PageTraffic.takeTrail} answers: URLs oldest first, and the last document's HTTP status. */
+export interface DocumentTrail {
+  readonly urls: readonly string[];
+  readonly status: number | undefined;
+}
+
 /**
  * Follows one page's traffic through Playwright's events: the tracked requests in flight
  * (`request`, `requestfinished`, `requestfailed`, `response`), handing out
@@ -44,6 +53,8 @@ export interface RequestSnapshot {
  */
 export class PageTraffic {
   readonly #inFlight = new Set<Request>();
+  #trail: string[] = [];
+  #status: number | undefined;
   readonly #snapshots = new Set<Snapshot>();
   #navigationRequested = false;
   #documents = 0;
@@ -75,7 +86,10 @@ export class PageTraffic {
   attach(page: Page): () => void {
     const isMainNavigation = (request: Request): boolean => request.isNavigationRequest() && request.frame().parentFrame() === null;
     const onRequest = (request: Request): void => {
-      if (isMainNavigation(request)) this.#navigationRequested = true;
+      if (isMainNavigation(request)) {
+        this.#navigationRequested = true;
+        this.#visit(request.url());
+      }
       if (!TRACKED_TYPES.has(request.resourceType())) return;
       this.#inFlight.add(request);
       for (const snapshot of this.#snapshots) snapshot.offer(request);
@@ -86,10 +100,14 @@ export class PageTraffic {
       this.#forget(request);
     };
     const onResponse = (response: Response): void => {
+      if (isMainNavigation(response.request())) this.#status = response.status();
       if (isEventStream(response)) this.#forget(response.request());
     };
-    const onNavigated = (frame: { parentFrame(): unknown }): void => {
-      if (frame.parentFrame() !== null || !this.#navigationRequested) return;
+    const onNavigated = (frame: { parentFrame(): unknown; url(): string }): void => {
+      if (frame.parentFrame() !== null) return;
+      // Same-document navigations (a client-side router's redirect) are part of the trail too.
+      this.#visit(frame.url());
+      if (!this.#navigationRequested) return;
       this.#navigationRequested = false;
       this.#newDocument();
     };
@@ -106,6 +124,26 @@ export class PageTraffic {
       page.off('framenavigated', onNavigated);
       this.#inFlight.clear();
     };
+  }
+
+  /**
+   * The main-frame documents and URLs the page went through since the last call (navigation
+   * requests, each redirect hop included, and main-frame URL changes, same-document ones
+   * included; the newest {@link MAX_TRAIL}, repeats collapsed), and the HTTP status of the last
+   * main-frame document response. The record starts empty again. The sign-in evidence reads it:
+   * a document the call asked for that was sent on to a sign-in page (issue 17).
+   */
+  takeTrail(): DocumentTrail {
+    const trail = { urls: this.#trail, status: this.#status };
+    this.#trail = [];
+    this.#status = undefined;
+    return trail;
+  }
+
+  #visit(url: string): void {
+    if (this.#trail[this.#trail.length - 1] === url) return;
+    this.#trail.push(url);
+    if (this.#trail.length > MAX_TRAIL) this.#trail.shift();
   }
 
   /**

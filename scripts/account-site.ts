@@ -30,6 +30,11 @@ import type { SiteVerificationDefinition } from '../shared/authentication.ts';
  * - `GET /challenge`: "Security check" / "Verify you are human", no password field;
  * - `GET /public`: the unprotected "About Reports";
  * - `GET /signout`: ends the session, 303 `/signin`;
+ * - with `signIn: 'identifier-first'` (the shape of most large identity providers), `GET /signin`
+ *   asks for the username only ("Sign in", Username, "Next"); `POST /signin` without a password
+ *   sends a known username on to `GET /signin/password?next=...&username=...` ("Enter your
+ *   password", Password, "Sign in"), whose `POST /signin/password` signs in as `POST /signin` does;
+ *   an unknown username gets the first step again with "No account with that username";
  * - test controls, linked from nowhere: `GET /__counters` (JSON {@link AccountCounters}) and
  *   `POST /__expire-sessions` (every session ends; 204).
  *
@@ -115,14 +120,17 @@ export function accountSiteDefinition(origin: string): SiteVerificationDefinitio
     ],
     challenge: [{ kind: 'text', text: 'Verify you are human' }],
     account: { text_prefix: 'Signed in as ' },
+    identity_providers: [],
   };
 }
 
 /**
- * Starts the account site on 127.0.0.1 (`port` 0 or absent: any free port).
+ * Starts the account site on 127.0.0.1 (`port` 0 or absent: any free port), with a one-step
+ * sign-in form unless `signIn` is `identifier-first`.
  * @throws Error when the port cannot be bound.
  */
-export async function startAccountSite(options: { port?: number } = {}): Promise<AccountSite> {
+export async function startAccountSite(options: { port?: number; signIn?: 'one-step' | 'identifier-first' } = {}): Promise<AccountSite> {
+  const identifierFirst = options.signIn === 'identifier-first';
   const sessions = new Map<string, Session>();
   const counters: AccountCounters = {
     sign_ins: 0,
@@ -162,16 +170,32 @@ export async function startAccountSite(options: { port?: number } = {}): Promise
     switch (key) {
       case 'GET /':
         return redirect(response, '/reports');
-      case 'GET /signin':
+      case 'GET /signin': {
         counters.sign_in_pages += 1;
-        return html(response, 200, signInPage(localPath(url.searchParams.get('next')), undefined));
-      case 'POST /signin': {
+        const next = localPath(url.searchParams.get('next'));
+        return html(response, 200, identifierFirst ? identifierPage(next, undefined) : signInPage(next, undefined));
+      }
+      case 'GET /signin/password': {
+        if (!identifierFirst) return html(response, 404, page('Not found', '<h1>Not found</h1>'));
+        const next = localPath(url.searchParams.get('next'));
+        const username = url.searchParams.get('username') ?? '';
+        if (!USERS.has(username)) return redirect(response, `/signin?next=${encodeURIComponent(next)}`);
+        return html(response, 200, passwordPage(next, username, undefined));
+      }
+      case 'POST /signin':
+      case 'POST /signin/password': {
         const form = new URLSearchParams(await body(request));
         const next = localPath(form.get('next'));
-        const user = USERS.get(form.get('username') ?? '');
+        const username = form.get('username') ?? '';
+        const user = USERS.get(username);
+        if (identifierFirst && form.get('password') === null) {
+          if (!user) return html(response, 200, identifierPage(next, 'No account with that username'));
+          return redirect(response, `/signin/password?next=${encodeURIComponent(next)}&username=${encodeURIComponent(username)}`);
+        }
         if (!user || user.password !== form.get('password')) {
           counters.failed_sign_ins += 1;
-          return html(response, 401, signInPage(next, 'Wrong username or password'));
+          const again = identifierFirst && user ? passwordPage(next, username, 'Wrong password') : signInPage(next, 'Wrong username or password');
+          return html(response, 401, again);
         }
         counters.sign_ins += 1;
         const sid = randomBytes(18).toString('base64url');
@@ -323,6 +347,31 @@ function signInPage(next: string, problem: string | undefined): string {
 <input type="hidden" name="next" value="${escapeHtml(next)}">
 <p><label for="username">Username</label> <input id="username" name="username" type="text" autocomplete="username" autofocus></p>
 <p><label for="password">Password</label> <input id="password" name="password" type="password" autocomplete="current-password"></p>
+<p><button type="submit">Sign in</button></p>
+</form>`,
+  );
+}
+
+function identifierPage(next: string, problem: string | undefined): string {
+  return page(
+    'Sign in – Reports',
+    `<h1>Sign in</h1>${problem ? `<p role="alert">${escapeHtml(problem)}</p>` : ''}
+<form method="post" action="/signin">
+<input type="hidden" name="next" value="${escapeHtml(next)}">
+<p><label for="username">Username</label> <input id="username" name="username" type="text" autocomplete="username" autofocus></p>
+<p><button type="submit">Next</button></p>
+</form>`,
+  );
+}
+
+function passwordPage(next: string, username: string, problem: string | undefined): string {
+  return page(
+    'Enter your password – Reports',
+    `<h1>Welcome, ${escapeHtml(username)}</h1>${problem ? `<p role="alert">${escapeHtml(problem)}</p>` : ''}
+<form method="post" action="/signin/password">
+<input type="hidden" name="next" value="${escapeHtml(next)}">
+<input type="hidden" name="username" value="${escapeHtml(username)}">
+<p><label for="password">Password</label> <input id="password" name="password" type="password" autocomplete="current-password" autofocus></p>
 <p><button type="submit">Sign in</button></p>
 </form>`,
   );

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ActTarget } from './act-target.ts';
+import { SignInReason } from './authentication.ts';
 import { ErrorDetail } from './errors.ts';
 import { BlockedRequest, PageDialog, SettleReport, ToolResult } from './observation.ts';
 import { Origin } from './origin.ts';
@@ -70,7 +71,15 @@ export const RunView = z.strictObject({
   summary: z.string().nullable(),
   /** While `waiting_for_authentication`: the wait, its episode and what the owner is asked. */
   authentication: z
-    .strictObject({ wait_id: z.string(), episode_id: z.string(), origin: z.string(), question: z.string(), generation: z.int().min(1) })
+    .strictObject({
+      wait_id: z.string(),
+      episode_id: z.string(),
+      origin: z.string(),
+      question: z.string(),
+      generation: z.int().min(1),
+      /** Why the page was taken for a sign-in wall (issue 17): the evidence the host saw. */
+      reasons: z.array(SignInReason),
+    })
     .nullable(),
 });
 export type RunView = z.infer<typeof RunView>;
@@ -95,6 +104,8 @@ export const SignInView = z.strictObject({
   ceremony_state: z.string().nullable(),
   /** Runs parked on it now. */
   waiting_runs: z.array(z.string()),
+  /** Why the newest wait's page was taken for a sign-in wall (issue 17); empty when no run waits. */
+  reasons: z.array(SignInReason),
   opened_at: z.string(),
   resolved_at: z.string().nullable(),
 });

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { Observation } from './observation.ts';
 import { Origin } from './origin.ts';
 import { Predicate } from './predicate.ts';
+import { SignInWordAdditions } from './sign-in-words.ts';
 import { MAX_URL_LENGTH } from './tool-arguments.ts';
 
 /**
@@ -45,6 +46,11 @@ export const SiteVerificationDefinition = z
     signed_in: z.array(Predicate).min(1).max(8),
     challenge: z.array(Predicate).max(8).default([]),
     account: z.strictObject({ text_prefix: z.string().min(1).max(100) }).optional(),
+    /**
+     * Origins of the identity providers this site sends people to for sign-in (issue 17): a page
+     * there counts as sign-in evidence (`identity_provider`) while the definition is enabled.
+     */
+    identity_providers: z.array(Origin).max(8).default([]),
   })
   .refine((d) => !d.enabled || d.reviewed_fixture !== undefined, {
     message: 'an enabled definition names the reviewed fixture that justifies it',
@@ -52,24 +58,64 @@ export const SiteVerificationDefinition = z
   });
 export type SiteVerificationDefinition = z.infer<typeof SiteVerificationDefinition>;
 
-/** A catalog file: `{definitions: [...]}`, at most 256 entries, unique by (id, version). */
+/**
+ * A catalog file: `{definitions: [...], sign_in_words?: {...}}`: at most 256 definitions, unique
+ * by (id, version), and the phrases the operator adds to the sign-in word lists (see
+ * shared/sign-in-words.ts).
+ */
 export const SiteVerificationCatalog = z.strictObject({
   definitions: z
     .array(SiteVerificationDefinition)
     .max(256)
     .refine((list) => new Set(list.map((d) => `${d.id}@${d.version}`)).size === list.length, 'duplicate id and version'),
+  sign_in_words: SignInWordAdditions.optional(),
 });
 export type SiteVerificationCatalog = z.infer<typeof SiteVerificationCatalog>;
 
 /**
- * The host's sign-in signal on an observation: the page at `origin` asks for sign-in, seen by an
- * enabled definition (`definition`: its sign-in path or a challenge) or by the generic check (a
- * visible password field in the main frame: `password_field`).
+ * One piece of evidence that a page asks for sign-in (issue 17), as the owner reads it on the wait:
+ * - `definition`: an enabled definition's sign-in path, or one of its challenge predicates;
+ * - `identity_provider`: the page is on an identity provider an enabled definition names;
+ * - `password_field`: a visible password field (open or closed shadow roots included);
+ * - `identifier_form`: a visible identifier field (`type=email`, `autocomplete` username, email or
+ *   webauthn) in a form whose heading, title or submit button reads as sign-in;
+ * - `passkey`: a passkey prompt: a field offering passkeys (`autocomplete` webauthn) or a button
+ *   or link naming a passkey or security key;
+ * - `single_sign_on`: buttons or links offering single sign-on ("Continue with ...");
+ * - `sign_in_heading`: the page's title or main heading reads as sign-in;
+ * - `redirected_with_return_url`: the document the call asked for was sent to another path whose
+ *   query carries the requested URL back (`next`, `returnTo`, `RelayState`, ...);
+ * - `unauthorized`: the document answered HTTP 401.
+ * `detail` says what was seen, in at most 200 characters.
+ */
+export const SignInReasonCode = z.enum([
+  'definition',
+  'identity_provider',
+  'password_field',
+  'identifier_form',
+  'passkey',
+  'single_sign_on',
+  'sign_in_heading',
+  'redirected_with_return_url',
+  'unauthorized',
+]);
+export type SignInReasonCode = z.infer<typeof SignInReasonCode>;
+
+export const SignInReason = z.strictObject({ code: SignInReasonCode, detail: z.string().max(200) });
+export type SignInReason = z.infer<typeof SignInReason>;
+
+/**
+ * The host's sign-in signal on an observation: the page at `origin` asks for sign-in. `reasons`
+ * are the pieces of evidence that decided it (see browser-host
+ * `site-verification/sign-in-evidence.ts` for how they combine); `definition` is set when an
+ * enabled definition decided it. `requested_url`: the document the call asked for, when a
+ * redirect (by the server or the page) took it to this sign-in page.
  */
 export const SignInSignal = z.strictObject({
   origin: Origin,
-  evidence: z.enum(['definition', 'password_field']),
+  reasons: z.array(SignInReason).min(1).max(12),
   definition: z.strictObject({ id: z.string(), version: z.int().min(1) }).optional(),
+  requested_url: z.string().max(MAX_URL_LENGTH).optional(),
 });
 export type SignInSignal = z.infer<typeof SignInSignal>;
 

@@ -58,10 +58,11 @@ export interface ToolDefinition<N extends ToolName, A> {
   /** The condition the edge evaluates after the answer (an act's postcondition, an observe's `wait_for`). */
   condition(args: A): Condition | undefined;
   /**
-   * The page a sign-in wall met on this call's answer protects (ADR-0164 part 3): a navigation's
-   * target; otherwise `pageBefore`, the page the run was on before the call.
+   * The page a sign-in wall met on this call's answer protects, when the call itself names it
+   * (ADR-0164 part 3): a navigation's target; undefined for reads and acts, whose protected page
+   * the edge finds from the sign-in page and the host's evidence (edge/sign-in/protected-page.ts).
    */
-  protectedUrl(args: A, pageBefore: string): string;
+  protectedUrl(args: A): string | undefined;
   /** The revision an act targets (acting on any but the latest fails `stale_revision`). */
   targetRevision(args: A): number | undefined;
   /** The URL a navigation loads (hardline rules, navigation origins, taint). */
@@ -104,7 +105,7 @@ const observe = defineTool({
   arguments: { '1.4.0': ObserveArguments, '1.3.0': ObserveArguments, '1.2.0': ObserveArguments, '1.1.0': ObserveArgumentsV1_1 as z.ZodType<ObserveArguments> },
   command: (args) => ({ method: 'page.observe', params: args.continuation ? { continuation: args.continuation } : {} }),
   condition: (args) => args.wait_for,
-  protectedUrl: (_args, pageBefore) => pageBefore,
+  protectedUrl: none,
   targetRevision: none,
   targetUrl: none,
   actionKind: none,
@@ -119,7 +120,7 @@ const act = defineTool({
   // Only the original single action goes to the host, never the postcondition (ADR-0159).
   command: (args) => ({ method: 'page.act', params: { action: wireAction(args) } }),
   condition: (args) => args.postcondition,
-  protectedUrl: (_args, pageBefore) => pageBefore,
+  protectedUrl: none,
   targetRevision: (args) => args.revision,
   targetUrl: none,
   actionKind: (args) => args.action,
@@ -173,7 +174,7 @@ export interface CallTraits {
   readonly pageReferences: PageReferences;
   readonly hostRefusesOwnArgument: boolean;
   /** See {@link ToolDefinition.protectedUrl}. */
-  protectedUrl(pageBefore: string): string;
+  readonly protectedUrl: string | undefined;
 }
 
 /** The traits of a validated call (see {@link CallTraits}). */
@@ -190,7 +191,7 @@ export function callTraits(invocation: ToolInvocation): CallTraits {
     actionKind: definition.actionKind(args),
     pageReferences: definition.pageReferences,
     hostRefusesOwnArgument: definition.hostRefusesOwnArgument(args),
-    protectedUrl: (pageBefore) => definition.protectedUrl(args, pageBefore),
+    protectedUrl: definition.protectedUrl(args),
   };
 }
 

@@ -1,9 +1,12 @@
 import type { Page } from 'playwright-core';
-import type { SignInSignal, SiteVerificationDefinition } from '../../shared/authentication.ts';
+import type { SignInReason, SignInSignal, SiteVerificationDefinition } from '../../shared/authentication.ts';
 import { originOf } from '../../shared/origin.ts';
 import { readPredicate } from '../../shared/predicate-evaluation.ts';
+import { MAX_URL_LENGTH } from '../../shared/tool-arguments.ts';
 import type { Deadline } from '../deadline.ts';
+import type { DocumentTrail } from '../page-traffic.ts';
 import type { SiteCatalog } from './catalog.ts';
+import { assessSignIn, trailReasons } from './sign-in-evidence.ts';
 
 /** Longest the password-field check may take, in ms; it is one DOM query. */
 const PASSWORD_CHECK_MS = 1_000;
@@ -41,27 +44,94 @@ export function challengeSeen(definition: SiteVerificationDefinition, page: { ur
 }
 
 /**
- * The sign-in signal of a full capture (wire only; the edge strips it), or undefined:
+ * The sign-in signal of a full capture (wire only; the edge strips it), or undefined when the page
+ * is not a sign-in wall (issue 17; ADR-0164 part 3):
  * - an enabled definition for the page's origin whose sign-in path is the page's path, or one of
- *   whose challenge predicates the snapshot shows: evidence `definition`;
- * - otherwise a visible password field in the main frame: evidence `password_field`.
- * Cheap (the snapshot is already read; at most one DOM query), bounded by `deadline`; a check
- * that fails or runs out of time means no signal, never an error.
+ *   whose challenge predicates the snapshot shows, decides it (reason `definition`, and the
+ *   signal names the definition);
+ * - otherwise the combined evidence of {@link assessSignIn} decides it, an identity provider an
+ *   enabled definition names counting as one piece (`identity_provider`).
+ * `trail`: the documents the call went through (for redirects and 401); the signal's
+ * `requested_url` is the document the call asked for when a redirect took it here. Bounded by
+ * `deadline`; a check that fails or runs out of time adds no evidence, never an error.
  */
 export async function signInSignal(
   deadline: Deadline,
   page: Page,
-  captured: { url: string; lines: readonly string[] },
+  captured: { url: string; title: string; lines: readonly string[]; incomplete?: readonly string[] },
   catalog: SiteCatalog,
+  trail?: DocumentTrail,
 ): Promise<SignInSignal | undefined> {
+  return (await decideSignIn(deadline, page, captured, catalog, trail)).signal;
+}
+
+/** {@link signInSignal}, and whether the page could be read (`checked`: a "no" then means no wall). */
+async function decideSignIn(
+  deadline: Deadline,
+  page: Page,
+  captured: { url: string; title: string; lines: readonly string[]; incomplete?: readonly string[] },
+  catalog: SiteCatalog,
+  trail?: DocumentTrail,
+): Promise<{ signal: SignInSignal | undefined; checked: boolean }> {
   const origin = httpOrigin(captured.url);
-  if (origin === undefined) return undefined;
+  if (origin === undefined) return { signal: undefined, checked: true };
   const definition = catalog.forOrigin(origin);
   if (definition !== undefined) {
     const onSignInPath = new URL(captured.url).pathname === definition.sign_in_path;
     if (onSignInPath || challengeSeen(definition, { url: captured.url, snapshot: captured.lines.join('\n') })) {
-      return { origin, evidence: 'definition', definition: { id: definition.id, version: definition.version } };
+      const detail = onSignInPath ? `the sign-in page of site definition ${definition.id}` : `a challenge site definition ${definition.id} names`;
+      const requested = trail === undefined ? undefined : trailReasons({ url: captured.url, trail }).requestedUrl;
+      const signal: SignInSignal = {
+        origin,
+        reasons: [{ code: 'definition', detail }],
+        definition: { id: definition.id, version: definition.version },
+        ...(requested !== undefined ? { requested_url: requested } : {}),
+      };
+      return { signal, checked: true };
     }
   }
-  return (await passwordFieldVisible(deadline, page)) === true ? { origin, evidence: 'password_field' } : undefined;
+  const provider = catalog.identityProviderOf(origin);
+  const known: SignInReason[] = provider === undefined ? [] : [{ code: 'identity_provider', detail: `an identity provider of site definition ${provider.id}` }];
+  const assessment = await assessSignIn(
+    deadline,
+    page,
+    {
+      url: captured.url,
+      title: captured.title,
+      lines: captured.lines,
+      ...(trail !== undefined ? { trail } : {}),
+      closedShadowRoots: captured.incomplete?.includes('closed_shadow_root') === true,
+    },
+    catalog.words,
+    known,
+  );
+  if (!assessment.wall) return { signal: undefined, checked: assessment.domRead };
+  const signal: SignInSignal = {
+    origin,
+    reasons: assessment.reasons.slice(0, 12),
+    ...(assessment.requestedUrl !== undefined && assessment.requestedUrl.length <= MAX_URL_LENGTH ? { requested_url: assessment.requestedUrl } : {}),
+  };
+  return { signal, checked: true };
+}
+
+/**
+ * Whether `page` (loaded at `url`, whose snapshot is `snapshot`) is a sign-in wall by the same
+ * rules as {@link signInSignal}, for verification loads and the ceremony's surface: true or false,
+ * or undefined when the page's DOM could not be read in time (then nothing is proven either way).
+ * `trail`: the load's redirect chain and status, when known. Never throws.
+ */
+export async function signInWallSeen(
+  deadline: Deadline,
+  page: Page,
+  seen: { url: string; title: string; snapshot: string; trail?: DocumentTrail },
+  catalog: SiteCatalog,
+): Promise<boolean | undefined> {
+  try {
+    // Declarative closed roots are looked for too (one CDP read when no password field shows).
+    const captured = { url: seen.url, title: seen.title, lines: seen.snapshot.split('\n'), incomplete: ['closed_shadow_root'] };
+    const decided = await decideSignIn(deadline, page, captured, catalog, seen.trail);
+    return decided.signal !== undefined ? true : decided.checked ? false : undefined;
+  } catch {
+    return undefined;
+  }
 }

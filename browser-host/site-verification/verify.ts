@@ -11,7 +11,7 @@ import { type ControlBrowser, type LaunchOptions, launchControlBrowser } from '.
 import { SerialLock } from '../serial-lock.ts';
 import type { SiteCatalog } from './catalog.ts';
 import { bindAccount } from './seal.ts';
-import { challengeSeen, httpOrigin, passwordFieldVisible } from './sign-in-signal.ts';
+import { challengeSeen, httpOrigin, signInWallSeen } from './sign-in-signal.ts';
 
 /** Temporary loads every remote verification reserves (ADR-0164; DESIGN.md section 11). */
 export const VERIFICATION_LOADS = 2;
@@ -51,8 +51,12 @@ export interface LoadEvidence {
   readonly status: number | undefined;
   /** The AI-mode aria snapshot text. */
   readonly snapshot: string;
-  /** A visible password field in the main frame; undefined when that could not be checked. */
-  readonly passwordField: boolean | undefined;
+  /**
+   * The page asks for sign-in, by the same evidence as an observation's sign-in signal
+   * (sign-in-signal.ts: a password field, an identifier-first form, passkey or single-sign-on
+   * choices, a redirect carrying the URL back, 401, ...); undefined when that could not be checked.
+   */
+  readonly signInWall: boolean | undefined;
   /** The browser's user agent, so a control load can present itself the same way. */
   readonly userAgent?: string;
 }
@@ -154,7 +158,7 @@ export class SessionVerifier {
     // A definition names the page whose rendered state is the evidence; other sites are checked on
     // the page the run was after.
     const target = definition === undefined ? protectedUrl : new URL(definition.protected_path, definition.origin).href;
-    const profileLoad = await withTemporaryPage(deadline, browser, (page) => loadForEvidence(deadline, page, target));
+    const profileLoad = await withTemporaryPage(deadline, browser, (page) => loadForEvidence(deadline, page, target, this.#options.catalog));
     if (definition !== undefined) return this.#judgeWithDefinition(browser.profileId, definition, profileLoad);
 
     const reached = reachedProtected(profileLoad, protectedUrl);
@@ -170,8 +174,8 @@ export class SessionVerifier {
     // (that is how it met the wall), and whatever a first visit leaves (a tracking or consent
     // cookie) must not pass for a session.
     const controlLoad = await withControlBrowser(deadline, this.#options.launchOptions, profileLoad.userAgent, [new URL(protectedUrl).origin], async (page) => {
-      await loadForEvidence(deadline, page, protectedUrl);
-      return loadForEvidence(deadline, page, protectedUrl);
+      await loadForEvidence(deadline, page, protectedUrl, this.#options.catalog);
+      return loadForEvidence(deadline, page, protectedUrl, this.#options.catalog);
     });
     if (!sentToSignIn(controlLoad)) {
       return { outcome: 'not_verified', method: 'differential', detail: 'inconclusive: a clean control load reached the page too' };
@@ -215,7 +219,7 @@ export function judgeWithDefinition(
   if (challengeSeen(definition, page)) return { outcome: 'challenge', why: 'a challenge predicate was seen' };
   if (httpOrigin(load.url) !== definition.origin.toLowerCase()) return { outcome: 'not_verified', why: 'the load left the origin' };
   if (new URL(load.url).pathname !== definition.protected_path) return { outcome: 'not_verified', why: 'the load did not end at the protected path' };
-  if (load.passwordField !== false) return { outcome: 'not_verified', why: 'a password field is visible (or could not be checked)' };
+  if (load.signInWall !== false) return { outcome: 'not_verified', why: 'the page asks for sign-in (or that could not be checked)' };
   const missing = definition.signed_in.find((predicate) => !readPredicate(predicate, page).matched);
   if (missing !== undefined) return { outcome: 'not_verified', why: `signed-in evidence missing: ${missing.kind}` };
   if (definition.account === undefined) return { outcome: 'signed_in' };
@@ -259,39 +263,42 @@ export function genericChallengeSeen(snapshot: string): boolean {
 
 /**
  * Whether a profile's load reached the protected page (differential verification): same origin,
- * same path, a successful status, no visible password field, no generic challenge marker.
+ * same path, a successful status, no sign-in wall, no generic challenge marker.
  */
 export function reachedProtected(load: LoadEvidence, protectedUrl: string): { ok: true } | { ok: false; why: string } {
   const wanted = new URL(protectedUrl);
   if (httpOrigin(load.url) !== wanted.origin) return { ok: false, why: 'left the origin' };
   if (new URL(load.url).pathname !== wanted.pathname) return { ok: false, why: 'left the protected path' };
   if (load.status !== undefined && load.status >= 400) return { ok: false, why: `status ${load.status}` };
-  if (load.passwordField !== false) return { ok: false, why: 'a password field is visible (or could not be checked)' };
+  if (load.signInWall !== false) return { ok: false, why: 'the page asks for sign-in (or that could not be checked)' };
   if (genericChallengeSeen(load.snapshot)) return { ok: false, why: 'a challenge marker is shown' };
   return { ok: true };
 }
 
 /**
- * Whether a clean control load was sent to sign-in: wherever it ended, it shows a visible
- * password field. Merely ending somewhere else proves nothing: a consent interstitial, a
+ * Whether a clean control load was sent to sign-in: wherever it ended, it is a sign-in wall by
+ * the sign-in signal's evidence (a password field, an identifier-first form, ...; issue 17).
+ * Merely ending somewhere else proves nothing: a consent interstitial, a
  * first-visit welcome page or a user-agent redirect also move a clean browser elsewhere, and
  * would turn any cookie into "proof" of a session.
  */
 export function sentToSignIn(load: LoadEvidence): boolean {
-  return load.passwordField === true;
+  return load.signInWall === true;
 }
 
 /**
  * Loads `url` in `page` (up to the `load` event, then briefly for the network to go quiet) and
- * reads the evidence: final URL, status, AI-mode aria snapshot, password field.
+ * reads the evidence: final URL, status, AI-mode aria snapshot, whether it is a sign-in wall.
  * @throws HostError('navigation_failed') when the load fails; HostError('deadline_exceeded').
  */
-async function loadForEvidence(deadline: Deadline, page: Page, url: string): Promise<LoadEvidence> {
+async function loadForEvidence(deadline: Deadline, page: Page, url: string, catalog: SiteCatalog): Promise<LoadEvidence> {
   const load = deadline.child(Math.min(LOAD_MS, deadline.remainingMs()));
   let status: number | undefined;
+  const trail: string[] = [];
   try {
     const response = await load.race(page.goto(url, { waitUntil: 'load', timeout: Math.max(1, load.remainingMs()) }));
     status = response?.status();
+    for (let request = response?.request() ?? null; request !== null; request = request.redirectedFrom()) trail.unshift(request.url());
   } catch (error) {
     if (error instanceof HostError) throw error;
     throw new HostError('navigation_failed', `the verification load of ${url} failed: ${firstLineOf(error)}`);
@@ -308,7 +315,9 @@ async function loadForEvidence(deadline: Deadline, page: Page, url: string): Pro
   }
   const snapshot = await deadline.race(page.ariaSnapshot({ mode: 'ai', timeout: Math.max(1, deadline.remainingMs()) }));
   const userAgent = await deadline.race(page.evaluate(() => navigator.userAgent)).catch(() => undefined);
-  return { url: page.url(), status, snapshot, passwordField: await passwordFieldVisible(deadline, page), ...(userAgent ? { userAgent } : {}) };
+  const title = await deadline.race(page.title()).catch(() => '');
+  const signInWall = await signInWallSeen(deadline, page, { url: page.url(), title, snapshot, trail: { urls: trail, status } }, catalog);
+  return { url: page.url(), status, snapshot, signInWall, ...(userAgent ? { userAgent } : {}) };
 }
 
 /** Runs `use` on a temporary page of the profile's context; the page is closed afterwards (bounded). */

@@ -251,6 +251,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
             ['State', episode.state],
             ['Ceremony', episode.ceremony_state ?? 'not started'],
             ['Question', episode.question],
+            ['Why this looks like sign-in', episode.reasons.map((reason) => reason.detail).join('; ') || 'no run waits now'],
             ['Runs waiting', episode.waiting_runs.join(', ') || 'none'],
             ['Opened', episode.opened_at],
           ],

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { ApprovalState, ProfileBindingState, RunState as RunStateSchema, SignInEpisodeState, ToolCallState as ToolCallStateSchema } from '../../shared/api.ts';
+import type { SignInReason } from '../../shared/authentication.ts';
 import { PolicyEffect } from '../../shared/policy.ts';
 
 /**
@@ -319,6 +320,8 @@ export const signInWaits = sqliteTable(
     generation: integer('generation').notNull(),
     /** The call whose answer showed the sign-in wall. */
     toolCallId: text('tool_call_id').notNull(),
+    /** Why the host took the page for a sign-in wall (issue 17): the evidence, for the owner to read. */
+    reasons: text('reasons', { mode: 'json' }).$type<SignInReason[]>().notNull().default(sql`'[]'`),
     state: text('state', { enum: ['pending', 'resolved', 'fenced'] }).notNull(),
     /** Why a fenced wait will not continue: cancelled, deadline_exceeded, profile_revoked, run_ended. */
     fenceReason: text('fence_reason'),

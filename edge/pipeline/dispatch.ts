@@ -6,7 +6,6 @@ import type { Observation } from '../../shared/observation.ts';
 import { withinOrigins } from '../../shared/origin.ts';
 import type { Condition } from '../../shared/predicate.ts';
 import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
-import { returnUrlOf } from '../../shared/sign-in-return.ts';
 import { callTraits, type ToolCommand, type ToolInvocation } from '../../shared/tools.ts';
 import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { RunRow, ToolCallRow } from '../db/schema.ts';
@@ -14,6 +13,7 @@ import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
 import { parkForSignIn } from '../sign-in/park.ts';
+import { protectedPageOf } from '../sign-in/protected-page.ts';
 import { atSignInWall, BLANK_PAGE, classifyFailure, type DispatchOutcome, inAgentTerms, onBlankPage, withheld } from './dispatch-outcome.ts';
 import { ensureLease, giveBackReservation } from './lease.ts';
 import { recordOutcome } from './record-outcome.ts';
@@ -80,14 +80,14 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     );
   }
   if (outcome.signIn && outcome.observation) {
-    // The page the run was after (issue 17): a navigation's target; else the page the sign-in page
-    // says it protects (its return URL); only failing both the page the run was on before.
-    const pageBefore = run.latestUrl ?? outcome.observation.url;
-    const protectedUrl =
-      invocation.tool === 'browser.navigate'
-        ? traits.protectedUrl(pageBefore)
-        : (returnUrlOf(outcome.observation.url, run.origins) ?? traits.protectedUrl(pageBefore));
-    await parkForSignIn(ports, run, { signal: outcome.signIn, signInUrl: outcome.observation.url, protectedUrl, toolCallId: call.id });
+    const signInUrl = outcome.observation.url;
+    const protectedUrl = await protectedPageOf(ports, run, {
+      navigationTarget: traits.protectedUrl,
+      signInUrl,
+      signal: outcome.signIn,
+      pageBefore: run.latestUrl,
+    });
+    await parkForSignIn(ports, run, { signal: outcome.signIn, signInUrl, protectedUrl, toolCallId: call.id });
   }
   return recorded;
 }

@@ -20,7 +20,7 @@ export function runView(row: RunRow, wait?: SignInWaitRow): RunView {
     summary: row.reportSummary,
     authentication:
       wait && row.state === 'waiting_for_authentication'
-        ? { wait_id: wait.id, episode_id: wait.episodeId, origin: wait.origin, question: wait.question, generation: wait.generation }
+        ? { wait_id: wait.id, episode_id: wait.episodeId, origin: wait.origin, question: wait.question, generation: wait.generation, reasons: wait.reasons }
         : null,
   };
 }

@@ -1,5 +1,6 @@
-import { and, desc, eq, inArray } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { NoticeList, SignInList, SignInView } from '../../shared/api.ts';
+import type { SignInReason } from '../../shared/authentication.ts';
 import type { Principal } from '../auth/principal.ts';
 import { notices, type SignInEpisodeRow, type SignInWaitRow, signInEpisodes, signInWaits } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
@@ -41,7 +42,7 @@ export async function listSignIns(ports: Ports, principal: Principal, state?: Si
     .limit(100);
   const waiting = rows.length
     ? await ports.db
-        .select({ episodeId: signInWaits.episodeId, runId: signInWaits.runId })
+        .select({ episodeId: signInWaits.episodeId, runId: signInWaits.runId, reasons: signInWaits.reasons, createdAt: signInWaits.createdAt })
         .from(signInWaits)
         .where(
           and(
@@ -49,7 +50,8 @@ export async function listSignIns(ports: Ports, principal: Principal, state?: Si
               signInWaits.episodeId,
               rows.map((row) => row.id),
             ),
-            eq(signInWaits.state, 'pending'),
+            // A literal, not a bound parameter: the 100 episode ids already use D1's 100 binds.
+            sql`${signInWaits.state} = 'pending'`,
           ),
         )
     : [];
@@ -65,14 +67,18 @@ export async function listSignIns(ports: Ports, principal: Principal, state?: Si
 
 async function signInView(ports: Ports, row: SignInEpisodeRow): Promise<SignInView> {
   const waiting = await ports.db
-    .select({ runId: signInWaits.runId })
+    .select({ runId: signInWaits.runId, reasons: signInWaits.reasons, createdAt: signInWaits.createdAt })
     .from(signInWaits)
     .where(and(eq(signInWaits.episodeId, row.id), eq(signInWaits.state, 'pending')));
   return signInViewOf(row, waiting);
 }
 
-/** The API view of an episode with the runs waiting on it. */
-function signInViewOf(row: SignInEpisodeRow, waiting: readonly { runId: string }[]): SignInView {
+/** The API view of an episode with the runs waiting on it (and the newest wait's reasons). */
+function signInViewOf(row: SignInEpisodeRow, waiting: readonly { runId: string; reasons: SignInReason[]; createdAt: number }[]): SignInView {
+  const newest = waiting.reduce<(typeof waiting)[number] | undefined>(
+    (latest, wait) => (latest === undefined || wait.createdAt > latest.createdAt ? wait : latest),
+    undefined,
+  );
   return {
     id: row.id,
     profile_id: row.profileId,
@@ -82,6 +88,7 @@ function signInViewOf(row: SignInEpisodeRow, waiting: readonly { runId: string }
     question: row.question,
     ceremony_state: row.ceremonyState,
     waiting_runs: waiting.map((w) => w.runId),
+    reasons: newest?.reasons ?? [],
     opened_at: iso(row.openedAt),
     resolved_at: row.resolvedAt === null ? null : iso(row.resolvedAt),
   };

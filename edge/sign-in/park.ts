@@ -34,7 +34,7 @@ export interface SignInWall {
   readonly signal: SignInSignal;
   /** The URL of the page that asks for sign-in (the ceremony shows it to the person). */
   readonly signInUrl: string;
-  /** The page the run was after: the navigation's target, else the sign-in page's return URL, else the page before the call. */
+  /** The page the run was after (see protected-page.ts `protectedPageOf`). */
   readonly protectedUrl: string;
   readonly toolCallId: string;
 }
@@ -136,6 +136,7 @@ export async function parkForSignIn(ports: Ports, run: RunRow, wall: SignInWall)
               question,
               generation: episodes.generation,
               toolCallId: wall.toolCallId,
+              reasons: JSON.stringify(wall.signal.reasons),
               state: 'pending',
               createdAt: now,
             }),

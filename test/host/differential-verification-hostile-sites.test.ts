@@ -114,7 +114,10 @@ async function meetWall(client: HostClient, profileId: string, origin: string, p
   const lease = await acquire(client, profileId, 60_000, undefined, [origin]);
   let last: Awaited<ReturnType<HostClient['call']>> | undefined;
   for (const path of paths) last = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${origin}${path}`, timeout_ms: 15_000 });
-  expect((last as { sign_in?: unknown }).sign_in).toMatchObject({ origin, evidence: 'password_field' });
+  expect((last as { sign_in?: unknown }).sign_in).toMatchObject({
+    origin,
+    reasons: expect.arrayContaining([expect.objectContaining({ code: 'password_field' })]),
+  });
   await client.call('lease.release', { lease_id: lease.lease_id });
 }
 

@@ -117,14 +117,24 @@ describe('the sign-in signal', () => {
     const lease = await acquire(client, 'signal', 60_000, undefined, [world.known.origin, world.unknown.origin]);
     try {
       const known = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.known.origin}/signin`, timeout_ms: 15_000 });
-      expect(known.sign_in).toEqual({ origin: world.known.origin, evidence: 'definition', definition: { id: 'fixture-reports', version: 1 } });
+      expect(known.sign_in).toEqual({
+        origin: world.known.origin,
+        reasons: [{ code: 'definition', detail: 'the sign-in page of site definition fixture-reports' }],
+        definition: { id: 'fixture-reports', version: 1 },
+      });
 
       const unknown = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.unknown.origin}/signin`, timeout_ms: 15_000 });
-      expect(unknown.sign_in).toEqual({ origin: world.unknown.origin, evidence: 'password_field' });
+      expect(unknown.sign_in).toMatchObject({
+        origin: world.unknown.origin,
+        reasons: expect.arrayContaining([{ code: 'password_field', detail: 'a visible password field' }]),
+      });
 
       // A plain observe is a full capture too; a continuation read is not, and carries no signal.
       const observed = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 15_000 });
-      expect(observed.sign_in).toEqual({ origin: world.unknown.origin, evidence: 'password_field' });
+      expect(observed.sign_in).toMatchObject({
+        origin: world.unknown.origin,
+        reasons: expect.arrayContaining([{ code: 'password_field', detail: 'a visible password field' }]),
+      });
       expect(observed.window.continuation).toBeDefined();
       const continued = await client.call('page.observe', { lease_id: lease.lease_id, continuation: observed.window.continuation, timeout_ms: 15_000 });
       expect(continued).not.toHaveProperty('sign_in');
@@ -137,7 +147,7 @@ describe('the sign-in signal', () => {
     const lease = await acquire(client, 'signal', 60_000, undefined, [world.known.origin, world.unknown.origin]);
     try {
       const challenge = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.known.origin}/challenge`, timeout_ms: 15_000 });
-      expect(challenge.sign_in).toMatchObject({ evidence: 'definition' });
+      expect(challenge.sign_in).toMatchObject({ reasons: [{ code: 'definition' }], definition: { id: 'fixture-reports' } });
       for (const site of [world.known, world.unknown]) {
         const about = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${site.origin}/public`, timeout_ms: 15_000 });
         expect(about.title).toBe('About Reports');
@@ -146,7 +156,7 @@ describe('the sign-in signal', () => {
       // A protected page without a session redirects to sign-in: flagged after the redirect.
       const redirected = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.known.origin}/reports`, timeout_ms: 15_000 });
       expect(new URL(redirected.url).pathname).toBe('/signin');
-      expect(redirected.sign_in).toMatchObject({ evidence: 'definition' });
+      expect(redirected.sign_in).toMatchObject({ reasons: [{ code: 'definition' }], requested_url: `${world.known.origin}/reports` });
     } finally {
       await client.call('lease.release', { lease_id: lease.lease_id });
     }
@@ -171,7 +181,10 @@ describe('the sign-in signal', () => {
         timeout_ms: 15_000,
       });
       expect(world.unknown.counters().failed_sign_ins).toBe(1);
-      expect(after.sign_in).toEqual({ origin: world.unknown.origin, evidence: 'password_field' });
+      expect(after.sign_in).toMatchObject({
+        origin: world.unknown.origin,
+        reasons: expect.arrayContaining([{ code: 'password_field', detail: 'a visible password field' }]),
+      });
     } finally {
       await client.call('lease.release', { lease_id: lease.lease_id });
     }

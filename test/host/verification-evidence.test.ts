@@ -27,7 +27,7 @@ const load = (overrides: Partial<LoadEvidence> = {}): LoadEvidence => ({
   url: `${ORIGIN}/reports`,
   status: 200,
   snapshot: REPORTS,
-  passwordField: false,
+  signInWall: false,
   ...overrides,
 });
 
@@ -42,9 +42,9 @@ describe('verification evidence', () => {
     expect(judgeWithDefinition(definition, load({ snapshot: REPORTS.replace('link "New report"', 'link "Old report"') }))).toMatchObject({
       outcome: 'not_verified',
     });
-    expect(judgeWithDefinition(definition, load({ passwordField: true }))).toMatchObject({ outcome: 'not_verified' });
+    expect(judgeWithDefinition(definition, load({ signInWall: true }))).toMatchObject({ outcome: 'not_verified' });
     // A check that could not be made proves nothing either.
-    expect(judgeWithDefinition(definition, load({ passwordField: undefined }))).toMatchObject({ outcome: 'not_verified' });
+    expect(judgeWithDefinition(definition, load({ signInWall: undefined }))).toMatchObject({ outcome: 'not_verified' });
   });
 
   test('a challenge predicate wins over everything else on the page', () => {
@@ -65,12 +65,12 @@ describe('verification evidence', () => {
     expect(reachedProtected(load(), protectedUrl)).toEqual({ ok: true });
     expect(reachedProtected(load({ url: `${ORIGIN}/signin` }), protectedUrl)).toMatchObject({ ok: false });
     expect(reachedProtected(load({ status: 403 }), protectedUrl)).toMatchObject({ ok: false });
-    expect(reachedProtected(load({ passwordField: true }), protectedUrl)).toMatchObject({ ok: false });
+    expect(reachedProtected(load({ signInWall: true }), protectedUrl)).toMatchObject({ ok: false });
     expect(reachedProtected(load({ snapshot: '- heading "Please complete the CAPTCHA" [level=1]' }), protectedUrl)).toMatchObject({ ok: false });
-    expect(sentToSignIn(load({ url: `${ORIGIN}/signin?next=/reports`, passwordField: true }))).toBe(true);
+    expect(sentToSignIn(load({ url: `${ORIGIN}/signin?next=/reports`, signInWall: true }))).toBe(true);
     // Being moved elsewhere is not being sent to sign-in (a consent or welcome page).
     expect(sentToSignIn(load({ url: `${ORIGIN}/welcome` }))).toBe(false);
-    expect(sentToSignIn(load({ passwordField: true }))).toBe(true);
+    expect(sentToSignIn(load({ signInWall: true }))).toBe(true);
     expect(sentToSignIn(load())).toBe(false);
     expect(genericChallengeSeen('- heading "Verify you are human" [level=1]')).toBe(true);
     expect(genericChallengeSeen(REPORTS)).toBe(false);
@@ -83,7 +83,7 @@ describe('differential verification evidence of unknown sites (ADR-0164 part 2)'
     url: `${ORIGIN}/home`,
     status: 200,
     snapshot: '- main [ref=e1]',
-    passwordField: false,
+    signInWall: false,
     ...overrides,
   });
 

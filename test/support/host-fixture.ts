@@ -33,6 +33,7 @@ export function testHostConfig(profilesDir: string, overrides: Partial<HostConfi
     window: DEFAULT_WINDOW_CAPS,
     settle: DEFAULT_SETTLE_CONFIG,
     siteDefinitions: [],
+    signInWords: undefined,
     edgeUrl: undefined,
     personDebugging: false,
     ceremonyPollMs: 1_000,

@@ -71,7 +71,7 @@ describe('a ceremony still being begun in the background', () => {
     const ra = await runningOn(A);
     const rb = await runningOn(B);
     const wallAt = (origin: string) => ({
-      signal: { origin, evidence: 'password_field' as const },
+      signal: { origin, reasons: [{ code: 'password_field' as const, detail: 'a visible password field' }] },
       signInUrl: `${origin}/signin`,
       protectedUrl: `${origin}/reports`,
       toolCallId: 'call_test',
@@ -92,7 +92,7 @@ describe('a ceremony still being begun in the background', () => {
 
 describe('a ceremony begun again by the maintenance pass or restarted by the owner', () => {
   const wallAt = (origin: string) => ({
-    signal: { origin, evidence: 'password_field' as const },
+    signal: { origin, reasons: [{ code: 'password_field' as const, detail: 'a visible password field' }] },
     signInUrl: `${origin}/signin`,
     protectedUrl: `${origin}/reports`,
     toolCallId: 'call_test',

@@ -95,7 +95,7 @@ describe('the ceremony the edge begins is one the host can carry out', () => {
     });
     const run = await runningRun({ origins: [APP, ORIGIN] });
     await parkForSignIn(ports(host.connector), run, {
-      signal: { origin: ORIGIN, evidence: 'password_field' },
+      signal: { origin: ORIGIN, reasons: [{ code: 'password_field', detail: 'a visible password field' }] },
       signInUrl: `${ORIGIN}/login?return=${encodeURIComponent(`${APP}/reports`)}`,
       protectedUrl: `${APP}/reports`, // the navigation target, as dispatch passes it for browser.navigate {url: APP/reports}
       toolCallId: 'call_test',
@@ -186,7 +186,10 @@ describe('repeated sign-in walls are bounded by semantic progress, not by revisi
         case 'page.observe':
           return hostPage(`${ORIGIN}/reports`, ++revision);
         case 'page.navigate':
-          return { ...hostPage(`${ORIGIN}/signin`, ++revision), sign_in: { origin: ORIGIN, evidence: 'password_field' } };
+          return {
+            ...hostPage(`${ORIGIN}/signin`, ++revision),
+            sign_in: { origin: ORIGIN, reasons: [{ code: 'password_field', detail: 'a visible password field' }] },
+          };
         case 'ceremony.begin': {
           const event = await signCeremonyEvent(
             env.HOST_SHARED_SECRET,

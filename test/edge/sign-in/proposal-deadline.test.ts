@@ -31,7 +31,10 @@ function hostWithSlowCeremony() {
       case 'page.observe':
         return hostPage(`${ORIGIN}/`, ++revision);
       case 'page.navigate':
-        return { ...hostPage(`${ORIGIN}/signin?next=/reports`, ++revision), sign_in: { origin: ORIGIN, evidence: 'password_field' } };
+        return {
+          ...hostPage(`${ORIGIN}/signin?next=/reports`, ++revision),
+          sign_in: { origin: ORIGIN, reasons: [{ code: 'password_field', detail: 'a visible password field' }] },
+        };
       case 'ceremony.begin':
         await beginMayAnswer;
         beginAnswered = true;

@@ -105,7 +105,7 @@ export function signInFixture(parties: Parties) {
   async function hitSignInWall(run: schema.RunRow, options: { origin?: string; ports?: Ports; signInUrl?: string } = {}): Promise<void> {
     const { origin = ORIGIN, ports: p = ports(), signInUrl = `${origin}/signin?next=/reports` } = options;
     await parkForSignIn(p, run, {
-      signal: { origin, evidence: 'password_field' },
+      signal: { origin, reasons: [{ code: 'password_field', detail: 'a visible password field' }] },
       signInUrl,
       protectedUrl: `${origin}/reports`,
       toolCallId: 'call_test',

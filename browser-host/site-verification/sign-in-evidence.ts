@@ -1,0 +1,322 @@
+import type { Locator, Page } from 'playwright-core';
+import { parseAriaSnapshot, textOf, walkReachable } from '../../shared/aria-snapshot.ts';
+import type { SignInReason, SignInReasonCode } from '../../shared/authentication.ts';
+import { returnUrlOf } from '../../shared/sign-in-return.ts';
+import { namesPasskey, namesSingleSignOn, readsAsSignIn, type SignInWords } from '../../shared/sign-in-words.ts';
+import type { Deadline } from '../deadline.ts';
+import type { DocumentTrail } from '../page-traffic.ts';
+
+/**
+ * The evidence that a page asks for sign-in, read from what a person sees (issue 17; ADR-0164
+ * part 3), and how the pieces combine. Each piece becomes a {@link SignInReason} the owner reads
+ * on the wait.
+ *
+ * A page is a sign-in wall when a *decisive* piece is seen (an enabled definition's sign-in path or
+ * challenge; a visible password field) or when the pieces seen weigh at least
+ * {@link WALL_WEIGHT}:
+ * - weight 2: an identifier field in a form that reads as sign-in (`identifier_form`; already
+ *   two things together: the field and the words), a field offering passkeys (`autocomplete`
+ *   webauthn), a document answered 401 (`unauthorized`);
+ * - weight 1: single-sign-on buttons, a button naming a passkey, a title or main heading that
+ *   reads as sign-in, a redirect that carries the requested URL back, an identity provider's
+ *   origin.
+ * So a newsletter form (an email field, "Sign up"), a site search, a "Sign in" link in a public
+ * header or a help article about signing in are not walls, while an identifier-first page
+ * ("Sign in", an email field, "Next"), a page of only "Continue with ..." buttons under a
+ * "Sign in" heading, or a passkey prompt are.
+ */
+
+/** Weight at which the pieces seen make a sign-in wall. */
+export const WALL_WEIGHT = 2;
+
+/** The weight of each piece (decisive pieces are `Infinity`). */
+export const REASON_WEIGHTS: Readonly<Record<SignInReasonCode, number>> = {
+  definition: Number.POSITIVE_INFINITY,
+  password_field: Number.POSITIVE_INFINITY,
+  identifier_form: 2,
+  unauthorized: 2,
+  passkey: 1,
+  single_sign_on: 1,
+  sign_in_heading: 1,
+  redirected_with_return_url: 1,
+  identity_provider: 1,
+};
+
+/** A field offering passkeys weighs as much as an identifier form: the page asks for a credential now. */
+const PASSKEY_FIELD_WEIGHT = 2;
+
+/** An identifier field as the host reads it: visible inputs of these kinds. */
+const IDENTIFIER_FIELDS = 'input[type=email], input[autocomplete~=username i], input[autocomplete~=email i], input[autocomplete~=webauthn i]';
+/** Most identifier fields whose form is read. */
+const MAX_IDENTIFIER_FIELDS = 4;
+/** Most texts kept per kind in a reason's detail. */
+const MAX_NAMED = 3;
+/** Longest the DOM reads of one assessment may take, in ms. */
+const DOM_READ_MS = 1_500;
+/** Below this much time left, in ms, the DOM is not read: no time means no DOM evidence. */
+const MIN_READ_MS = 50;
+
+/** What the sign-in evidence of one page is read from. */
+export interface PageUnderAssessment {
+  /** The page's URL and document title. */
+  readonly url: string;
+  readonly title: string;
+  /** The page's AI-mode aria snapshot lines (what a person sees). */
+  readonly lines: readonly string[];
+  /** The documents the call went through and the last one's HTTP status, when known. */
+  readonly trail?: DocumentTrail;
+  /** True when the capture knows of closed shadow roots it could not open (declarative ones). */
+  readonly closedShadowRoots?: boolean;
+}
+
+/** The pieces seen, whether they make a wall, and the document the call asked for (a redirect's start). */
+export interface SignInAssessment {
+  readonly wall: boolean;
+  readonly reasons: readonly SignInReason[];
+  /** The weight of the pieces seen (Infinity when one is decisive). */
+  readonly weight: number;
+  readonly requestedUrl: string | undefined;
+  /** False when the DOM could not be read (no time left, or the read failed): a `false` wall then proves nothing. */
+  readonly domRead: boolean;
+}
+
+/** What an identifier field's form says, read in the page. */
+interface IdentifierForm {
+  readonly kind: string;
+  readonly webauthn: boolean;
+  readonly headings: string[];
+  readonly buttons: string[];
+}
+
+/**
+ * Reads the sign-in evidence of `page` as it is now, beyond what a definition says (the caller
+ * adds `definition` and `identity_provider` pieces it knows of as `known`): the snapshot's
+ * headings, buttons and links (pure), the title, the trail, and a bounded DOM read (at most
+ * 1,500 ms) of password fields (open and host-opened closed shadow roots by locator; declarative
+ * closed roots by one CDP document read when the capture reports any) and identifier fields with
+ * their forms. Never throws: a read that fails or runs out of time adds no piece.
+ */
+export async function assessSignIn(
+  deadline: Deadline,
+  page: Page,
+  seen: PageUnderAssessment,
+  words: SignInWords,
+  known: readonly SignInReason[] = [],
+): Promise<SignInAssessment> {
+  const reasons: SignInReason[] = [...known];
+  let extra = 0;
+  let domRead = false;
+  const read = deadline.remainingMs() >= MIN_READ_MS ? deadline.child(Math.min(DOM_READ_MS, deadline.remainingMs())) : undefined;
+  try {
+    const [password, forms] =
+      read === undefined ? [false, []] : await Promise.all([passwordFieldSeen(read, page, seen.closedShadowRoots === true), identifierForms(read, page)]);
+    if (password) reasons.push({ code: 'password_field', detail: 'a visible password field' });
+    const signInForm = forms.find((form) => [...form.headings, ...form.buttons].some((text) => readsAsSignIn(text, words)) || readsAsSignIn(seen.title, words));
+    if (signInForm !== undefined) {
+      const said = [...signInForm.headings, ...signInForm.buttons].find((text) => readsAsSignIn(text, words));
+      reasons.push({
+        code: 'identifier_form',
+        detail: cut(
+          `a visible ${signInForm.kind} field in a form that reads as sign-in (${said !== undefined ? JSON.stringify(said) : `title ${JSON.stringify(seen.title)}`})`,
+        ),
+      });
+    }
+    const passkeyField = forms.find((form) => form.webauthn);
+    if (passkeyField !== undefined) {
+      reasons.push({ code: 'passkey', detail: 'a field offering passkeys (autocomplete webauthn)' });
+      extra += PASSKEY_FIELD_WEIGHT - REASON_WEIGHTS.passkey;
+    }
+    domRead = read !== undefined;
+  } catch {
+    // No DOM evidence this time.
+  } finally {
+    read?.dispose();
+  }
+  reasons.push(...snapshotReasons(seen, words, passkeyAlready(reasons)));
+  const trailed = trailReasons(seen);
+  reasons.push(...trailed.reasons);
+  const weight = reasons.reduce((sum, reason) => sum + REASON_WEIGHTS[reason.code], extra);
+  const wall = weight >= WALL_WEIGHT;
+  return { wall, reasons, weight, requestedUrl: wall ? trailed.requestedUrl : undefined, domRead };
+}
+
+function passkeyAlready(reasons: readonly SignInReason[]): boolean {
+  return reasons.some((reason) => reason.code === 'passkey');
+}
+
+/**
+ * The pieces the snapshot and the title show (pure): single-sign-on buttons or links, a button or
+ * link naming a passkey (unless `passkeySeen`), and a title or main heading (level 1 or 2) that
+ * reads as sign-in. Nodes no person can reach (`[inert]`) do not count.
+ */
+export function snapshotReasons(seen: Pick<PageUnderAssessment, 'title' | 'lines'>, words: SignInWords, passkeySeen = false): SignInReason[] {
+  const reasons: SignInReason[] = [];
+  const singleSignOn: string[] = [];
+  const passkeys: string[] = [];
+  const headings: string[] = [];
+  for (const node of walkReachable(parseAriaSnapshot(seen.lines.join('\n')))) {
+    if (node.role === 'button' || node.role === 'link') {
+      const name = (node.name ?? textOf(node)).trim();
+      if (name === '') continue;
+      // "Sign in with a passkey" is a passkey, not a single-sign-on choice.
+      if (namesPasskey(name, words)) passkeys.push(name);
+      else if (namesSingleSignOn(name, words)) singleSignOn.push(name);
+    } else if (node.role === 'heading' && Number(node.attributes.level ?? '2') <= 2) {
+      const name = (node.name ?? textOf(node)).trim();
+      if (name !== '' && readsAsSignIn(name, words)) headings.push(name);
+    }
+  }
+  if (singleSignOn.length > 0) reasons.push({ code: 'single_sign_on', detail: cut(`single-sign-on choices ${quoted(singleSignOn)}`) });
+  if (passkeys.length > 0 && !passkeySeen) reasons.push({ code: 'passkey', detail: cut(`a passkey choice ${quoted(passkeys)}`) });
+  if (readsAsSignIn(seen.title, words)) reasons.push({ code: 'sign_in_heading', detail: cut(`the title ${JSON.stringify(seen.title)}`) });
+  else if (headings.length > 0) reasons.push({ code: 'sign_in_heading', detail: cut(`the heading ${quoted(headings)}`) });
+  return reasons;
+}
+
+/**
+ * The pieces the trail shows (pure): `unauthorized` when the last document answered 401;
+ * `redirected_with_return_url` when the page's return URL (see shared/sign-in-return.ts) is a
+ * document the call went through, on another path. `requestedUrl`: that document, else the first
+ * http(s) document of the trail on another path than the page (a redirect without a return URL).
+ */
+export function trailReasons(seen: Pick<PageUnderAssessment, 'url' | 'trail'>): { reasons: SignInReason[]; requestedUrl: string | undefined } {
+  const reasons: SignInReason[] = [];
+  const trail = seen.trail;
+  if (trail === undefined) return { reasons, requestedUrl: undefined };
+  if (trail.status === 401) reasons.push({ code: 'unauthorized', detail: 'the page answered HTTP 401' });
+  const here = documentKey(seen.url);
+  const visited = trail.urls.filter((url) => documentKey(url) !== undefined && documentKey(url) !== here);
+  const origins = [...new Set(visited.map((url) => new URL(url).origin))];
+  const back = returnUrlOf(seen.url, origins);
+  const returned = back === undefined ? undefined : visited.find((url) => sameDocument(url, back));
+  if (returned !== undefined) {
+    reasons.push({ code: 'redirected_with_return_url', detail: cut(`${pathOf(returned)} was sent to ${pathOf(seen.url)}, which carries it back`) });
+    return { reasons, requestedUrl: returned };
+  }
+  return { reasons, requestedUrl: visited.find((url) => pathKey(url) !== pathKey(seen.url)) };
+}
+
+/** True when a visible password field is in the main frame: by locator, then (when there are declarative closed roots) by CDP. */
+async function passwordFieldSeen(deadline: Deadline, page: Page, closedRoots: boolean): Promise<boolean> {
+  const count = await deadline.race(page.locator('input[type=password]').filter({ visible: true }).count()).catch(() => 0);
+  if (count > 0) return true;
+  return closedRoots ? closedRootPasswordField(deadline, page) : false;
+}
+
+/** The forms of the first visible identifier fields (at most 4), read in the page. */
+async function identifierForms(deadline: Deadline, page: Page): Promise<IdentifierForm[]> {
+  const fields: Locator = page.locator(IDENTIFIER_FIELDS).filter({ visible: true });
+  const count = Math.min(await deadline.race(fields.count()), MAX_IDENTIFIER_FIELDS);
+  const forms = await Promise.all(
+    Array.from({ length: count }, (_, index) =>
+      deadline.race(fields.nth(index).evaluate(readIdentifierForm, undefined, { timeout: Math.max(1, deadline.remainingMs()) })).catch(() => undefined),
+    ),
+  );
+  return forms.filter((form): form is IdentifierForm => form !== undefined);
+}
+
+/**
+ * Runs in the page for one identifier field (a string, so no bundler helper reaches the page; the
+ * host's own fixed code): its kind, whether it offers passkeys, and the texts of its form's
+ * headings (inside the form, else the nearest ancestors', shadow hosts crossed) and buttons (the
+ * form's, else those near the field), each cut to 160 characters. Answers an {@link IdentifierForm}.
+ */
+const READ_IDENTIFIER_FORM = `(field) => {
+  const tokens = (field.getAttribute('autocomplete') || '').toLowerCase().split(/\\s+/);
+  const kind = field.type === 'email' || tokens.includes('email') ? 'email' : tokens.includes('username') ? 'username' : 'identifier';
+  const textOf = (element) => {
+    const value = element instanceof HTMLInputElement ? element.value : '';
+    const own = value || element.innerText || element.textContent || element.getAttribute('aria-label') || '';
+    return own.replace(/\\s+/g, ' ').trim().slice(0, 160);
+  };
+  const parentOf = (node) => node.parentElement || (node.getRootNode() && node.getRootNode().host) || null;
+  const form = field.form || field.closest('form');
+  let scope = form || field;
+  if (form === null) for (let up = 0; up < 3 && parentOf(scope) !== null; up++) scope = parentOf(scope);
+  const buttons = [...scope.querySelectorAll('button, input[type=submit], input[type=button], [role=button]')].slice(0, 8).map(textOf);
+  let headings = [];
+  for (let around = form || field, up = 0; around !== null && up < 6 && headings.length === 0; around = parentOf(around), up++) {
+    headings = [...around.querySelectorAll('h1, h2, h3, [role=heading], legend')].slice(0, 4).map(textOf);
+  }
+  return { kind, webauthn: tokens.includes('webauthn'), headings: headings.filter(Boolean), buttons: buttons.filter(Boolean) };
+}`;
+
+/** {@link READ_IDENTIFIER_FORM} as a function: Playwright calls a function with the element, never a string. */
+const readIdentifierForm = new Function(`return ${READ_IDENTIFIER_FORM}`)() as (field: Element) => IdentifierForm;
+
+interface CdpNode {
+  nodeId: number;
+  nodeName?: string;
+  attributes?: string[];
+  shadowRootType?: string;
+  children?: CdpNode[];
+  shadowRoots?: CdpNode[];
+}
+
+/** A visible `input[type=password]` inside a closed shadow root of the main document (one CDP read). */
+async function closedRootPasswordField(deadline: Deadline, page: Page): Promise<boolean> {
+  const session = await deadline.race(page.context().newCDPSession(page));
+  try {
+    const { root } = (await deadline.race(session.send('DOM.getDocument', { depth: -1, pierce: true }))) as { root: CdpNode };
+    const found: number[] = [];
+    const stack: Array<{ node: CdpNode; closed: boolean }> = [{ node: root, closed: false }];
+    while (stack.length > 0 && found.length < MAX_IDENTIFIER_FIELDS) {
+      const { node, closed } = stack.pop() as { node: CdpNode; closed: boolean };
+      if (closed && node.nodeName === 'INPUT' && attributeOf(node, 'type')?.toLowerCase() === 'password') found.push(node.nodeId);
+      for (const child of node.children ?? []) stack.push({ node: child, closed });
+      for (const shadow of node.shadowRoots ?? []) stack.push({ node: shadow, closed: closed || shadow.shadowRootType === 'closed' });
+    }
+    for (const nodeId of found) {
+      const box = (await deadline.race(session.send('DOM.getBoxModel', { nodeId })).catch(() => undefined)) as
+        | { model?: { width: number; height: number } }
+        | undefined;
+      if (box?.model !== undefined && box.model.width > 0 && box.model.height > 0) return true;
+    }
+    return false;
+  } catch {
+    return false;
+  } finally {
+    void session.detach().catch(() => {});
+  }
+}
+
+function attributeOf(node: CdpNode, name: string): string | undefined {
+  const attributes = node.attributes ?? [];
+  for (let index = 0; index + 1 < attributes.length; index += 2) if (attributes[index] === name) return attributes[index + 1];
+  return undefined;
+}
+
+/** `origin + path + query` of an http(s) URL (no fragment); undefined for other URLs. */
+function documentKey(url: string): string | undefined {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? `${parsed.origin}${parsed.pathname}${parsed.search}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function pathKey(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+}
+
+function sameDocument(a: string, b: string): boolean {
+  return documentKey(a) === documentKey(b);
+}
+
+function pathOf(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.pathname}${parsed.search}`;
+}
+
+function quoted(texts: readonly string[]): string {
+  return texts
+    .slice(0, MAX_NAMED)
+    .map((text) => JSON.stringify(text.slice(0, 60)))
+    .join(', ');
+}
+
+function cut(text: string): string {
+  return text.length <= 200 ? text : `${text.slice(0, 199)}…`;
+}

@@ -1,0 +1,1 @@
+ALTER TABLE `sign_in_waits` ADD `reasons` text DEFAULT '[]' NOT NULL;

@@ -1,0 +1,85 @@
+import { describe, expect, test as plain } from 'vitest';
+import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
+import type { SignInReasonCode } from '../../shared/authentication.ts';
+import { connectHost, type HostClient } from '../support/host-client.ts';
+import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
+import { type SignInWallsSite, startSignInWallsSite } from '../support/sign-in-walls-site.ts';
+
+// Issue 17 in real Chromium: the sign-in walls real sites use are flagged with the evidence that
+// decided it, and ordinary pages that merely contain an email field or a "Sign in" link are not.
+
+interface WallsWorld {
+  readonly site: SignInWallsSite;
+  readonly host: BrowserHost;
+}
+
+const test = plain
+  .extend('world', { scope: 'file' }, async ({}, { onCleanup }): Promise<WallsWorld> => {
+    const site = await startSignInWallsSite();
+    const profiles = await temporaryDirectory('host-walls-');
+    const host = await startBrowserHost(testHostConfig(profiles.dir));
+    onCleanup(async () => {
+      await host.close();
+      await site.close();
+      await profiles.remove();
+    });
+    return { site, host };
+  })
+  .extend('client', async ({ world }, { onCleanup }): Promise<HostClient> => {
+    const client = await connectHost(world.host.url, TEST_SECRET);
+    onCleanup(() => client.close());
+    return client;
+  });
+
+const WALLS: ReadonlyArray<{ path: string; shape: string; reasons: SignInReasonCode[]; requested?: string }> = [
+  {
+    path: '/identifier-first/reports',
+    shape: 'an identifier-first page (email, then password on the next page)',
+    reasons: ['identifier_form', 'sign_in_heading', 'redirected_with_return_url'],
+    requested: '/identifier-first/reports',
+  },
+  {
+    path: '/sso/reports',
+    shape: 'a page of only single-sign-on buttons',
+    reasons: ['single_sign_on', 'sign_in_heading', 'redirected_with_return_url'],
+    requested: '/sso/reports',
+  },
+  { path: '/passkey/signin', shape: 'a passkey prompt', reasons: ['passkey', 'sign_in_heading'] },
+  { path: '/passkey-field/signin', shape: 'a field offering passkeys', reasons: ['passkey'] },
+  { path: '/shadow/signin', shape: 'a sign-in form in a closed shadow root', reasons: ['password_field', 'identifier_form'] },
+  { path: '/declarative-shadow/signin', shape: 'a password field in a declarative closed shadow root', reasons: ['password_field'] },
+  { path: '/unauthorized/reports', shape: 'a page answered 401', reasons: ['unauthorized'] },
+];
+
+const ORDINARY: ReadonlyArray<{ path: string; shape: string }> = [
+  { path: '/newsletter', shape: 'a newsletter form with an email field and "Sign up"' },
+  { path: '/search', shape: 'a site search' },
+  { path: '/home', shape: 'a public page with a "Sign in" link in its header' },
+  { path: '/help/recover-account', shape: 'an account-recovery help article' },
+];
+
+describe('sign-in walls by evidence', () => {
+  test.for(WALLS)('$shape is a sign-in wall, with its reasons', async (wall, { world, client }) => {
+    const lease = await acquire(client, 'walls', 60_000, undefined, [world.site.origin]);
+    try {
+      const seen = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.site.origin}${wall.path}`, timeout_ms: 15_000 });
+      expect(seen.sign_in?.origin).toBe(world.site.origin);
+      expect(seen.sign_in?.reasons.map((reason) => reason.code).sort()).toEqual([...wall.reasons].sort());
+      for (const reason of seen.sign_in?.reasons ?? []) expect(reason.detail.length).toBeGreaterThan(5);
+      expect(seen.sign_in?.requested_url).toBe(wall.requested === undefined ? undefined : `${world.site.origin}${wall.requested}`);
+    } finally {
+      await client.call('lease.release', { lease_id: lease.lease_id });
+    }
+  });
+
+  test.for(ORDINARY)('$shape is not a sign-in wall', async (ordinary, { world, client }) => {
+    const lease = await acquire(client, 'walls', 60_000, undefined, [world.site.origin]);
+    try {
+      const seen = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.site.origin}${ordinary.path}`, timeout_ms: 15_000 });
+      expect(seen.title).not.toBe('Not found');
+      expect(seen).not.toHaveProperty('sign_in');
+    } finally {
+      await client.call('lease.release', { lease_id: lease.lease_id });
+    }
+  });
+});

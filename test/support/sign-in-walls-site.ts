@@ -1,0 +1,156 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A fixture site with the sign-in walls real sites use, and ordinary pages that merely look a
+ * little like them (issue 17). Nothing here ever signs anyone in: each protected path sends every
+ * visitor to its wall. Inline HTML only, loopback only.
+ *
+ * Walls (the path the tests ask for, and what it shows):
+ * - `/identifier-first/reports`: 303 to `/identifier-first/signin?continue=...`: "Sign in", an
+ *   email field, "Next" (no password field);
+ * - `/sso/reports`: 303 to `/sso/signin?returnTo=...`: "Sign in to Acme" and only
+ *   "Continue with Google" / "Continue with Microsoft";
+ * - `/passkey/signin`: the title "Sign in · Acme", "Welcome back" and "Use a passkey";
+ * - `/passkey-field/signin`: a username field offering passkeys (`autocomplete="username webauthn"`)
+ *   under "Welcome back", "Continue";
+ * - `/shadow/signin`: a custom element whose closed shadow root (`attachShadow`) holds the form;
+ * - `/declarative-shadow/signin`: the same form in a declarative closed shadow root;
+ * - `/unauthorized/reports`: HTTP 401, "This page is for members" and a "Sign in" link;
+ * Ordinary pages:
+ * - `/newsletter`: a newsletter form (an email field, "Sign up");
+ * - `/search`: a site search;
+ * - `/home`: a public page with "Sign in" and "Create account" links in its header;
+ * - `/help/recover-account`: a help article "Can't sign in? Recover your account" with a
+ *   contact form (an email field, "Send").
+ */
+export interface SignInWallsSite {
+  /** `http://127.0.0.1:<port>` */
+  readonly origin: string;
+  close(): Promise<void>;
+}
+
+function page(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title></head><body>${body}</body></html>`;
+}
+
+const FORM_FIELDS = `<label>Email <input name="email" type="email" autocomplete="username"></label>
+<label>Password <input name="password" type="password" autocomplete="current-password"></label>
+<button type="submit">Sign in</button>`;
+
+const PAGES: Record<string, { status?: number; html: string }> = {
+  '/identifier-first/signin': {
+    html: page(
+      'Sign in – Acme Accounts',
+      `<main><h1>Sign in</h1><p>to continue to Acme</p>
+<form method="post" action="/identifier-first/next"><label>Email or phone <input name="identifier" type="email" autocomplete="username"></label>
+<a href="/help/recover-account">Forgot email?</a> <button type="submit">Next</button></form></main>`,
+    ),
+  },
+  '/sso/signin': {
+    html: page(
+      'Acme',
+      `<main><h1>Sign in to Acme</h1>
+<p><a href="/sso/google">Continue with Google</a></p><p><a href="/sso/microsoft">Continue with Microsoft</a></p></main>`,
+    ),
+  },
+  '/passkey/signin': {
+    html: page(
+      'Sign in · Acme',
+      `<main><h1>Welcome back</h1><p><button type="button">Use a passkey</button></p><p><a href="/help/recover-account">Need help?</a></p></main>`,
+    ),
+  },
+  '/passkey-field/signin': {
+    html: page(
+      'Acme',
+      `<main><h1>Welcome back</h1><form><label>Username <input name="username" type="text" autocomplete="username webauthn"></label>
+<button type="submit">Continue</button></form></main>`,
+    ),
+  },
+  '/shadow/signin': {
+    html: page(
+      'Acme',
+      `<main><h1>Welcome to Acme</h1><acme-sign-in></acme-sign-in></main>
+<script>
+customElements.define('acme-sign-in', class extends HTMLElement {
+  constructor() {
+    super();
+    const root = this.attachShadow({ mode: 'closed' });
+    root.innerHTML = \`<form>${FORM_FIELDS}</form>\`;
+  }
+});
+</script>`,
+    ),
+  },
+  '/declarative-shadow/signin': {
+    html: page('Acme', `<main><h1>Welcome to Acme</h1><div><template shadowrootmode="closed"><form>${FORM_FIELDS}</form></template></div></main>`),
+  },
+  '/unauthorized/reports': {
+    status: 401,
+    html: page('Members only', `<main><h1>This page is for members</h1><p><a href="/identifier-first/signin">Sign in</a> to see your reports.</p></main>`),
+  },
+  '/newsletter': {
+    html: page(
+      'Acme news',
+      `<main><h1>Acme news</h1><p>What we shipped this month.</p>
+<section><h2>Get our newsletter</h2><form><label>Email <input name="email" type="email" autocomplete="email"></label> <button type="submit">Sign up</button></form></section></main>`,
+    ),
+  },
+  '/search': {
+    html: page(
+      'Search – Acme',
+      `<main><h1>Search</h1><form role="search"><label>Search the site <input name="q" type="search"></label> <button type="submit">Search</button></form></main>`,
+    ),
+  },
+  '/home': {
+    html: page(
+      'Acme – file your reports',
+      `<header><nav><a href="/">Acme</a> <a href="/identifier-first/signin">Sign in</a> <a href="/join">Create account</a></nav></header>
+<main><h1>Acme helps you file reports</h1><p>Thousands of teams use Acme every week.</p></main>`,
+    ),
+  },
+  '/help/recover-account': {
+    html: page(
+      "Can't sign in? Recover your account – Acme Help",
+      `<header><nav><a href="/home">Acme</a> <a href="/identifier-first/signin">Sign in</a></nav></header>
+<main><article><h1>Can't sign in? Recover your account</h1>
+<p>If you cannot sign in, first check that you use the email you signed up with. To sign in again, reset your password from the sign-in page.</p>
+<h2>Still stuck?</h2><form><label>Your email <input name="email" type="email" autocomplete="email"></label> <button type="submit">Send</button></form>
+</article></main>`,
+    ),
+  },
+};
+
+const REDIRECTS: Record<string, (path: string) => string> = {
+  '/identifier-first/reports': (path) => `/identifier-first/signin?continue=${encodeURIComponent(path)}`,
+  '/sso/reports': (path) => `/sso/signin?returnTo=${encodeURIComponent(path)}`,
+};
+
+/** Starts the walls site on 127.0.0.1 (any free port). */
+export async function startSignInWallsSite(): Promise<SignInWallsSite> {
+  const server = createServer((request, response: ServerResponse) => {
+    const url = new URL(request.url ?? '/', 'http://walls');
+    const redirect = REDIRECTS[url.pathname];
+    if (redirect !== undefined) {
+      response.writeHead(303, { location: redirect(url.pathname), 'cache-control': 'no-store' }).end();
+      return;
+    }
+    const found = PAGES[url.pathname];
+    response
+      .writeHead(found?.status ?? (found ? 200 : 404), { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
+      .end(found?.html ?? page('Not found', '<h1>Not found</h1>'));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
