@@ -113,3 +113,17 @@ export async function typeCredentials(page: Page, person: Pick<LiveViewPerson, '
   await page.keyboard.type(person.password, { delay: 20 });
   await page.keyboard.press('Enter');
 }
+
+/**
+ * Signs in to an identifier-first form through the live view, as a person does: the username and
+ * Enter ("Next"), a look at the screen until the next page has had time to show its password
+ * field (`stepPauseMs`, default 2,000 ms), then the password and Enter.
+ */
+export async function typeCredentialsInTwoSteps(page: Page, person: Pick<LiveViewPerson, 'username' | 'password'>, stepPauseMs = 2_000): Promise<void> {
+  await page.getByLabel('Keyboard input to the sign-in window').focus();
+  await page.keyboard.type(person.username, { delay: 20 });
+  await page.keyboard.press('Enter');
+  await page.waitForTimeout(stepPauseMs);
+  await page.keyboard.type(person.password, { delay: 20 });
+  await page.keyboard.press('Enter');
+}

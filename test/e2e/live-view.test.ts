@@ -4,7 +4,7 @@ import { type AccountSite, startAccountSite } from '../../scripts/account-site.t
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { LOCAL_OWNER_ID, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import { type OwnerConsole, openLiveView, openOwnerConsole, typeCredentials } from '../../scripts/person-in-live-view.ts';
+import { type OwnerConsole, openLiveView, openOwnerConsole, typeCredentials, typeCredentialsInTwoSteps } from '../../scripts/person-in-live-view.ts';
 import { GrantView, type RunView } from '../../shared/api.ts';
 
 // Signing in from anywhere (issue 16): the real host (headed, under Xvfb) and the real edge
@@ -13,6 +13,8 @@ import { GrantView, type RunView } from '../../shared/api.ts';
 
 let stack: LocalStack;
 let site: AccountSite;
+/** The same site with an identifier-first sign-in (username, then password on the next page); the host has no definition for it. */
+let twoStepSite: AccountSite;
 let agent: ApiClient;
 let owner: ApiClient;
 let ownerConsole: OwnerConsole;
@@ -20,6 +22,7 @@ let page: Page;
 
 beforeAll(async () => {
   site = await startAccountSite();
+  twoStepSite = await startAccountSite({ signIn: 'identifier-first' });
   stack = await startLocalStack({ database: 'fresh', headless: false, hostVars: { HOST_CEREMONY_POLL_MS: '500' } });
   agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
   owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
@@ -31,6 +34,7 @@ afterAll(async () => {
   await ownerConsole?.close();
   await stack?.stop();
   await site?.close();
+  await twoStepSite?.close();
 });
 
 async function runState(id: string, state: RunView['state'], timeoutMs = 60_000): Promise<RunView> {
@@ -148,5 +152,45 @@ describe('the live view of a sign-in window', () => {
     await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
     await runState(run.id, 'queued');
     await agent.report(run.id, 'completed', 'opened the reports after the owner signed in');
+  });
+
+  it('an act that lands on an identifier-first wall of a site without a definition is verified against the return URL after the person signs in in two steps, and resumes by itself', async () => {
+    const run = await owner.createRun({
+      profile_id: 'two-step',
+      intent: 'Open my reports from the about page',
+      origins: [twoStepSite.origin],
+      deadline_ms: 600_000,
+    });
+    await owner.request('POST', '/v1/grants', GrantView, {
+      tool: 'browser.act',
+      actions: ['click'],
+      origin: twoStepSite.origin,
+      max_uses: 3,
+      ttl_ms: 3_600_000,
+    });
+    const about = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${twoStepSite.origin}/public` })).body);
+    const clicked = (
+      await agent.propose(run.id, 'browser.act', { action: 'click', revision: about.revision, reference: refOf(about.snapshot, 'link', 'Your reports') })
+    ).body;
+    expect(clicked.state).toBe('succeeded');
+    const parked = await agent.run(run.id);
+    expect(parked.state).toBe('waiting_for_authentication');
+    // No password field on the page: the identifier form, its heading and the redirect decided it.
+    expect(parked.authentication?.reasons.map((reason) => reason.code).sort()).toEqual(['identifier_form', 'redirected_with_return_url', 'sign_in_heading']);
+    const [episodes] = await stack.queryD1(`SELECT id, protected_url FROM sign_in_episodes WHERE profile_id = 'two-step' AND state = 'open'`);
+    expect(episodes?.[0]?.protected_url).toBe(`${twoStepSite.origin}/reports`);
+    const signInsBefore = twoStepSite.counters().sign_ins;
+
+    await openLiveView(page, 30_000);
+    await typeCredentialsInTwoSteps(page, { username: 'alice', password: 'alice-pass' });
+    await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
+    expect(await page.locator('#live-status').textContent()).toContain('you are signed in');
+    await runState(run.id, 'queued');
+    expect(twoStepSite.counters().sign_ins).toBe(signInsBefore + 1);
+    // One episode for both steps: the run never parked on the password page.
+    const [all] = await stack.queryD1(`SELECT state FROM sign_in_episodes WHERE profile_id = 'two-step'`);
+    expect(all?.map((episode) => episode.state)).toEqual(['resolved']);
+
+    await agent.report(run.id, 'completed', 'opened the reports after the owner signed in in two steps');
   });
 });

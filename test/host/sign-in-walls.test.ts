@@ -1,5 +1,6 @@
 import { describe, expect, test as plain } from 'vitest';
 import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
+import { accountSiteDefinition } from '../../scripts/account-site.ts';
 import type { SignInReasonCode } from '../../shared/authentication.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
@@ -80,6 +81,36 @@ describe('sign-in walls by evidence', () => {
       expect(seen).not.toHaveProperty('sign_in');
     } finally {
       await client.call('lease.release', { lease_id: lease.lease_id });
+    }
+  });
+});
+
+describe('identity providers named by definitions', () => {
+  test('a page of single-sign-on choices on an identity provider an enabled definition names is a wall; elsewhere the same page is not', async ({
+    world,
+    client,
+  }) => {
+    const url = `${world.site.origin}/idp/choose`;
+    const lease = await acquire(client, 'idp-unknown', 60_000, undefined, [world.site.origin]);
+    try {
+      const seen = await client.call('page.navigate', { lease_id: lease.lease_id, url, timeout_ms: 15_000 });
+      expect(seen).not.toHaveProperty('sign_in');
+    } finally {
+      await client.call('lease.release', { lease_id: lease.lease_id });
+    }
+    const profiles = await temporaryDirectory('host-idp-');
+    const definition = { ...accountSiteDefinition('http://127.0.0.1:9'), identity_providers: [world.site.origin] };
+    const host = await startBrowserHost(testHostConfig(profiles.dir, { siteDefinitions: [definition] }));
+    const other = await connectHost(host.url, TEST_SECRET);
+    try {
+      const idpLease = await acquire(other, 'idp-known', 60_000, undefined, [world.site.origin]);
+      const seen = await other.call('page.navigate', { lease_id: idpLease.lease_id, url, timeout_ms: 15_000 });
+      expect(seen.sign_in?.reasons.map((reason) => reason.code).sort()).toEqual(['identity_provider', 'single_sign_on']);
+      await other.call('lease.release', { lease_id: idpLease.lease_id });
+    } finally {
+      await other.close();
+      await host.close();
+      await profiles.remove();
     }
   });
 });

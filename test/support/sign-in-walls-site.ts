@@ -17,6 +17,8 @@ import type { AddressInfo } from 'node:net';
  * - `/shadow/signin`: a custom element whose closed shadow root (`attachShadow`) holds the form;
  * - `/declarative-shadow/signin`: the same form in a declarative closed shadow root;
  * - `/unauthorized/reports`: HTTP 401, "This page is for members" and a "Sign in" link;
+ * - `/idp/choose`: "Choose how to continue" with "Continue with Google" / "Continue with GitHub":
+ *   a wall only where a definition names this site as an identity provider;
  * Ordinary pages:
  * - `/newsletter`: a newsletter form (an email field, "Sign up");
  * - `/search`: a site search;
@@ -88,6 +90,12 @@ customElements.define('acme-sign-in', class extends HTMLElement {
   '/unauthorized/reports': {
     status: 401,
     html: page('Members only', `<main><h1>This page is for members</h1><p><a href="/identifier-first/signin">Sign in</a> to see your reports.</p></main>`),
+  },
+  '/idp/choose': {
+    html: page(
+      'Acme ID',
+      `<main><h1>Choose how to continue</h1><p><a href="/idp/google">Continue with Google</a></p><p><a href="/idp/github">Continue with GitHub</a></p></main>`,
+    ),
   },
   '/newsletter': {
     html: page(
