@@ -17,6 +17,7 @@ import { scheduleRoutes } from './http/routes/schedules.ts';
 import { signInRoutes } from './http/routes/sign-ins.ts';
 import { toolCallRoutes } from './http/routes/tool-calls.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
+import { mcpRoutes } from './mcp/routes.ts';
 import { countRefusal } from './metrics/refusals.ts';
 import type { Ports } from './ports.ts';
 
@@ -146,6 +147,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', metricsRoutes);
   app.route('/', webhookRoutes);
   app.route('/', consoleRoutes);
+  app.route('/', mcpRoutes);
   app.openAPIRegistry.registerPath({
     method: 'get',
     path: OPENAPI_PATH,
@@ -176,6 +178,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     const requestId = c.var.requestId ?? crypto.randomUUID();
     if (error instanceof DomainError) {
       if (error.retryAfterS !== undefined) c.header('Retry-After', String(error.retryAfterS));
+      if (error.wwwAuthenticate !== undefined) c.header('WWW-Authenticate', error.wwwAuthenticate);
       countRefusal(c.var.ports, error.code);
       return c.json(errorBody(error.code, error.message, requestId, error.details), httpStatusOf(error.code));
     }

@@ -13,11 +13,14 @@ export class DomainError extends Error {
   readonly details: Record<string, string> | undefined;
   /** Seconds after which trying again may succeed (`Retry-After`); whole seconds, at least 1. */
   readonly retryAfterS: number | undefined;
+  /** A bearer challenge for `WWW-Authenticate` (RFC 6750 / RFC 9728), e.g. on the MCP endpoint's 401. */
+  readonly wwwAuthenticate: string | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: Record<string, string>, options: { retryAfterS?: number } = {}) {
+  constructor(code: ErrorCode, message: string, details?: Record<string, string>, options: { retryAfterS?: number; wwwAuthenticate?: string } = {}) {
     super(message);
     this.code = code;
     this.details = details;
     this.retryAfterS = options.retryAfterS;
+    this.wwwAuthenticate = options.wwwAuthenticate;
   }
 }

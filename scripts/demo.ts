@@ -1,7 +1,8 @@
 /**
  * `npm run demo`: after scripts/setup.mjs, starts the browser host (headed under Xvfb) and
  * `wrangler dev` on loopback, runs the scripted demo agent against the real TodoMVC app over
- * HTTP, prints a transcript and the run's rows read back from D1; then a sign-in episode against
+ * HTTP, prints a transcript and the run's rows read back from D1; then a short part of that
+ * journey over MCP with the official client SDK (scripts/mcp-journey.ts); then a sign-in episode against
  * the account fixture site (the run parks, the scripted owner signs in through the console's live
  * view of the headed window, the run resumes by itself) with its timeline; shuts everything down, and exits 0 (1 when any step
  * failed). The host runs with the shipped, empty site catalog: the sign-in is verified by the
@@ -10,6 +11,7 @@
 import { type AccountSite, startAccountSite } from './account-site.ts';
 import { ApiClient } from './api-client.ts';
 import { LOCAL_OWNER_ID, type LocalStack, startLocalStack } from './local-stack.ts';
+import { runMcpJourney } from './mcp-journey.ts';
 import { runSignInJourney } from './sign-in-journey.ts';
 import { runTodoJourney } from './todo-journey.ts';
 import { describeStep, table } from './transcript.ts';
@@ -66,6 +68,10 @@ try {
     console.log(table(rows ?? []));
   }
 
+  console.log(`\nThe same pipeline over MCP (${edgeUrl}/mcp), with the official TypeScript client SDK:`);
+  const mcp = await runMcpJourney(stack, (line) => console.log(`  - ${line}`));
+  if (mcp.finalState !== 'completed') throw new Error(`the MCP run ended ${mcp.finalState}`);
+
   console.log(`\nA sign-in episode on the account site ${accounts.origin}:`);
   const [owners] = await stack.queryD1("SELECT owner_id FROM principals WHERE kind = 'owner' ORDER BY created_at LIMIT 1");
   const ownerRow = owners?.[0];
@@ -80,7 +86,7 @@ try {
   }
 
   console.log(
-    "\nDemo finished: on TodoMVC the bounded scroll ran without asking and every other act waited for the owner and was dispatched exactly once; on the account site the owner's grant covered the acts, and the sign-in episode was resolved by one native sign-in through the console's live view and resumed by itself.",
+    "\nDemo finished: on TodoMVC the bounded scroll ran without asking and every other act waited for the owner and was dispatched exactly once, over HTTP and over MCP alike; on the account site the owner's grant covered the acts, and the sign-in episode was resolved by one native sign-in through the console's live view and resumed by itself.",
   );
 } catch (error) {
   exitCode = 1;

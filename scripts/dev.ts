@@ -41,6 +41,7 @@ console.log(`
 Owner console: ${await consoleLink()}
   (a one-time sign-in link for the local owner: open it and press its button; valid for 15 minutes; later, sign in at ${stack.edgeUrl}/console/sign-in with OWNER_TOKEN)
 Edge (${runtime}):  ${stack.edgeUrl}   (API reference: ${stack.edgeUrl}/docs, OpenAPI: ${stack.edgeUrl}/v1/openapi.json)
+MCP endpoint: ${stack.edgeUrl}/mcp   (Streamable HTTP; header Authorization: Bearer $AGENT_TOKEN)
 Host:  ${stack.hostUrl}
 Demo site (TodoMVC): ${stack.todoUrl}
 Tokens: AGENT_TOKEN, OWNER_TOKEN and OPERATOR_TOKEN in .dev.vars, e.g.

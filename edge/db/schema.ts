@@ -533,3 +533,16 @@ export const liveViews = sqliteTable(
   (t) => [index('live_views_episode_idx').on(t.episodeId)],
 );
 export type LiveViewRow = typeof liveViews.$inferSelect;
+
+/**
+ * What the MCP client an agent last initialized with can do (issue 18): the MCP endpoint is
+ * stateless, so a tool call learns from here whether it may ask the client to show the owner's
+ * console link (URL-mode elicitation). One row per agent principal, replaced by each `initialize`.
+ */
+export const mcpClients = sqliteTable('mcp_clients', {
+  principalId: text('principal_id').primaryKey(),
+  urlElicitation: integer('url_elicitation', { mode: 'boolean' }).notNull(),
+  protocolVersion: text('protocol_version').notNull(),
+  clientName: text('client_name'),
+  updatedAt: integer('updated_at').notNull(),
+});

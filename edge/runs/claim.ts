@@ -6,11 +6,12 @@ import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 
 /**
- * An agent claims the oldest queued run of its owner, or a running run whose claim expired while
- * nothing was in flight: one conditional update, so two agents never both win.
- * @throws DomainError('not_found') when no run is waiting to be claimed.
+ * An agent claims the oldest queued run of its owner (or, with `runId`, that run), or a running
+ * run whose claim expired while nothing was in flight: one conditional update, so two agents
+ * never both win.
+ * @throws DomainError('not_found') when no run (or not that run) is waiting to be claimed.
  */
-export async function claimRun(ports: Ports, principal: Principal): Promise<RunRow> {
+export async function claimRun(ports: Ports, principal: Principal, runId?: string): Promise<RunRow> {
   const now = ports.clock.now();
   const candidates = await ports.db
     .select()
@@ -18,6 +19,7 @@ export async function claimRun(ports: Ports, principal: Principal): Promise<RunR
     .where(
       and(
         eq(runs.ownerId, principal.ownerId),
+        runId === undefined ? undefined : eq(runs.id, runId),
         gt(runs.deadlineAt, now),
         or(eq(runs.state, 'queued'), and(eq(runs.state, 'running'), isNotNull(runs.claimExpiresAt), lt(runs.claimExpiresAt, now))),
       ),
@@ -39,5 +41,5 @@ export async function claimRun(ports: Ports, principal: Principal): Promise<RunR
       .run();
     if (rowsChanged(claimed) === 1) return { ...run, state: 'running', claimedBy: principal.id, claimExpiresAt, updatedAt: now };
   }
-  throw new DomainError('not_found', 'no run is waiting to be claimed');
+  throw new DomainError('not_found', runId === undefined ? 'no run is waiting to be claimed' : `run ${runId} is not waiting to be claimed`);
 }

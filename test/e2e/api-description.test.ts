@@ -128,10 +128,11 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
       throw new Error('no request is served here');
     });
     // The owner's console is web pages, not the API (test/edge/console-sessions.test.ts and
-    // test/e2e/console.test.ts cover it).
+    // test/e2e/console.test.ts cover it). The MCP endpoint describes itself (tools/list, its RFC
+    // 9728 metadata), from the same zod contracts (test/e2e/mcp.test.ts).
     const served = new Set(
       app.routes
-        .filter((route) => route.method !== 'ALL' && !route.path.startsWith('/console'))
+        .filter((route) => route.method !== 'ALL' && !route.path.startsWith('/console') && route.path !== '/mcp' && !route.path.startsWith('/.well-known/'))
         .map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, '{$1}')}`),
     );
     const documented = new Set(operationsOf(document).map((operation) => `${operation.method} ${operation.path}`));

@@ -1,5 +1,8 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AccountSite, startAccountSite } from '../../scripts/account-site.ts';
+import { ApiClient } from '../../scripts/api-client.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { runSignInJourney } from '../../scripts/sign-in-journey.ts';
 
@@ -35,5 +38,22 @@ describe.each(['node', 'deno'] as const)('a sign-in episode, edge on %s', (runti
     );
     const [events] = await stack.queryD1('SELECT method, applied FROM ceremony_events');
     expect(events).toEqual([{ method: 'differential', applied: 1 }]);
+  });
+
+  it('serves the MCP endpoint too: the official client lists the tools and claims a run', async () => {
+    const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+    const created = await owner.createRun({ profile_id: `mcp-${runtime}`, intent: 'Look at the reports', origins: [site.origin] });
+    const client = new Client({ name: 'e2e-agent', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', stack.edgeUrl), { requestInit: { headers: { Authorization: `Bearer ${stack.tokens.agent}` } } }),
+    );
+    try {
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('browser_act');
+      const claimed = await client.callTool({ name: 'run_claim', arguments: { run_id: created.id } });
+      expect(claimed.structuredContent).toMatchObject({ id: created.id, state: 'running' });
+      await client.callTool({ name: 'run_report', arguments: { run_id: created.id, status: 'completed', summary: 'claimed over MCP' } });
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -1,0 +1,135 @@
+import { z } from 'zod';
+import { MAX_WAIT_MS, ReportBody, RunView, ToolCallView } from './api.ts';
+import { ActArguments, NavigateArguments, ObserveArguments } from './tool-arguments.ts';
+import { CURRENT_TOOL_VERSION, type ToolName, ToolVersion } from './tools.ts';
+
+/**
+ * The tools the edge's MCP endpoint (`/mcp`, issue 18) offers: the same governed pipeline as the
+ * HTTP API, one definition. Each browser tool's input is the HTTP API's tool arguments (those of
+ * `browser.*` 1.2.0 and later: one schema) plus `run_id`; its JSON Schema is generated from the
+ * same zod contract (draft-07, which every MCP client validates), and the pipeline validates the
+ * arguments with that contract again. Outputs are the HTTP API's views (`ToolCallView`,
+ * `RunView`).
+ */
+
+/** The id of a run or call as the API names it. */
+const Id = z.string().min(1).max(64);
+
+/** `run_claim` input: the run to claim, or none for the owner's oldest queued run. */
+export const RunClaimInput = z.strictObject({ run_id: Id.optional() });
+/** `call_status` input: the call, and how long to wait for it to finish (0-30,000 ms, default 0). */
+export const CallStatusInput = z.strictObject({ call_id: Id, wait_ms: z.int().min(0).max(MAX_WAIT_MS).optional() });
+/** `run_report` input: the run's final report, as `POST /v1/runs/{id}/report` takes it. */
+export const RunReportInput = z.strictObject({ run_id: Id, ...ReportBody.shape });
+
+/** What an MCP tool is, for listing and for calling. */
+export interface McpToolDefinition {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  /** The browser tool it proposes, for the three browser tools. */
+  readonly tool?: ToolName;
+  readonly inputSchema: JsonObjectSchema;
+  readonly outputSchema: JsonObjectSchema;
+  readonly annotations: {
+    readonly readOnlyHint: boolean;
+    readonly destructiveHint: boolean;
+    readonly idempotentHint: boolean;
+    readonly openWorldHint: boolean;
+  };
+}
+
+/** A JSON Schema whose top level is an object (MCP requires `type: "object"` for tool schemas). */
+export type JsonObjectSchema = { type: 'object' } & Record<string, unknown>;
+
+/** The browser tools' pinned version: MCP calls always get the newest result shape. */
+export const MCP_TOOL_VERSION: ToolVersion = CURRENT_TOOL_VERSION;
+
+/**
+ * The draft-07 JSON Schema of `schema` (zod's own conversion), `$schema` left out, with `run_id`
+ * added as a required string when `withRunId`: at the top level of an object schema, and in each
+ * branch of a union (`browser.act`'s actions), whose top level then says `type: "object"`.
+ */
+export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output', withRunId = false): JsonObjectSchema {
+  const { $schema: _dropped, ...json } = z.toJSONSchema(schema, { target: 'draft-7', io, unrepresentable: 'any' }) as Record<string, unknown>;
+  if (!withRunId) return { ...json, type: 'object' } as JsonObjectSchema;
+  const addRunId = (branch: Record<string, unknown>): Record<string, unknown> => ({
+    ...branch,
+    properties: {
+      run_id: { type: 'string', minLength: 1, maxLength: 64, description: 'The run this call belongs to (from run_claim).' },
+      ...(branch.properties as object),
+    },
+    required: ['run_id', ...((branch.required as string[] | undefined) ?? [])],
+  });
+  for (const key of ['oneOf', 'anyOf'] as const) {
+    const branches = json[key];
+    if (Array.isArray(branches))
+      return { type: 'object', ...json, [key]: branches.map((branch) => addRunId(branch as Record<string, unknown>)) } as JsonObjectSchema;
+  }
+  return addRunId({ ...json, type: 'object' }) as JsonObjectSchema;
+}
+
+const CALL_OUTPUT = jsonSchemaOf(ToolCallView, 'output');
+const RUN_OUTPUT = jsonSchemaOf(RunView, 'output');
+
+/** The MCP tools, in the order they are listed. */
+export const MCP_TOOLS: readonly McpToolDefinition[] = [
+  {
+    name: 'run_claim',
+    title: 'Claim a run',
+    description:
+      "Claim a queued run of your owner (the oldest, or the one named by run_id) before using the browser. Answers the run's id, intent, origins and deadline. Runs are created by the owner; you cannot create one.",
+    inputSchema: jsonSchemaOf(RunClaimInput, 'input'),
+    outputSchema: RUN_OUTPUT,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  },
+  {
+    name: 'browser_navigate',
+    title: 'Navigate',
+    tool: 'browser.navigate',
+    description:
+      "Load a URL in the run's browser (within the run's origins, by the owner's policy). Answers the call with the page's observation: an aria snapshot with element references.",
+    inputSchema: jsonSchemaOf(NavigateArguments, 'input', true),
+    outputSchema: CALL_OUTPUT,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  },
+  {
+    name: 'browser_observe',
+    title: 'Observe',
+    tool: 'browser.observe',
+    description:
+      'Read the current page: its aria snapshot with element references and revision. Pass continuation to read the next window of a long page, or wait_for to wait for a condition.',
+    inputSchema: jsonSchemaOf(ObserveArguments, 'input', true),
+    outputSchema: CALL_OUTPUT,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  },
+  {
+    name: 'browser_act',
+    title: 'Act',
+    tool: 'browser.act',
+    description:
+      "One action (click, type, press, select, check, uncheck, scroll) on an element reference of the page's latest revision, with an optional postcondition. May wait for the owner's approval: the answer then says waiting_for_approval; poll call_status.",
+    inputSchema: jsonSchemaOf(ActArguments, 'input', true),
+    outputSchema: CALL_OUTPUT,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+  },
+  {
+    name: 'call_status',
+    title: 'Call status',
+    description: "A call's state and result, waiting up to wait_ms (at most 30000) for it to finish; use it for calls that wait for the owner.",
+    inputSchema: jsonSchemaOf(CallStatusInput, 'input'),
+    outputSchema: CALL_OUTPUT,
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  },
+  {
+    name: 'run_report',
+    title: 'Report',
+    description: 'End the run with its final report: status completed, partial, uncertain or failed, and a summary for the owner. Uses no browser.',
+    inputSchema: jsonSchemaOf(RunReportInput, 'input'),
+    outputSchema: RUN_OUTPUT,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  },
+];
+
+/** `ToolVersion` of MCP calls, validated once here so a change of the current version is noticed. */
+ToolVersion.parse(MCP_TOOL_VERSION);
