@@ -45,8 +45,9 @@ MCP endpoint: ${stack.edgeUrl}/mcp   (Streamable HTTP; header Authorization: Bea
 Host:  ${stack.hostUrl}
 Demo site (TodoMVC): ${stack.todoUrl}
 Tokens: AGENT_TOKEN, OWNER_TOKEN and OPERATOR_TOKEN in .dev.vars, e.g.
-  curl -s -X POST ${stack.edgeUrl}/v1/runs -H "Authorization: Bearer $AGENT_TOKEN" -H 'Content-Type: application/json' \\
+  curl -s -X POST ${stack.edgeUrl}/v1/runs -H "Authorization: Bearer $OWNER_TOKEN" -H 'Content-Type: application/json' \\
     -d '{"profile_id":"me","intent":"try it","origins":["${stack.siteOrigin}"]}'
+  (the owner creates runs: their intent gives the agent's calls authority; the agent then claims the run)
 Ctrl-C stops both.`);
 
 let stopping = false;

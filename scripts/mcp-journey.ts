@@ -45,12 +45,14 @@ export async function runMcpJourney(
       if (result.isError && result.structuredContent === undefined) throw new Error(`${name}: ${firstLine(result)}`);
       const view = ToolCallView.parse(result.structuredContent);
       calls.push({ tool: name, state: view.state });
-      say(`${name} → ${firstLine(result)}`);
+      const rule = view.phases.decision?.rule;
+      say(`${name} → ${firstLine(result)}${rule ? ` · rule ${rule}` : ''}`);
       return view;
     };
     await call('browser_navigate', { url: stack.todoUrl });
     const seen = await call('browser_observe', {});
     const page = seen.result as { revision: number; snapshot: string };
+    say(`typing "${todo}" with Enter into "What needs to be done?", with the postcondition that the text shows`);
     const typed = await call('browser_act', {
       action: 'type',
       revision: page.revision,
@@ -60,7 +62,7 @@ export async function runMcpJourney(
       postcondition: { success: { kind: 'text', text: todo } },
     });
     if (typed.state !== 'waiting_for_approval' || typed.approval_id === null) throw new Error(`the typed todo did not wait for the owner: ${typed.state}`);
-    say(`  ... the owner approves ${typed.approval_id} through the API (it could be the console's inbox)`);
+    say(`the call waits for the owner (approval ${typed.approval_id}); the scripted owner approves it through the API (it could be the console's inbox)`);
     await owner.decide(typed.approval_id, 'approve');
     const finished = ToolCallView.parse((await client.callTool({ name: 'call_status', arguments: { call_id: typed.id, wait_ms: 30_000 } })).structuredContent);
     calls.push({ tool: 'call_status', state: finished.state });

@@ -47,8 +47,8 @@ export const MCP_TOOL_VERSION: ToolVersion = CURRENT_TOOL_VERSION;
 
 /**
  * The draft-07 JSON Schema of `schema` (zod's own conversion), `$schema` left out, with `run_id`
- * added as a required string when `withRunId`: at the top level of an object schema, and in each
- * branch of a union (`browser.act`'s actions), whose top level then says `type: "object"`.
+ * added as a required string when `withRunId`; a union (`browser.act`'s actions) becomes one flat
+ * object schema (see {@link mergedBranches}).
  */
 export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output', withRunId = false): JsonObjectSchema {
   const { $schema: _dropped, ...json } = z.toJSONSchema(schema, { target: 'draft-7', io, unrepresentable: 'any' }) as Record<string, unknown>;
@@ -63,10 +63,32 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output', withRunI
   });
   for (const key of ['oneOf', 'anyOf'] as const) {
     const branches = json[key];
-    if (Array.isArray(branches))
-      return { type: 'object', ...json, [key]: branches.map((branch) => addRunId(branch as Record<string, unknown>)) } as JsonObjectSchema;
+    if (Array.isArray(branches)) return addRunId(mergedBranches(branches as Record<string, unknown>[])) as JsonObjectSchema;
   }
   return addRunId({ ...json, type: 'object' }) as JsonObjectSchema;
+}
+
+/**
+ * One flat object schema for the branches of a discriminated union (`browser.act`'s actions):
+ * many model tool APIs refuse a top-level `oneOf`. Each property is the union of what the branches
+ * allow (the discriminator's constants become an `enum`), a property is required when every branch
+ * requires it, and no other property is allowed. What only some branches require (`text` for
+ * `type`, `key` for `press`, ...) is checked by the pipeline with the same zod contract.
+ */
+function mergedBranches(branches: readonly Record<string, unknown>[]): Record<string, unknown> {
+  const properties: Record<string, Record<string, unknown>> = {};
+  const constants: Record<string, unknown[]> = {};
+  for (const branch of branches) {
+    for (const [name, property] of Object.entries((branch.properties as Record<string, Record<string, unknown>> | undefined) ?? {})) {
+      if ('const' in property) (constants[name] ??= []).push(property.const);
+      else properties[name] ??= property;
+    }
+  }
+  for (const [name, values] of Object.entries(constants)) properties[name] = { type: 'string', enum: values };
+  const required = branches
+    .map((branch) => (branch.required as string[] | undefined) ?? [])
+    .reduce((common, names) => common.filter((name) => names.includes(name)));
+  return { type: 'object', properties, required, additionalProperties: false };
 }
 
 const CALL_OUTPUT = jsonSchemaOf(ToolCallView, 'output');
@@ -108,7 +130,7 @@ export const MCP_TOOLS: readonly McpToolDefinition[] = [
     title: 'Act',
     tool: 'browser.act',
     description:
-      "One action (click, type, press, select, check, uncheck, scroll) on an element reference of the page's latest revision, with an optional postcondition. May wait for the owner's approval: the answer then says waiting_for_approval; poll call_status.",
+      "One action on an element reference of the page's latest revision, with an optional postcondition: click, check, uncheck; type (text, submit?), press (key, e.g. Enter), select (value), scroll (delta in CSS px, negative is up). May wait for the owner's approval: the answer then says waiting_for_approval; poll call_status.",
     inputSchema: jsonSchemaOf(ActArguments, 'input', true),
     outputSchema: CALL_OUTPUT,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

@@ -31,27 +31,37 @@ function baseUrlOf(c: Context<AppEnv>): string {
 
 /**
  * DNS-rebinding protection as the MCP SDK recommends: the `Host` must be the edge's public host
- * (`PUBLIC_URL`), or a loopback name when none is configured; an `Origin`, when a browser sends
- * one, must be the public origin (or a loopback origin when none is configured).
+ * (`PUBLIC_URL`), or a loopback name when none is configured or the public host is itself a
+ * loopback name (a local edge answers `localhost` and `127.0.0.1` alike, on its port); an `Origin`,
+ * when a browser sends one, must be allowed the same way.
  * @throws DomainError('forbidden') for any other Host or Origin.
  */
 function checkHostAndOrigin(c: Context<AppEnv>): void {
   const configured = c.var.ports.config.publicUrl;
   const publicUrl = configured === undefined ? undefined : new URL(configured);
-  const host = (c.req.header('Host') ?? new URL(c.req.url).host).toLowerCase();
-  const hostname = host.replace(/:\d+$/, '');
-  const hostAllowed = publicUrl === undefined ? LOOPBACK_HOSTS.has(hostname) : host === publicUrl.host.toLowerCase();
-  if (!hostAllowed) throw new DomainError('forbidden', `the MCP endpoint does not answer for host ${host.slice(0, 100)}`);
+  const allowed = (host: string, protocol?: string): boolean => {
+    let parsed: URL;
+    try {
+      parsed = new URL(`${protocol ?? 'http:'}//${host}`);
+    } catch {
+      return false;
+    }
+    if (publicUrl === undefined) return LOOPBACK_HOSTS.has(parsed.hostname);
+    if (parsed.host === publicUrl.host && (protocol === undefined || protocol === publicUrl.protocol)) return true;
+    return LOOPBACK_HOSTS.has(publicUrl.hostname) && LOOPBACK_HOSTS.has(parsed.hostname) && parsed.port === publicUrl.port;
+  };
+  const host = c.req.header('Host') ?? new URL(c.req.url).host;
+  if (!allowed(host)) throw new DomainError('forbidden', `the MCP endpoint does not answer for host ${host.slice(0, 100)}`);
   const origin = c.req.header('Origin');
   if (origin === undefined) return;
-  let parsed: URL | undefined;
+  let page: URL | undefined;
   try {
-    parsed = new URL(origin);
+    page = new URL(origin);
   } catch {
-    parsed = undefined;
+    page = undefined;
   }
-  const originAllowed = parsed !== undefined && (publicUrl === undefined ? LOOPBACK_HOSTS.has(parsed.hostname) : parsed.origin === publicUrl.origin);
-  if (!originAllowed) throw new DomainError('forbidden', `the MCP endpoint does not answer pages of ${origin.slice(0, 100)}`);
+  if (page === undefined || !allowed(page.host, page.protocol))
+    throw new DomainError('forbidden', `the MCP endpoint does not answer pages of ${origin.slice(0, 100)}`);
 }
 
 /**

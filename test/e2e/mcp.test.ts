@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -195,6 +196,30 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('the MCP endpoint on the %s 
       expect(answer.status).toBe(403);
       expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('forbidden');
     }
+    // A local edge answers its loopback names alike (PUBLIC_URL is http://127.0.0.1:<port>).
+    // (fetch sets Host itself: node:http sends the one given.)
+    const withHost = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const request = httpRequest(
+          mcpUrl,
+          {
+            method: 'POST',
+            headers: { host, authorization: `Bearer ${stack.tokens.agent}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          },
+          (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+          },
+        );
+        request.on('error', reject);
+        request.end(initialize);
+      });
+    const port = new URL(stack.edgeUrl).port;
+    expect(await withHost(`127.0.0.1:${port}`)).toBe(200);
+    expect(await withHost(`localhost:${port}`)).toBe(200);
+    expect(await withHost(`localhost:${Number(port) + 1}`)).toBe(403);
+    expect(await withHost('rebound.example')).toBe(403);
+    expect(await withHost(`rebound.example:${port}`)).toBe(403);
     // DNS-rebinding protection: a page of another origin is refused.
     const rebound = await post({ authorization: `Bearer ${stack.tokens.agent}`, origin: 'http://evil.example' });
     expect(rebound.status).toBe(403);
