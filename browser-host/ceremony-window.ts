@@ -58,7 +58,7 @@ export async function readSurface(record: Ceremony, browser: ProfileBrowser, cat
     // wait, rather than launch a control browser for a page that proves nothing yet.
     const snapshot = await read.race(page.ariaSnapshot({ mode: 'ai', timeout: Math.max(1, read.remainingMs()) }));
     const title = await read.race(page.title());
-    if ((await signInWallSeen(read, page, { url, title, snapshot }, catalog)) !== false) return undefined;
+    if ((await signInWallSeen(read, page, { url, title, snapshot }, catalog)).wall !== false) return undefined;
     return { url };
   } catch {
     return undefined;

@@ -156,6 +156,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     'page.navigate': ({ lease_id, url, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
         browser.screenshots.writeBegins();
+        browser.traffic.restartTrail();
         const captured = await navigatePage(deadline, browser, url, config.settle);
         shelveScreenshot(lease_id, browser, captured);
         return hostObservationOf(deadline, browser, captured, context, catalog);
@@ -174,6 +175,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     'page.act': ({ lease_id, action, target, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
         browser.screenshots.writeBegins();
+        browser.traffic.restartTrail();
         const settings = { ...config.settle, actionabilityMs: config.actionabilityMs };
         const captured: CapturedRevision = await actOnPage(deadline, browser, action, settings, () => void leases.check(lease_id), target);
         shelveScreenshot(lease_id, browser, captured);

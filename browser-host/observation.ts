@@ -60,7 +60,7 @@ export async function hostObservationOf(
 ): Promise<HostObservation> {
   const window = observationOf(captured, 0, context);
   const page = browser.openPage;
-  const trail = browser.traffic.takeTrail();
+  const trail = browser.traffic.trail();
   const signal = page === undefined ? undefined : await signInSignal(deadline, page, captured, catalog, trail).catch(() => undefined);
   const { blocked, dialogs } = browser.events.drain();
   const observation: HostObservation = {

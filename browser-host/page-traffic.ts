@@ -127,17 +127,20 @@ export class PageTraffic {
   }
 
   /**
-   * The main-frame documents and URLs the page went through since the last call (navigation
-   * requests, each redirect hop included, and main-frame URL changes, same-document ones
-   * included; the newest {@link MAX_TRAIL}, repeats collapsed), and the HTTP status of the last
-   * main-frame document response. The record starts empty again. The sign-in evidence reads it:
-   * a document the call asked for that was sent on to a sign-in page (issue 17).
+   * The main-frame documents and URLs the page went through since the last navigation or act
+   * began ({@link restartTrail}): navigation requests, each redirect hop included, and main-frame
+   * URL changes, same-document ones included (the newest {@link MAX_TRAIL}, repeats collapsed);
+   * and the HTTP status of the current main-frame document. Reading it changes nothing, so a wall
+   * observed again keeps its evidence. The sign-in evidence reads it: a document the call asked
+   * for that was sent on to a sign-in page (issue 17).
    */
-  takeTrail(): DocumentTrail {
-    const trail = { urls: this.#trail, status: this.#status };
+  trail(): DocumentTrail {
+    return { urls: [...this.#trail], status: this.#status };
+  }
+
+  /** A navigation or act begins: the trail starts again (the current document's status stays). */
+  restartTrail(): void {
     this.#trail = [];
-    this.#status = undefined;
-    return trail;
   }
 
   #visit(url: string): void {

@@ -35,8 +35,6 @@ export const BUILT_IN_SIGN_IN_WORDS = {
     'logon',
     'sign on',
     // German
-    'anmelden',
-    'anmeldung',
     'einloggen',
     // French
     'se connecter',
@@ -48,18 +46,13 @@ export const BUILT_IN_SIGN_IN_WORDS = {
     'iniciar sesión',
     'inicia sesión',
     'inicie sesión',
-    'acceder',
-    'ingresar',
     // Portuguese
-    'entrar',
     'iniciar sessão',
     'fazer login',
     // Italian
     'accedi',
-    'accesso',
     // Dutch
     'inloggen',
-    'aanmelden',
     // Polish
     'zaloguj się',
     'logowanie',
@@ -88,17 +81,21 @@ export const BUILT_IN_SIGN_IN_WORDS = {
     '로그인',
     // Arabic, Persian
     'تسجيل الدخول',
-    'ورود',
     // Hindi
     'लॉग इन',
     'साइन इन',
     // Indonesian, Malay
-    'masuk',
     // Vietnamese
     'đăng nhập',
     // Thai
     'เข้าสู่ระบบ',
   ],
+  /**
+   * Sign-in phrases that also mean something else ("Anmelden" is also "subscribe", "Entrar em
+   * contato" is "get in touch"): a form's heading or button reading so counts only with a second
+   * sign that the page is about signing in (its title or another heading or button).
+   */
+  sign_in_ambiguous: ['anmelden', 'anmeldung', 'aanmelden', 'entrar', 'acceder', 'ingresar', 'accesso', 'masuk', 'ورود'],
   single_sign_on: [
     'continue with ',
     'sign in with ',
@@ -107,10 +104,6 @@ export const BUILT_IN_SIGN_IN_WORDS = {
     'sign on with ',
     'sign in using ',
     'log in using ',
-    'single sign-on ',
-    'single sign on ',
-    'use single sign-on ',
-    'sign in with sso ',
     'weiter mit ',
     'continuer avec ',
     'se connecter avec ',
@@ -126,6 +119,51 @@ export const BUILT_IN_SIGN_IN_WORDS = {
     'войти через ',
     'продолжить с ',
   ],
+  /**
+   * Who a single-sign-on choice names after its prefix ("Continue with Google"): the identity
+   * providers and sign-in methods people are offered; "Continue with lesson 2" or "Continue with
+   * necessary cookies only" name none. An optional "account" or "ID" may follow.
+   */
+  identity_providers: [
+    'google',
+    'apple',
+    'microsoft',
+    'facebook',
+    'meta',
+    'github',
+    'gitlab',
+    'bitbucket',
+    'x',
+    'twitter',
+    'linkedin',
+    'amazon',
+    'yahoo',
+    'okta',
+    'auth0',
+    'onelogin',
+    'slack',
+    'discord',
+    'line',
+    'kakao',
+    'naver',
+    'wechat',
+    'alipay',
+    'vk',
+    'yandex',
+    'sso',
+    'saml',
+    'single sign-on',
+    'your organization',
+    'your company',
+    'work or school account',
+    'email',
+    'e-mail',
+    'phone',
+    'a passkey',
+    'passkey',
+  ],
+  /** Texts that are a single-sign-on choice on their own. */
+  single_sign_on_exact: ['single sign-on', 'single sign on', 'use single sign-on', 'sso', 'sso login', 'log in with sso', 'sign in with sso'],
   passkey: [
     'passkey',
     'security key',
@@ -139,7 +177,60 @@ export const BUILT_IN_SIGN_IN_WORDS = {
     '패스키',
     'ключ доступа',
   ],
+  /**
+   * A passkey name counts as a sign-in choice only with a word of using it ("Use a passkey",
+   * "Sign in with a passkey", "Passkey verwenden"), never in a link that only names the topic
+   * ("Passkeys") or a settings action ("Add a passkey", which {@link PASSKEY_SETTINGS} refuses).
+   */
+  passkey_use: [
+    'use',
+    'with',
+    'using',
+    'sign in',
+    'log in',
+    'continue',
+    'verwenden',
+    'mit',
+    'utiliser',
+    'avec',
+    'usar',
+    'con',
+    'com',
+    'usa',
+    'gebruik',
+    'met',
+    'użyj',
+    'использовать',
+    'で',
+    '使用',
+    '사용',
+  ],
 } as const satisfies Record<string, readonly string[]>;
+
+/** Settings verbs: a passkey text starting with one of these manages passkeys, it does not sign in. */
+export const PASSKEY_SETTINGS: readonly string[] = [
+  'add',
+  'create',
+  'set up',
+  'setup',
+  'manage',
+  'remove',
+  'delete',
+  'register',
+  'rename',
+  'new',
+  'learn',
+  'about',
+  'what is',
+  'what are',
+  'hinzufügen',
+  'ajouter',
+  'agregar',
+  'añadir',
+  'adicionar',
+  'aggiungi',
+  'toevoegen',
+];
 
 const Phrase = z
   .string()
@@ -153,7 +244,9 @@ const Phrase = z
  */
 export const SignInWordAdditions = z.strictObject({
   sign_in: z.array(Phrase).max(200).default([]),
+  sign_in_ambiguous: z.array(Phrase).max(200).default([]),
   single_sign_on: z.array(Phrase).max(200).default([]),
+  identity_providers: z.array(z.string().min(1).max(60)).max(200).default([]),
   passkey: z.array(Phrase).max(200).default([]),
 });
 export type SignInWordAdditions = z.infer<typeof SignInWordAdditions>;
@@ -161,8 +254,12 @@ export type SignInWordAdditions = z.infer<typeof SignInWordAdditions>;
 /** The lists in use: built-in phrases plus an operator's, normalized. */
 export interface SignInWords {
   readonly signIn: readonly string[];
+  readonly signInAmbiguous: readonly string[];
   readonly singleSignOn: readonly string[];
+  readonly singleSignOnExact: readonly string[];
+  readonly identityProviders: readonly string[];
   readonly passkey: readonly string[];
+  readonly passkeyUse: readonly string[];
 }
 
 /** The built-in lists plus `additions`, normalized (see {@link normalizeSignInText}); duplicates kept once. */
@@ -178,8 +275,12 @@ export function signInWords(additions?: SignInWordAdditions): SignInWords {
   ];
   return {
     signIn: merge(BUILT_IN_SIGN_IN_WORDS.sign_in, additions?.sign_in),
+    signInAmbiguous: merge(BUILT_IN_SIGN_IN_WORDS.sign_in_ambiguous, additions?.sign_in_ambiguous),
     singleSignOn: merge(BUILT_IN_SIGN_IN_WORDS.single_sign_on, additions?.single_sign_on, true),
+    singleSignOnExact: merge(BUILT_IN_SIGN_IN_WORDS.single_sign_on_exact),
+    identityProviders: merge(BUILT_IN_SIGN_IN_WORDS.identity_providers, additions?.identity_providers),
     passkey: merge(BUILT_IN_SIGN_IN_WORDS.passkey, additions?.passkey),
+    passkeyUse: merge(BUILT_IN_SIGN_IN_WORDS.passkey_use),
   };
 }
 
@@ -197,31 +298,62 @@ export function normalizeSignInText(text: string): string {
     .replace(/^[\s\p{P}\p{S}]+|[\s\p{P}\p{S}]+$/gu, '');
 }
 
-/** True when `text` (a title, heading or button) reads as sign-in (see {@link BUILT_IN_SIGN_IN_WORDS}). */
-export function readsAsSignIn(text: string, words: SignInWords): boolean {
-  if (text.length > MAX_COMPARED_CHARS) return false;
+/**
+ * How `text` (a title, heading or button) reads as sign-in: `clear` when it is, or starts with, a
+ * sign-in phrase (see {@link BUILT_IN_SIGN_IN_WORDS}); `ambiguous` when the phrase also means
+ * something else; undefined when it does not read as sign-in. A phrase followed by "&" or "and"
+ * ("Login & security") names a topic, not a sign-in.
+ */
+export function signInReading(text: string, words: SignInWords): 'clear' | 'ambiguous' | undefined {
+  if (text.length > MAX_COMPARED_CHARS) return undefined;
   const normalized = normalizeSignInText(text);
-  return words.signIn.some((phrase) => {
+  const starts = (phrase: string): boolean => {
     if (normalized === phrase) return true;
     if (!normalized.startsWith(phrase)) return false;
     const rest = normalized.slice(phrase.length);
-    if (!/\s/.test(phrase) && /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u.test(phrase)) {
-      return rest.length <= 12;
-    }
+    if (!/\s/.test(phrase) && /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u.test(phrase)) return rest.length <= 12;
+    if (/^\s*(?:&|and\b)/.test(rest)) return false;
     return SEPARATOR.test(rest) && rest.trim().split(/\s+/).length <= 8;
+  };
+  if (words.signIn.some(starts)) return 'clear';
+  if (words.signInAmbiguous.some(starts)) return 'ambiguous';
+  return undefined;
+}
+
+/** True when `text` (a title, heading or button) reads as sign-in, clearly or not (see {@link signInReading}). */
+export function readsAsSignIn(text: string, words: SignInWords): boolean {
+  return signInReading(text, words) !== undefined;
+}
+
+/**
+ * True when `text` (a button or link) names a single-sign-on choice: a prefix ("Continue with ",
+ * "Sign in with ", ...) followed by an identity provider or sign-in method and at most "account"
+ * or "ID" ("Continue with Google", "Sign in with SSO"), or one of the exact phrases ("Single
+ * sign-on"). With `leading`, the choice may be followed by more after a separator ("Sign in with
+ * Apple - Apple Developer"): used for titles and headings, which then name the choice, not a page.
+ */
+export function namesSingleSignOn(text: string, words: SignInWords, leading = false): boolean {
+  if (text.length > MAX_COMPARED_CHARS) return false;
+  const normalized = normalizeSignInText(text);
+  if (words.singleSignOnExact.includes(normalized)) return true;
+  return words.singleSignOn.some((prefix) => {
+    if (!`${normalized} `.startsWith(prefix)) return false;
+    const rest = normalized.slice(prefix.length).replace(/\s+(?:account|id)$/, '');
+    return words.identityProviders.some(
+      (provider) => rest === provider || (leading && rest.startsWith(provider) && SEPARATOR.test(rest.slice(provider.length))),
+    );
   });
 }
 
-/** True when `text` (a button or link) names a single-sign-on choice. */
-export function namesSingleSignOn(text: string, words: SignInWords): boolean {
-  if (text.length > MAX_COMPARED_CHARS) return false;
-  const normalized = `${normalizeSignInText(text)} `;
-  return words.singleSignOn.some((prefix) => normalized.startsWith(prefix));
-}
-
-/** True when `text` (a button or link) names a passkey or security key. */
+/**
+ * True when `text` (a button or link) offers signing in with a passkey or security key: it names
+ * one and says to use it ("Use a passkey", "Sign in with a security key"), and does not start
+ * with a settings verb ("Add a passkey"; see {@link PASSKEY_SETTINGS}).
+ */
 export function namesPasskey(text: string, words: SignInWords): boolean {
   if (text.length > MAX_COMPARED_CHARS) return false;
   const normalized = normalizeSignInText(text);
-  return words.passkey.some((phrase) => normalized.includes(phrase));
+  if (!words.passkey.some((phrase) => normalized.includes(phrase))) return false;
+  if (PASSKEY_SETTINGS.some((verb) => normalized === verb || normalized.startsWith(`${verb} `))) return false;
+  return words.passkeyUse.some((word) => (/^[a-zà-ÿ]/.test(word) ? new RegExp(`(?:^|\\s)${word}(?:\\s|$)`).test(normalized) : normalized.includes(word)));
 }

@@ -2,7 +2,7 @@ import type { Locator, Page } from 'playwright-core';
 import { parseAriaSnapshot, textOf, walkReachable } from '../../shared/aria-snapshot.ts';
 import type { SignInReason, SignInReasonCode } from '../../shared/authentication.ts';
 import { returnUrlOf } from '../../shared/sign-in-return.ts';
-import { namesPasskey, namesSingleSignOn, readsAsSignIn, type SignInWords } from '../../shared/sign-in-words.ts';
+import { namesPasskey, namesSingleSignOn, readsAsSignIn, type SignInWords, signInReading } from '../../shared/sign-in-words.ts';
 import type { Deadline } from '../deadline.ts';
 import type { DocumentTrail } from '../page-traffic.ts';
 
@@ -46,7 +46,19 @@ export const REASON_WEIGHTS: Readonly<Record<SignInReasonCode, number>> = {
 const PASSKEY_FIELD_WEIGHT = 2;
 
 /** An identifier field as the host reads it: visible inputs of these kinds. */
-const IDENTIFIER_FIELDS = 'input[type=email], input[autocomplete~=username i], input[autocomplete~=email i], input[autocomplete~=webauthn i]';
+const IDENTIFIER_FIELDS = [
+  'input[type=email]',
+  'input[autocomplete~=username i]',
+  'input[autocomplete~=email i]',
+  'input[autocomplete~=webauthn i]',
+  ...['username', 'login', 'email', 'identifier', 'userid'].flatMap((name) => [`input[name=${name} i]`, `input[id=${name} i]`]),
+].join(', ');
+/** Headings as the host reads them around a field: the nearest one before it in document order. */
+const NEAREST_HEADING = 'xpath=preceding::*[self::h1 or self::h2 or self::h3 or self::legend or @role="heading"][1]';
+/** Most buttons read per identifier field's form. */
+const MAX_BUTTONS = 8;
+/** Most same-origin frames looked into for a password field. */
+const MAX_FRAMES = 8;
 /** Most identifier fields whose form is read. */
 const MAX_IDENTIFIER_FIELDS = 4;
 /** Most texts kept per kind in a reason's detail. */
@@ -111,14 +123,12 @@ export async function assessSignIn(
     const [password, forms] =
       read === undefined ? [false, []] : await Promise.all([passwordFieldSeen(read, page, seen.closedShadowRoots === true), identifierForms(read, page)]);
     if (password) reasons.push({ code: 'password_field', detail: 'a visible password field' });
-    const signInForm = forms.find((form) => [...form.headings, ...form.buttons].some((text) => readsAsSignIn(text, words)) || readsAsSignIn(seen.title, words));
+    const titleReads = signInReading(seen.title, words) !== undefined && !namesSingleSignOn(seen.title, words, true);
+    const signInForm = forms.map((form) => ({ form, said: formSaysSignIn(form, words, titleReads) })).find((entry) => entry.said !== undefined);
     if (signInForm !== undefined) {
-      const said = [...signInForm.headings, ...signInForm.buttons].find((text) => readsAsSignIn(text, words));
       reasons.push({
         code: 'identifier_form',
-        detail: cut(
-          `a visible ${signInForm.kind} field in a form that reads as sign-in (${said !== undefined ? JSON.stringify(said) : `title ${JSON.stringify(seen.title)}`})`,
-        ),
+        detail: cut(`a visible ${signInForm.form.kind} field in a form that reads as sign-in (${JSON.stringify(signInForm.said)})`),
       });
     }
     const passkeyField = forms.find((form) => form.webauthn);
@@ -163,13 +173,15 @@ export function snapshotReasons(seen: Pick<PageUnderAssessment, 'title' | 'lines
       else if (namesSingleSignOn(name, words)) singleSignOn.push(name);
     } else if (node.role === 'heading' && Number(node.attributes.level ?? '2') <= 2) {
       const name = (node.name ?? textOf(node)).trim();
-      if (name !== '' && readsAsSignIn(name, words)) headings.push(name);
+      // "Sign in with Apple" names a choice (or its documentation), not a sign-in page.
+      if (name !== '' && readsAsSignIn(name, words) && !namesSingleSignOn(name, words, true)) headings.push(name);
     }
   }
   if (singleSignOn.length > 0) reasons.push({ code: 'single_sign_on', detail: cut(`single-sign-on choices ${quoted(singleSignOn)}`) });
   if (passkeys.length > 0 && !passkeySeen) reasons.push({ code: 'passkey', detail: cut(`a passkey choice ${quoted(passkeys)}`) });
-  if (readsAsSignIn(seen.title, words)) reasons.push({ code: 'sign_in_heading', detail: cut(`the title ${JSON.stringify(seen.title)}`) });
-  else if (headings.length > 0) reasons.push({ code: 'sign_in_heading', detail: cut(`the heading ${quoted(headings)}`) });
+  if (readsAsSignIn(seen.title, words) && !namesSingleSignOn(seen.title, words, true)) {
+    reasons.push({ code: 'sign_in_heading', detail: cut(`the title ${JSON.stringify(seen.title)}`) });
+  } else if (headings.length > 0) reasons.push({ code: 'sign_in_heading', detail: cut(`the heading ${quoted(headings)}`) });
   return reasons;
 }
 
@@ -196,53 +208,82 @@ export function trailReasons(seen: Pick<PageUnderAssessment, 'url' | 'trail'>): 
   return { reasons, requestedUrl: visited.find((url) => pathKey(url) !== pathKey(seen.url)) };
 }
 
-/** True when a visible password field is in the main frame: by locator, then (when there are declarative closed roots) by CDP. */
+/** True when a visible password field is in the main frame or a same-origin frame: by locator, then (when there are declarative closed roots) by CDP. */
 async function passwordFieldSeen(deadline: Deadline, page: Page, closedRoots: boolean): Promise<boolean> {
   const count = await deadline.race(page.locator('input[type=password]').filter({ visible: true }).count()).catch(() => 0);
-  if (count > 0) return true;
+  if (count > 0 || (await framedPasswordField(deadline, page))) return true;
   return closedRoots ? closedRootPasswordField(deadline, page) : false;
 }
 
-/** The forms of the first visible identifier fields (at most 4), read in the page. */
-async function identifierForms(deadline: Deadline, page: Page): Promise<IdentifierForm[]> {
-  const fields: Locator = page.locator(IDENTIFIER_FIELDS).filter({ visible: true });
-  const count = Math.min(await deadline.race(fields.count()), MAX_IDENTIFIER_FIELDS);
-  const forms = await Promise.all(
-    Array.from({ length: count }, (_, index) =>
-      deadline.race(fields.nth(index).evaluate(readIdentifierForm, undefined, { timeout: Math.max(1, deadline.remainingMs()) })).catch(() => undefined),
-    ),
-  );
-  return forms.filter((form): form is IdentifierForm => form !== undefined);
+/**
+ * What a form says about signing in: the text that reads as sign-in among its nearest heading and
+ * its buttons, or undefined. A clear sign-in phrase counts alone; an ambiguous one ("Anmelden",
+ * "Entrar") only with a second sign: another of its texts, or the page title, reads as sign-in.
+ */
+function formSaysSignIn(form: IdentifierForm, words: SignInWords, titleReads: boolean): string | undefined {
+  const texts = [...form.headings, ...form.buttons].filter((text) => !namesSingleSignOn(text, words, true));
+  const readings = texts.map((text) => ({ text, reading: signInReading(text, words) })).filter((entry) => entry.reading !== undefined);
+  const clear = readings.find((entry) => entry.reading === 'clear');
+  if (clear !== undefined) return clear.text;
+  return readings.length >= 2 || (readings.length === 1 && titleReads) ? readings[0]?.text : undefined;
 }
 
 /**
- * Runs in the page for one identifier field (a string, so no bundler helper reaches the page; the
- * host's own fixed code): its kind, whether it offers passkeys, and the texts of its form's
- * headings (inside the form, else the nearest ancestors', shadow hosts crossed) and buttons (the
- * form's, else those near the field), each cut to 160 characters. Answers an {@link IdentifierForm}.
+ * The forms of the first visible identifier fields (at most 4), read with Playwright's own
+ * (isolated-world) queries, never in the page's world: a page's scripts can neither hang nor fool
+ * the read. For each field: its kind and `autocomplete`, its nearest heading before it in document
+ * order, and the buttons of its form (or, without a form element, of its third ancestor).
  */
-const READ_IDENTIFIER_FORM = `(field) => {
-  const tokens = (field.getAttribute('autocomplete') || '').toLowerCase().split(/\\s+/);
-  const kind = field.type === 'email' || tokens.includes('email') ? 'email' : tokens.includes('username') ? 'username' : 'identifier';
-  const textOf = (element) => {
-    const value = element instanceof HTMLInputElement ? element.value : '';
-    const own = value || element.innerText || element.textContent || element.getAttribute('aria-label') || '';
-    return own.replace(/\\s+/g, ' ').trim().slice(0, 160);
-  };
-  const parentOf = (node) => node.parentElement || (node.getRootNode() && node.getRootNode().host) || null;
-  const form = field.form || field.closest('form');
-  let scope = form || field;
-  if (form === null) for (let up = 0; up < 3 && parentOf(scope) !== null; up++) scope = parentOf(scope);
-  const buttons = [...scope.querySelectorAll('button, input[type=submit], input[type=button], [role=button]')].slice(0, 8).map(textOf);
-  let headings = [];
-  for (let around = form || field, up = 0; around !== null && up < 6 && headings.length === 0; around = parentOf(around), up++) {
-    headings = [...around.querySelectorAll('h1, h2, h3, [role=heading], legend')].slice(0, 4).map(textOf);
-  }
-  return { kind, webauthn: tokens.includes('webauthn'), headings: headings.filter(Boolean), buttons: buttons.filter(Boolean) };
-}`;
+async function identifierForms(deadline: Deadline, page: Page): Promise<IdentifierForm[]> {
+  const fields: Locator = page.locator(IDENTIFIER_FIELDS).filter({ visible: true });
+  const count = Math.min(await deadline.race(fields.count()), MAX_IDENTIFIER_FIELDS);
+  const forms = await Promise.all(Array.from({ length: count }, (_, index) => identifierFormOf(deadline, fields.nth(index)).catch(() => undefined)));
+  return forms.filter((form): form is IdentifierForm => form !== undefined);
+}
 
-/** {@link READ_IDENTIFIER_FORM} as a function: Playwright calls a function with the element, never a string. */
-const readIdentifierForm = new Function(`return ${READ_IDENTIFIER_FORM}`)() as (field: Element) => IdentifierForm;
+async function identifierFormOf(deadline: Deadline, field: Locator): Promise<IdentifierForm> {
+  const timeout = Math.max(1, deadline.remainingMs());
+  const [type, autocomplete] = await deadline.race(Promise.all([field.getAttribute('type', { timeout }), field.getAttribute('autocomplete', { timeout })]));
+  const tokens = (autocomplete ?? '').toLowerCase().split(/\s+/);
+  const kind = type?.toLowerCase() === 'email' || tokens.includes('email') ? 'email' : tokens.includes('username') ? 'username' : 'identifier';
+  const form = field.locator('xpath=ancestor::form[1]');
+  const scope = (await deadline.race(form.count())) > 0 ? form : field.locator('xpath=ancestor::*[3]');
+  const heading = field.locator(NEAREST_HEADING);
+  const buttons = scope.locator('button, input[type=submit], input[type=button], [role=button]');
+  const [headingText, buttonCount] = await deadline.race(
+    Promise.all([heading.count().then((n) => (n > 0 ? heading.innerText({ timeout }) : '')), buttons.count()]),
+  );
+  const buttonTexts = await deadline.race(
+    Promise.all(
+      Array.from({ length: Math.min(buttonCount, MAX_BUTTONS) }, async (_, index) => {
+        const button = buttons.nth(index);
+        const value = await button.getAttribute('value', { timeout });
+        return value || (await button.innerText({ timeout }));
+      }),
+    ),
+  );
+  const clean = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 160);
+  return { kind, webauthn: tokens.includes('webauthn'), headings: [clean(headingText)].filter(Boolean), buttons: buttonTexts.map(clean).filter(Boolean) };
+}
+
+/** True when a same-origin frame of the page (at most 8) shows a visible password field. */
+async function framedPasswordField(deadline: Deadline, page: Page): Promise<boolean> {
+  const main = page.mainFrame();
+  let origin: string;
+  try {
+    origin = new URL(main.url()).origin;
+  } catch {
+    return false;
+  }
+  const frames = page
+    .frames()
+    .filter((frame) => frame !== main && URL.canParse(frame.url()) && new URL(frame.url()).origin === origin)
+    .slice(0, MAX_FRAMES);
+  const counts = await Promise.all(
+    frames.map((frame) => deadline.race(frame.locator('input[type=password]').filter({ visible: true }).count()).catch(() => 0)),
+  );
+  return counts.some((count) => count > 0);
+}
 
 interface CdpNode {
   nodeId: number;

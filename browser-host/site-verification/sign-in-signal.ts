@@ -1,5 +1,5 @@
 import type { Page } from 'playwright-core';
-import type { SignInReason, SignInSignal, SiteVerificationDefinition } from '../../shared/authentication.ts';
+import type { SignInReason, SignInReasonCode, SignInSignal, SiteVerificationDefinition } from '../../shared/authentication.ts';
 import { originOf } from '../../shared/origin.ts';
 import { readPredicate } from '../../shared/predicate-evaluation.ts';
 import { MAX_URL_LENGTH } from '../../shared/tool-arguments.ts';
@@ -114,10 +114,14 @@ async function decideSignIn(
   return { signal, checked: true };
 }
 
+/** Pieces that show the page asks for a credential itself (not only that it was reached by a redirect or is titled so). */
+export const CREDENTIAL_REASONS: readonly SignInReasonCode[] = ['definition', 'password_field', 'identifier_form', 'passkey', 'single_sign_on', 'unauthorized'];
+
 /**
  * Whether `page` (loaded at `url`, whose snapshot is `snapshot`) is a sign-in wall by the same
- * rules as {@link signInSignal}, for verification loads and the ceremony's surface: true or false,
- * or undefined when the page's DOM could not be read in time (then nothing is proven either way).
+ * rules as {@link signInSignal}, for verification loads and the ceremony's surface: `wall` true or
+ * false, or undefined when the page's DOM could not be read in time (then nothing is proven either
+ * way); `credential` when the wall shows a credential prompt itself ({@link CREDENTIAL_REASONS}).
  * `trail`: the load's redirect chain and status, when known. Never throws.
  */
 export async function signInWallSeen(
@@ -125,13 +129,14 @@ export async function signInWallSeen(
   page: Page,
   seen: { url: string; title: string; snapshot: string; trail?: DocumentTrail },
   catalog: SiteCatalog,
-): Promise<boolean | undefined> {
+): Promise<{ wall: boolean | undefined; credential: boolean }> {
   try {
     // Declarative closed roots are looked for too (one CDP read when no password field shows).
     const captured = { url: seen.url, title: seen.title, lines: seen.snapshot.split('\n'), incomplete: ['closed_shadow_root'] };
     const decided = await decideSignIn(deadline, page, captured, catalog, seen.trail);
-    return decided.signal !== undefined ? true : decided.checked ? false : undefined;
+    if (decided.signal === undefined) return { wall: decided.checked ? false : undefined, credential: false };
+    return { wall: true, credential: decided.signal.reasons.some((reason) => CREDENTIAL_REASONS.includes(reason.code)) };
   } catch {
-    return undefined;
+    return { wall: undefined, credential: false };
   }
 }

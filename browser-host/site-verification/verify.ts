@@ -57,6 +57,13 @@ export interface LoadEvidence {
    * choices, a redirect carrying the URL back, 401, ...); undefined when that could not be checked.
    */
   readonly signInWall: boolean | undefined;
+  /**
+   * The wall asks for a credential itself (a password or identifier form, a passkey or
+   * single-sign-on choice, 401, a definition's sign-in page): only that shows a control load was
+   * sent to sign-in. A consent or region page reached by a redirect that carries the URL back
+   * does not.
+   */
+  readonly credentialWall?: boolean;
   /** The browser's user agent, so a control load can present itself the same way. */
   readonly userAgent?: string;
 }
@@ -277,13 +284,14 @@ export function reachedProtected(load: LoadEvidence, protectedUrl: string): { ok
 
 /**
  * Whether a clean control load was sent to sign-in: wherever it ended, it is a sign-in wall by
- * the sign-in signal's evidence (a password field, an identifier-first form, ...; issue 17).
+ * the sign-in signal's evidence that asks for a credential itself (a password field, an
+ * identifier-first form, ...; issue 17; see `credentialWall`).
  * Merely ending somewhere else proves nothing: a consent interstitial, a
  * first-visit welcome page or a user-agent redirect also move a clean browser elsewhere, and
  * would turn any cookie into "proof" of a session.
  */
 export function sentToSignIn(load: LoadEvidence): boolean {
-  return load.signInWall === true;
+  return load.signInWall === true && load.credentialWall !== false;
 }
 
 /**
@@ -314,10 +322,31 @@ async function loadForEvidence(deadline: Deadline, page: Page, url: string, cata
     quiet.dispose();
   }
   const snapshot = await deadline.race(page.ariaSnapshot({ mode: 'ai', timeout: Math.max(1, deadline.remainingMs()) }));
-  const userAgent = await deadline.race(page.evaluate(() => navigator.userAgent)).catch(() => undefined);
+  const userAgent = await browserUserAgent(deadline, page);
   const title = await deadline.race(page.title()).catch(() => '');
-  const signInWall = await signInWallSeen(deadline, page, { url: page.url(), title, snapshot, trail: { urls: trail, status } }, catalog);
-  return { url: page.url(), status, snapshot, signInWall, ...(userAgent ? { userAgent } : {}) };
+  const seen = await signInWallSeen(deadline, page, { url: page.url(), title, snapshot, trail: { urls: trail, status } }, catalog);
+  return { url: page.url(), status, snapshot, signInWall: seen.wall, credentialWall: seen.credential, ...(userAgent ? { userAgent } : {}) };
+}
+
+/** Longest user agent a control browser is given, in characters. */
+const MAX_USER_AGENT_CHARS = 512;
+
+/**
+ * The browser's own user agent (CDP `Browser.getVersion`), never one the page's scripts could
+ * rewrite (`navigator.userAgent` runs in the page's world); at most 512 characters.
+ */
+async function browserUserAgent(deadline: Deadline, page: Page): Promise<string | undefined> {
+  try {
+    const session = await deadline.race(page.context().newCDPSession(page));
+    try {
+      const { userAgent } = (await deadline.race(session.send('Browser.getVersion'))) as { userAgent: string };
+      return typeof userAgent === 'string' ? userAgent.slice(0, MAX_USER_AGENT_CHARS) : undefined;
+    } finally {
+      void session.detach().catch(() => {});
+    }
+  } catch {
+    return undefined;
+  }
 }
 
 /** Runs `use` on a temporary page of the profile's context; the page is closed afterwards (bounded). */

@@ -183,14 +183,16 @@ export const mcpRoutes = new Hono<AppEnv>()
       throw new DomainError('malformed_json', 'the body is not JSON (a JSON-RPC message or batch)');
     }
     const messages = (Array.isArray(body) ? body : [body]).filter((message): message is JsonRpcMessage => typeof message === 'object' && message !== null);
-    await rememberClient(c.var.ports, principal, messages);
     const calls = messages.some((message) => message.method === 'tools/call');
     const urlElicitation = calls && (await showsUrlElicitation(c.var.ports, principal));
     // Plain JSON answers unless this request may ask the client to show a link (an SSE stream then).
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: !urlElicitation });
     const server = serverFor(c.var.ports, principal, baseUrlOf(c), urlElicitation);
     await server.connect(transport);
-    return transport.handleRequest(c.req.raw, { parsedBody: body });
+    const response = await transport.handleRequest(c.req.raw, { parsedBody: body });
+    // Only an initialize the SDK accepted (alone, as the protocol wants it) says what the client can do.
+    if (response.status === 200 && !Array.isArray(body)) await rememberClient(c.var.ports, principal, messages);
+    return response;
   })
   .on(['GET', 'DELETE'], MCP_PATH, (c) => {
     checkHostAndOrigin(c);

@@ -1,4 +1,5 @@
-import type { RunView, ToolCallView } from '../../shared/api.ts';
+import { z } from 'zod';
+import { ProposeBody, type RunView, type ToolCallView } from '../../shared/api.ts';
 import { CallStatusInput, MCP_TOOL_VERSION, MCP_TOOLS, RunClaimInput, RunReportInput } from '../../shared/mcp-tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { DomainError } from '../domain-error.ts';
@@ -40,7 +41,10 @@ export async function runMcpTool(ports: Ports, principal: Principal, name: strin
       if (typeof runId !== 'string' || runId === '' || runId.length > 64)
         throw new DomainError('invalid_arguments', 'run_id: a run id from run_claim is required');
       await admitProposal(ports, principal);
-      const outcome = await proposeOnRun(ports, principal, runId, { tool: definition.tool, version: MCP_TOOL_VERSION, arguments: toolArguments });
+      // The HTTP API's envelope first (nesting depth included), exactly as its route validates it.
+      const proposal = ProposeBody.safeParse({ tool: definition.tool, version: MCP_TOOL_VERSION, arguments: toolArguments });
+      if (!proposal.success) throw new DomainError('invalid_arguments', z.prettifyError(proposal.error));
+      const outcome = await proposeOnRun(ports, principal, runId, proposal.data);
       return { kind: 'call', call: toolCallView(outcome.call, outcome.approvalId, ports.config.resultBudgetBytes) };
     }
     switch (name) {

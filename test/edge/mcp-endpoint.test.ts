@@ -1,11 +1,14 @@
 import { SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { counts, partiesForEachTest, row } from './support/edge-client.ts';
+import { call, counts, partiesForEachTest, row } from './support/edge-client.ts';
+import { runFixture } from './support/run-fixture.ts';
 
 // Issue 18, the MCP endpoint inside workerd against D1: whatever a client sends, the answer is a
 // typed refusal (HTTP 4xx or a JSON-RPC / tool error), never a 5xx, and nothing changes.
 
 const parties = partiesForEachTest();
+const fixture = runFixture(parties);
+const nested = (depth: number) => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
 const MCP = 'http://127.0.0.1:8787/mcp';
 
 function post(body: string, headers: Record<string, string> = {}) {
@@ -73,5 +76,36 @@ describe('the MCP endpoint refuses bad input with typed answers', () => {
     });
     await post(rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'edge-test', version: '2' } }));
     expect((await row('SELECT url_elicitation FROM mcp_clients WHERE principal_id = ?', parties.agent.id))?.url_elicitation).toBe(0);
+  });
+
+  // Found by the breaking pass of issue 18.
+  it('deeply nested browser-tool arguments are refused invalid_arguments, as on the HTTP API, and nothing is stored', async () => {
+    const run = await fixture.ownerRun();
+    const http = await call('POST', `/v1/runs/${run}/tool-calls`, {
+      token: parties.agent.token,
+      raw: `{"tool":"browser.navigate","version":"1.2.0","arguments":{"url":${nested(5000)}}}`,
+    });
+    expect(http.status).toBe(400);
+    const calls = await row('SELECT count(*) AS n FROM tool_calls WHERE run_id = ?', run);
+    for (const depth of [5000, 1000]) {
+      const answer = (await (
+        await post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"browser_navigate","arguments":{"run_id":"${run}","url":${nested(depth)}}}}`)
+      ).json()) as { result?: { isError?: boolean; content: { text: string }[] }; error?: unknown };
+      expect(answer.error, String(depth)).toBeUndefined();
+      expect(answer.result?.content[0]?.text, String(depth)).toMatch(/^invalid_arguments: /);
+    }
+    expect(await row('SELECT count(*) AS n FROM tool_calls WHERE run_id = ?', run)).toEqual(calls);
+  });
+
+  it('an initialize the transport refuses (406 for the wrong Accept, or inside a batch) changes nothing the edge remembers of the client', async () => {
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: { elicitation: { url: {} } }, clientInfo: { name: 'refused', version: '1' } },
+    };
+    expect((await post(JSON.stringify(initialize), { accept: 'application/json' })).status).toBe(406);
+    await post(JSON.stringify([initialize]));
+    expect(await row('SELECT url_elicitation FROM mcp_clients WHERE principal_id = ?', parties.agent.id)).toBeNull();
   });
 });

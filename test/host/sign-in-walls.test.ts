@@ -50,6 +50,14 @@ const WALLS: ReadonlyArray<{ path: string; shape: string; reasons: SignInReasonC
   { path: '/shadow/signin', shape: 'a sign-in form in a closed shadow root', reasons: ['password_field', 'identifier_form'] },
   { path: '/declarative-shadow/signin', shape: 'a password field in a declarative closed shadow root', reasons: ['password_field'] },
   { path: '/unauthorized/reports', shape: 'a page answered 401', reasons: ['unauthorized'] },
+  {
+    path: '/spa/signin',
+    shape: 'an identifier-first page without a form element, its field deep in the page',
+    reasons: ['identifier_form', 'sign_in_heading'],
+  },
+  { path: '/plain-username/signin', shape: 'a username field without autocomplete', reasons: ['identifier_form', 'sign_in_heading'] },
+  { path: '/framed/signin', shape: 'a sign-in form in a same-origin frame', reasons: ['password_field', 'sign_in_heading'] },
+  { path: '/hostile/signin', shape: 'a sign-in page whose scripts hang or fake the built-ins', reasons: ['identifier_form', 'sign_in_heading'] },
 ];
 
 const ORDINARY: ReadonlyArray<{ path: string; shape: string }> = [
@@ -57,6 +65,16 @@ const ORDINARY: ReadonlyArray<{ path: string; shape: string }> = [
   { path: '/search', shape: 'a site search' },
   { path: '/home', shape: 'a public page with a "Sign in" link in its header' },
   { path: '/help/recover-account', shape: 'an account-recovery help article' },
+  { path: '/de/newsletter', shape: 'a German newsletter footer ("Anmelden")' },
+  { path: '/nl/newsletter', shape: 'a Dutch newsletter footer ("Aanmelden")' },
+  { path: '/pt/contact', shape: 'a Portuguese contact form ("Entrar em contato")' },
+  { path: '/help/sign-in', shape: 'a help page titled "Sign in to your account" with a contact form' },
+  { path: '/blog/login-redesign', shape: 'a blog post titled "Login page redesign" with a newsletter form' },
+  { path: '/account/security', shape: 'a signed-in "Login & security" page with "Add a passkey"' },
+  { path: '/docs/sign-in-with-apple', shape: 'documentation of "Sign in with Apple"' },
+  { path: '/course/login-flows', shape: 'a course page "Login flows" with "Continue with lesson 2"' },
+  { path: '/article', shape: 'a cookie consent page a redirect carries the article back to' },
+  { path: '/hostile/newsletter', shape: 'a newsletter page whose scripts hang or fake the built-ins' },
 ];
 
 describe('sign-in walls by evidence', () => {
@@ -79,6 +97,41 @@ describe('sign-in walls by evidence', () => {
       const seen = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.site.origin}${ordinary.path}`, timeout_ms: 15_000 });
       expect(seen.title).not.toBe('Not found');
       expect(seen).not.toHaveProperty('sign_in');
+    } finally {
+      await client.call('lease.release', { lease_id: lease.lease_id });
+    }
+  });
+});
+
+describe('pages that fight the host', () => {
+  test.for(['/hostile/signin', '/hostile/newsletter'])(
+    "%s: the evidence read runs none of the page's code: the page answers the next read and act at once",
+    async (path, { world, client }) => {
+      const lease = await acquire(client, 'walls-hostile', 60_000, undefined, [world.site.origin]);
+      try {
+        await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.site.origin}${path}`, timeout_ms: 15_000 });
+        const seen = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 10_000 });
+        const press = /button "Press" \[ref=(\w+)\]/.exec(seen.snapshot)?.[1];
+        const pressed = await client.call('page.act', {
+          lease_id: lease.lease_id,
+          action: { action: 'click', revision: seen.revision, reference: press ?? 'e0' },
+          timeout_ms: 10_000,
+        });
+        expect(pressed.snapshot).toContain('pressed');
+      } finally {
+        await client.call('lease.release', { lease_id: lease.lease_id });
+      }
+    },
+  );
+
+  test('a wall seen again is still a wall: a 401 page and a redirect keep their evidence on a second observe', async ({ world, client }) => {
+    const lease = await acquire(client, 'walls-again', 60_000, undefined, [world.site.origin]);
+    try {
+      for (const path of ['/unauthorized/reports', '/sso/reports']) {
+        const first = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${world.site.origin}${path}`, timeout_ms: 15_000 });
+        const again = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 10_000 });
+        expect(again.sign_in?.reasons.map((reason) => reason.code).sort(), path).toEqual(first.sign_in?.reasons.map((reason) => reason.code).sort());
+      }
     } finally {
       await client.call('lease.release', { lease_id: lease.lease_id });
     }

@@ -5,7 +5,7 @@ import { ConfigError, parseHostConfig } from '../../browser-host/config.ts';
 import { SiteCatalog } from '../../browser-host/site-verification/catalog.ts';
 import { snapshotReasons, trailReasons } from '../../browser-host/site-verification/sign-in-evidence.ts';
 import { accountSiteDefinition } from '../../scripts/account-site.ts';
-import { namesPasskey, namesSingleSignOn, readsAsSignIn, signInWords } from '../../shared/sign-in-words.ts';
+import { namesPasskey, namesSingleSignOn, readsAsSignIn, signInReading, signInWords } from '../../shared/sign-in-words.ts';
 import { temporaryDirectory } from '../support/host-fixture.ts';
 
 // Issue 17: the reviewed word list and the pure parts of the sign-in evidence.
@@ -21,11 +21,10 @@ describe('what reads as sign-in', () => {
       'Log in | Acme',
       'LOGIN',
       'Sign-in – Acme Accounts',
-      'Anmelden',
       'Se connecter à Acme',
       'Iniciar sesión',
-      'Entrar',
       'Accedi',
+      'Einloggen',
       'Inloggen',
       'Zaloguj się',
       'Войти',
@@ -49,10 +48,19 @@ describe('what reads as sign-in', () => {
       'Create account',
       'Login problems are usually solved by resetting your password from the page where you usually go to enter your details every morning',
       'Loginov family history',
+      'Login & security',
       '',
     ]) {
       expect(readsAsSignIn(text, words), text).toBe(false);
     }
+  });
+
+  it('words that also mean something else ("Anmelden" is also "subscribe") read as sign-in only ambiguously', () => {
+    expect(signInReading('Anmelden', words)).toBe('ambiguous');
+    expect(signInReading('Entrar em contato', words)).toBe('ambiguous');
+    expect(signInReading('Einloggen', words)).toBe('clear');
+    expect(signInReading('Sign in', words)).toBe('clear');
+    expect(signInReading('Newsletter', words)).toBeUndefined();
   });
 
   it('single-sign-on and passkey choices by their names', () => {
@@ -61,10 +69,17 @@ describe('what reads as sign-in', () => {
     expect(namesSingleSignOn('Single sign-on', words)).toBe(true);
     expect(namesSingleSignOn('Continuer avec Apple', words)).toBe(true);
     expect(namesSingleSignOn('Continue shopping', words)).toBe(false);
+    expect(namesSingleSignOn('Continue with lesson 2', words)).toBe(false);
+    expect(namesSingleSignOn('Continue with necessary cookies only', words)).toBe(false);
+    expect(namesSingleSignOn('Continue with Apple Pay', words)).toBe(false);
+    expect(namesSingleSignOn('Sign in with Microsoft account', words)).toBe(true);
     expect(namesSingleSignOn('Sign in', words)).toBe(false);
     expect(namesPasskey('Use a passkey', words)).toBe(true);
     expect(namesPasskey('Sign in with a security key', words)).toBe(true);
     expect(namesPasskey('Pass the key lime pie', words)).toBe(false);
+    expect(namesPasskey('Add a passkey', words)).toBe(false);
+    expect(namesPasskey('Passkeys', words)).toBe(false);
+    expect(namesPasskey('Passkey verwenden', words)).toBe(true);
   });
 
   it('an operator adds phrases in the catalog file; a bad list is a ConfigError at start-up', async () => {

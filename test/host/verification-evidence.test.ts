@@ -71,6 +71,8 @@ describe('verification evidence', () => {
     // Being moved elsewhere is not being sent to sign-in (a consent or welcome page).
     expect(sentToSignIn(load({ url: `${ORIGIN}/welcome` }))).toBe(false);
     expect(sentToSignIn(load({ signInWall: true }))).toBe(true);
+    // A wall that asks for no credential itself (a consent page a redirect carried the URL to) is no sign-in.
+    expect(sentToSignIn(load({ signInWall: true, credentialWall: false }))).toBe(false);
     expect(sentToSignIn(load())).toBe(false);
     expect(genericChallengeSeen('- heading "Verify you are human" [level=1]')).toBe(true);
     expect(genericChallengeSeen(REPORTS)).toBe(false);

@@ -24,7 +24,15 @@ import type { AddressInfo } from 'node:net';
  * - `/search`: a site search;
  * - `/home`: a public page with "Sign in" and "Create account" links in its header;
  * - `/help/recover-account`: a help article "Can't sign in? Recover your account" with a
- *   contact form (an email field, "Send").
+ *   contact form (an email field, "Send");
+ * - and those a first version took for walls: German and Dutch newsletter footers ("Anmelden",
+ *   "Aanmelden"), a Portuguese contact form ("Entrar em contato"), help and blog pages whose title
+ *   reads as sign-in, a signed-in "Login & security" page with "Add a passkey", documentation of
+ *   "Sign in with Apple", "Continue with lesson 2", and a cookie consent page (`/article` redirects
+ *   to `/consent?continue=/article`, "Continue with necessary cookies only").
+ * Also walls a first version missed (`/spa/signin` without a form, `/plain-username/signin`,
+ * `/framed/signin` in a same-origin frame) and hostile pages (`/hostile/*`) whose scripts replace
+ * the built-ins a page-world read would use.
  */
 export interface SignInWallsSite {
   /** `http://127.0.0.1:<port>` */
@@ -97,6 +105,94 @@ customElements.define('acme-sign-in', class extends HTMLElement {
       `<main><h1>Choose how to continue</h1><p><a href="/idp/google">Continue with Google</a></p><p><a href="/idp/github">Continue with GitHub</a></p></main>`,
     ),
   },
+  // Walls the first version missed (the breaking pass of issue 17).
+  '/spa/signin': {
+    html: page(
+      'Acme',
+      `<div id=root><div><h1>Sign in</h1></div>${'<div>'.repeat(8)}<input type=email autocomplete=username aria-label="Email"><div role=button tabindex=0>Next</div>${'</div>'.repeat(8)}</div>`,
+    ),
+  },
+  '/plain-username/signin': {
+    html: page('Acme', `<main><h1>Sign in</h1><form><label>Username <input type=text name=username></label><button>Next</button></form></main>`),
+  },
+  '/framed/signin': { html: page('Acme', `<main><h2>Acme</h2><iframe title="Sign in" src="/framed/frame" width=500 height=400></iframe></main>`) },
+  '/framed/frame': {
+    html: page(
+      'Sign in',
+      `<form><h1>Sign in</h1><label>Email <input type=email name=email></label><label>Password <input type=password name=pw></label><button>Sign in</button></form>`,
+    ),
+  },
+  // A page whose scripts replace built-ins the host could have used to read it: the host's read
+  // never runs in the page's world, so it neither hangs nor believes what they say.
+  '/hostile/signin': {
+    html: page(
+      'Acme',
+      `<script>
+Object.defineProperty(HTMLInputElement.prototype, 'form', { get() { for (;;) {} } });
+Object.defineProperty(HTMLElement.prototype, 'innerText', { get() { for (;;) {} } });
+Array.prototype.filter = function () { return ['Sign in']; };
+Element.prototype.closest = function () { throw new Error('no'); };
+</script><main><h1>Sign in</h1><form><label>Email <input type=email autocomplete=username></label><button>Next</button></form>
+<button type=button onclick="this.textContent = 'pressed'">Press</button></main>`,
+    ),
+  },
+  '/hostile/newsletter': {
+    html: page(
+      'Acme news',
+      `<script>
+Object.defineProperty(HTMLInputElement.prototype, 'form', { get() { for (;;) {} } });
+Array.prototype.filter = function () { return ['Sign in']; };
+</script><main><h1>Acme news</h1><form><label>Email <input type=email></label><button>Subscribe</button></form>
+<button type=button onclick="this.textContent = 'pressed'">Press</button></main>`,
+    ),
+  },
+  // Ordinary pages the first version parked (the breaking pass of issue 17).
+  '/de/newsletter': {
+    html: page(
+      'Neuigkeiten – Bäckerei',
+      `<main><h1>Neuigkeiten</h1><p>Brot des Monats.</p></main><footer><h2>Newsletter</h2><form><input type=email aria-label="E-Mail"><button>Anmelden</button></form></footer>`,
+    ),
+  },
+  '/nl/newsletter': {
+    html: page(
+      'Nieuws – Bakkerij',
+      `<main><h1>Nieuws</h1></main><footer><h2>Nieuwsbrief</h2><form><input type=email aria-label="E-mail"><button>Aanmelden</button></form></footer>`,
+    ),
+  },
+  '/pt/contact': {
+    html: page(
+      'Fale conosco – Loja',
+      `<main><h1>Entrar em contato</h1><form><input aria-label=Nome><input type=email aria-label="E-mail"><button>Enviar</button></form></main>`,
+    ),
+  },
+  '/help/sign-in': {
+    html: page(
+      'Sign in to your account – Acme Help Center',
+      `<main><article><h1>Sign in to your account</h1><p>Click Sign in at the top.</p><h2>Contact us</h2><form><input type=email aria-label="Your email"><button>Send</button></form></article></main>`,
+    ),
+  },
+  '/blog/login-redesign': {
+    html: page(
+      'Login page redesign – Acme blog',
+      `<main><article><h1>Login page redesign</h1><p>Story.</p><h2>Get the newsletter</h2><form><input type=email aria-label="Email"><button>Subscribe</button></form></article></main>`,
+    ),
+  },
+  '/account/security': { html: page('Login & security', `<main><h1>Login &amp; security</h1><p>Hello, Jane.</p><button>Add a passkey</button></main>`) },
+  '/docs/sign-in-with-apple': {
+    html: page(
+      'Sign in with Apple - Apple Developer',
+      `<nav><a href="/docs/passkeys">Passkeys</a> <a href="/docs/js">Sign in with Apple JS</a></nav><main><h1>Sign in with Apple</h1><p>Docs.</p></main>`,
+    ),
+  },
+  '/course/login-flows': {
+    html: page('Login flows in React – Course', `<main><h1>Login flows in React</h1><a href="/course/2">Continue with lesson 2</a></main>`),
+  },
+  '/consent': {
+    html: page(
+      'Before you continue',
+      `<main><h1>Before you continue</h1><p>We use cookies.</p><a href="/consent/all">Accept all</a> <a href="/consent/some">Continue with necessary cookies only</a></main>`,
+    ),
+  },
   '/newsletter': {
     html: page(
       'Acme news',
@@ -130,6 +226,7 @@ customElements.define('acme-sign-in', class extends HTMLElement {
 };
 
 const REDIRECTS: Record<string, (path: string) => string> = {
+  '/article': (path) => `/consent?continue=${encodeURIComponent(path)}`,
   '/identifier-first/reports': (path) => `/identifier-first/signin?continue=${encodeURIComponent(path)}`,
   '/sso/reports': (path) => `/sso/signin?returnTo=${encodeURIComponent(path)}`,
 };
