@@ -14,10 +14,12 @@ import { z } from 'zod';
  *   "Sign in", "Sign in to Acme", "Log in | Acme"; not "Can't sign in?", "Sign up",
  *   "Signing in help". Scripts without spaces (Japanese, Chinese, Korean) also match when the
  *   phrase starts the text and the text has at most 12 more characters.
- * - `single_sign_on`: a button or link names a single-sign-on choice when its text starts with one
- *   of these prefixes, each ending in a space ("Continue with Google", "Sign in with SSO"), or is
- *   one of them without that space ("Single sign-on").
- * - `passkey`: a button or link names a passkey when its text contains one of these.
+ * - `sign_in_ambiguous`: phrases that also mean something else; see {@link signInReading}.
+ * - `single_sign_on` + `identity_providers`: a button or link names a single-sign-on choice when
+ *   its text is a prefix (each ending in a space) followed by a provider or method ("Continue with
+ *   Google", "Sign in with SSO"), or one of `single_sign_on_exact` ("Single sign-on").
+ * - `passkey` + `passkey_use`: a button or link offers a passkey when its text names one and says
+ *   to use it ("Use a passkey"), without a settings verb ({@link PASSKEY_SETTINGS}).
  *
  * An operator adds phrases (never removes built-in ones) with the `sign_in_words` object of the
  * host's site catalog file (README "Sign-in walls").
