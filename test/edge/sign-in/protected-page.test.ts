@@ -1,4 +1,4 @@
-import { env } from 'cloudflare:test';
+import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { proposeToolCall } from '../../../edge/pipeline/propose.ts';
 import type { Ports } from '../../../edge/ports.ts';
@@ -78,6 +78,17 @@ describe('the protected page of a wall met by an act', () => {
     expect(run.authentication?.reasons).toEqual(IDENTIFIER_FIRST.reasons);
     const signIns = (await call<SignInList>('GET', '/v1/sign-ins', { token: parties.owner.token })).body.sign_ins;
     expect(signIns.find((episode) => episode.waiting_runs.includes(runId))?.reasons).toEqual(IDENTIFIER_FIRST.reasons);
+    // The owner reads the same on the console's Sign-ins page.
+    const signedIn = await SELF.fetch('http://127.0.0.1:8787/console/sign-in', {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: 'http://127.0.0.1:8787' },
+      body: new URLSearchParams({ token: parties.owner.token }).toString(),
+    });
+    const cookie = (signedIn.headers.get('Set-Cookie') ?? '').split(';')[0] ?? '';
+    const page = await (await SELF.fetch('http://127.0.0.1:8787/console/sign-ins', { headers: { Cookie: cookie } })).text();
+    expect(page).toContain('Why this looks like sign-in');
+    expect(page).toContain('a visible email field in a form that reads as sign-in');
   });
 
   it('is never the page the run read before the wall: without a return URL or a requested document it is the sign-in page itself', async () => {
