@@ -80,7 +80,7 @@ function mergedBranches(branches: readonly Record<string, unknown>[]): Record<st
   const constants: Record<string, unknown[]> = {};
   for (const branch of branches) {
     for (const [name, property] of Object.entries((branch.properties as Record<string, Record<string, unknown>> | undefined) ?? {})) {
-      if ('const' in property) (constants[name] ??= []).push(property.const);
+      if ('const' in property) constants[name] = [...(constants[name] ?? []), property.const];
       else properties[name] ??= property;
     }
   }

@@ -250,6 +250,7 @@ async function identifierFormOf(deadline: Deadline, field: Locator): Promise<Ide
   const scope = (await deadline.race(form.count())) > 0 ? form : field.locator('xpath=ancestor::*[3]');
   const heading = field.locator(NEAREST_HEADING);
   const buttons = scope.locator('button, input[type=submit], input[type=button], [role=button]');
+  // innerText, not textContent: what a person sees (Playwright reads it in its own world).
   const [headingText, buttonCount] = await deadline.race(
     Promise.all([heading.count().then((n) => (n > 0 ? heading.innerText({ timeout }) : '')), buttons.count()]),
   );
