@@ -36,7 +36,7 @@ export interface RequestSnapshot {
 /** Most URLs a document trail keeps (the newest). */
 const MAX_TRAIL = 16;
 
-/** What {@link PageTraffic.takeTrail} answers: URLs oldest first, and the last document's HTTP status. */
+/** What {@link PageTraffic.trail} answers: URLs oldest first, and the current document's HTTP status. */
 export interface DocumentTrail {
   readonly urls: readonly string[];
   readonly status: number | undefined;

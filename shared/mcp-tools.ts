@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_WAIT_MS, ReportBody, RunView, ToolCallView } from './api.ts';
 import { ActArguments, NavigateArguments, ObserveArguments } from './tool-arguments.ts';
-import { CURRENT_TOOL_VERSION, type ToolName, ToolVersion } from './tools.ts';
+import { CURRENT_TOOL_VERSION, type ToolName, type ToolVersion } from './tools.ts';
 
 /**
  * The tools the edge's MCP endpoint (`/mcp`, issue 18) offers: the same governed pipeline as the
@@ -152,6 +152,3 @@ export const MCP_TOOLS: readonly McpToolDefinition[] = [
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   },
 ];
-
-/** `ToolVersion` of MCP calls, validated once here so a change of the current version is noticed. */
-ToolVersion.parse(MCP_TOOL_VERSION);

@@ -270,7 +270,7 @@ export function signInWords(additions?: SignInWordAdditions): SignInWords {
     ...new Set(
       [...built, ...added].map((phrase) => {
         const normalized = normalizeSignInText(phrase);
-        // A prefix keeps its trailing space: "mit " must not match "mitglied".
+        // A prefix keeps its trailing space: "weiter mit " must not match "weiter mitmachen".
         return keepTrailingSpace ? `${normalized} ` : normalized;
       }),
     ),

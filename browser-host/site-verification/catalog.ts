@@ -18,8 +18,8 @@ export class SiteCatalogError extends Error {
 }
 
 /**
- * The catalog file at `file`: JSON `{definitions: [...], sign_in_words?: {sign_in, single_sign_on,
- * passkey}}` valid against `SiteVerificationCatalog` (strict; an enabled entry names its
+ * The catalog file at `file`: JSON `{definitions: [...], sign_in_words?: {sign_in,
+ * sign_in_ambiguous, single_sign_on, identity_providers, passkey}}` valid against `SiteVerificationCatalog` (strict; an enabled entry names its
  * `reviewed_fixture`; at most 256 entries, unique by id and version; at most 200 added phrases
  * per word list).
  * @throws SiteCatalogError when the file cannot be read, is not JSON or does not validate.

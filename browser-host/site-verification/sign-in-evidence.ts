@@ -1,6 +1,7 @@
 import type { Locator, Page } from 'playwright-core';
 import { parseAriaSnapshot, textOf, walkReachable } from '../../shared/aria-snapshot.ts';
 import type { SignInReason, SignInReasonCode } from '../../shared/authentication.ts';
+import { canonicalPageUrl } from '../../shared/page-url.ts';
 import { returnUrlOf } from '../../shared/sign-in-return.ts';
 import { namesPasskey, namesSingleSignOn, readsAsSignIn, type SignInWords, signInReading } from '../../shared/sign-in-words.ts';
 import type { Deadline } from '../deadline.ts';
@@ -123,7 +124,7 @@ export async function assessSignIn(
     const [password, forms] =
       read === undefined ? [false, []] : await Promise.all([passwordFieldSeen(read, page, seen.closedShadowRoots === true), identifierForms(read, page)]);
     if (password) reasons.push({ code: 'password_field', detail: 'a visible password field' });
-    const titleReads = signInReading(seen.title, words) !== undefined && !namesSingleSignOn(seen.title, words, true);
+    const titleReads = titleReadsAsSignIn(seen.title, words);
     const signInForm = forms.map((form) => ({ form, said: formSaysSignIn(form, words, titleReads) })).find((entry) => entry.said !== undefined);
     if (signInForm !== undefined) {
       reasons.push({
@@ -148,6 +149,11 @@ export async function assessSignIn(
   const weight = reasons.reduce((sum, reason) => sum + REASON_WEIGHTS[reason.code], extra);
   const wall = weight >= WALL_WEIGHT;
   return { wall, reasons, weight, requestedUrl: wall ? trailed.requestedUrl : undefined, domRead };
+}
+
+/** A title reads as sign-in unless it merely names a single-sign-on choice ("Sign in with Apple - Apple Developer"). */
+function titleReadsAsSignIn(title: string, words: SignInWords): boolean {
+  return readsAsSignIn(title, words) && !namesSingleSignOn(title, words, true);
 }
 
 function passkeyAlready(reasons: readonly SignInReason[]): boolean {
@@ -179,7 +185,7 @@ export function snapshotReasons(seen: Pick<PageUnderAssessment, 'title' | 'lines
   }
   if (singleSignOn.length > 0) reasons.push({ code: 'single_sign_on', detail: cut(`single-sign-on choices ${quoted(singleSignOn)}`) });
   if (passkeys.length > 0 && !passkeySeen) reasons.push({ code: 'passkey', detail: cut(`a passkey choice ${quoted(passkeys)}`) });
-  if (readsAsSignIn(seen.title, words) && !namesSingleSignOn(seen.title, words, true)) {
+  if (titleReadsAsSignIn(seen.title, words)) {
     reasons.push({ code: 'sign_in_heading', detail: cut(`the title ${JSON.stringify(seen.title)}`) });
   } else if (headings.length > 0) reasons.push({ code: 'sign_in_heading', detail: cut(`the heading ${quoted(headings)}`) });
   return reasons;
@@ -196,11 +202,11 @@ export function trailReasons(seen: Pick<PageUnderAssessment, 'url' | 'trail'>): 
   const trail = seen.trail;
   if (trail === undefined) return { reasons, requestedUrl: undefined };
   if (trail.status === 401) reasons.push({ code: 'unauthorized', detail: 'the page answered HTTP 401' });
-  const here = documentKey(seen.url);
-  const visited = trail.urls.filter((url) => documentKey(url) !== undefined && documentKey(url) !== here);
+  const here = canonicalPageUrl(seen.url);
+  const visited = trail.urls.filter((url) => canonicalPageUrl(url) !== undefined && canonicalPageUrl(url) !== here);
   const origins = [...new Set(visited.map((url) => new URL(url).origin))];
   const back = returnUrlOf(seen.url, origins);
-  const returned = back === undefined ? undefined : visited.find((url) => sameDocument(url, back));
+  const returned = back === undefined ? undefined : visited.find((url) => canonicalPageUrl(url) === canonicalPageUrl(back));
   if (returned !== undefined) {
     reasons.push({ code: 'redirected_with_return_url', detail: cut(`${pathOf(returned)} was sent to ${pathOf(seen.url)}, which carries it back`) });
     return { reasons, requestedUrl: returned };
@@ -328,23 +334,9 @@ function attributeOf(node: CdpNode, name: string): string | undefined {
   return undefined;
 }
 
-/** `origin + path + query` of an http(s) URL (no fragment); undefined for other URLs. */
-function documentKey(url: string): string | undefined {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? `${parsed.origin}${parsed.pathname}${parsed.search}` : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function pathKey(url: string): string {
   const parsed = new URL(url);
   return `${parsed.origin}${parsed.pathname}`;
-}
-
-function sameDocument(a: string, b: string): boolean {
-  return documentKey(a) === documentKey(b);
 }
 
 function pathOf(url: string): string {

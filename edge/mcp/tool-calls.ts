@@ -82,12 +82,9 @@ export async function runOfCall(ports: Ports, principal: Principal, call: ToolCa
   }
 }
 
-function parsed<T>(
-  schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } },
-  args: unknown,
-): T {
+/** `args` as `schema` reads them. @throws DomainError('invalid_arguments') worded as the HTTP API words it. */
+function parsed<T>(schema: z.ZodType<T>, args: unknown): T {
   const result = schema.safeParse(args);
   if (result.success) return result.data;
-  const issues = result.error.issues.slice(0, 5).map((issue) => `${issue.path.map(String).join('.') || '(arguments)'}: ${issue.message}`);
-  throw new DomainError('invalid_arguments', issues.join('; '));
+  throw new DomainError('invalid_arguments', z.prettifyError(result.error));
 }

@@ -1,6 +1,7 @@
 import { and, desc, eq } from 'drizzle-orm';
 import type { SignInSignal } from '../../shared/authentication.ts';
 import { originOf, withinOrigins } from '../../shared/origin.ts';
+import { canonicalPageUrl } from '../../shared/page-url.ts';
 import { returnUrlOf } from '../../shared/sign-in-return.ts';
 import { type RunRow, signInEpisodes, signInWaits } from '../db/schema.ts';
 import type { Ports } from '../ports.ts';
@@ -61,13 +62,8 @@ async function lastProtectedUrl(ports: Ports, runId: string, origin: string): Pr
   return row?.protectedUrl !== undefined && originOf(row.protectedUrl) === origin ? row.protectedUrl : undefined;
 }
 
-/** Same origin, path and query (fragments ignored); false when either is not a URL. */
+/** The same http(s) document (shared/page-url.ts `canonicalPageUrl`: fragments ignored); false when either is none. */
 function sameDocument(a: string, b: string | null): boolean {
-  if (b === null) return false;
-  try {
-    const [x, y] = [new URL(a), new URL(b)];
-    return x.origin === y.origin && x.pathname === y.pathname && x.search === y.search;
-  } catch {
-    return false;
-  }
+  const page = b === null ? undefined : canonicalPageUrl(b);
+  return page !== undefined && canonicalPageUrl(a) === page;
 }
