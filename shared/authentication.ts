@@ -101,6 +101,7 @@ export const SignInReasonCode = z.enum([
 ]);
 export type SignInReasonCode = z.infer<typeof SignInReasonCode>;
 
+/** One reason on a sign-in wait: `{code, detail}`, the detail at most 200 characters of what was seen. */
 export const SignInReason = z.strictObject({ code: SignInReasonCode, detail: z.string().max(200) });
 export type SignInReason = z.infer<typeof SignInReason>;
 
