@@ -12,6 +12,7 @@ import { grantRoutes } from './http/routes/grants.ts';
 import { healthRoutes } from './http/routes/health.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
 import { policyProfileRoutes } from './http/routes/policy-profiles.ts';
+import { recipeRoutes } from './http/routes/recipes.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { scheduleRoutes } from './http/routes/schedules.ts';
 import { signInRoutes } from './http/routes/sign-ins.ts';
@@ -141,6 +142,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', runRoutes);
   app.route('/', grantRoutes);
   app.route('/', policyProfileRoutes);
+  app.route('/', recipeRoutes);
   app.route('/', toolCallRoutes);
   app.route('/', approvalRoutes);
   app.route('/', signInRoutes);

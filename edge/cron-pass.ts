@@ -1,6 +1,7 @@
 import { pruneArtifacts } from './artifacts/screenshots.ts';
 import { retryDueDeliveries } from './notifications/webhooks.ts';
 import type { Ports } from './ports.ts';
+import { driveDueRecipeRuns } from './recipes/runner.ts';
 import { fireDueSchedules } from './schedules/schedules.ts';
 import { removeOldLiveViewLinks } from './sign-in/live-view.ts';
 import { type ReconciliationReport, reconcileSignIns } from './sign-in/maintenance.ts';
@@ -15,7 +16,8 @@ export interface CronPassReport {
 /**
  * The cron pass, the same on Workers (`scheduled`), Deno (`Deno.cron`) and Node (croner): queue
  * the runs of schedules due in the minute of `scheduledTime` (epoch ms), then the sign-in
- * maintenance pass, webhook retries, the screenshot retention pass (oldest first, at most 256
+ * maintenance pass, the recipe runner (bound runs past their limit while parked end `partial`; up
+ * to 8 running or queued bound runs are driven, issue 19), webhook retries, the screenshot retention pass (oldest first, at most 256
  * per pass, past `ARTIFACT_MAX_AGE_HOURS`) and the removal of live-view links expired a day ago. A failure of any part is logged with
  * `ports.requestId` and does not stop the others; the next pass tries again. Never throws.
  */
@@ -31,6 +33,11 @@ export async function cronPass(ports: Ports, scheduledTime: number): Promise<Cro
     signIns = await reconcileSignIns(ports);
   } catch (error) {
     console.error(`[${ports.requestId}] cron pass: the sign-in maintenance pass failed`, error);
+  }
+  try {
+    await driveDueRecipeRuns(ports);
+  } catch (error) {
+    console.error(`[${ports.requestId}] cron pass: driving recipe runs failed`, error);
   }
   try {
     await retryDueDeliveries(ports);

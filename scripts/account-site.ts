@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import type { SiteVerificationDefinition } from '../shared/authentication.ts';
+import type { RecipeBody } from '../shared/recipes.ts';
 
 /**
  * The controlled report/account fixture site of ADR-0164 ("controlled report/account fixtures
@@ -124,12 +125,67 @@ export function accountSiteDefinition(origin: string): SiteVerificationDefinitio
   };
 }
 
+/** How the account site is started. */
+export interface AccountSiteOptions {
+  /** Port on 127.0.0.1; 0 or absent: any free port. */
+  readonly port?: number;
+  /** One form with username and password (default), or the username first and the password on a second page. */
+  readonly signIn?: 'one-step' | 'identifier-first';
+  /**
+   * Test controls: called with `"<METHOD> <path>"` before each request is answered (a test can end
+   * the sessions right then), and after a report is filed, with its account and title (a test can
+   * cut the browser host off right then).
+   */
+  readonly hooks?: {
+    readonly onRequest?: (key: string) => void;
+    readonly onReportFiled?: (account: string, title: string) => void;
+  };
+}
+
+/**
+ * The reviewed recipe for this fixture (issue 19, ADR-0164 part 5): "File the weekly report" on
+ * the site served at `origin`, in two steps from `/reports`: open "New report" (proven by the
+ * Title field), then type the title and submit (proven by the title listed, exactly once, in
+ * "Filed reports"). The title is `title` as written here, or, with `fromField`, the owner's
+ * message field of that name. Justified by test/e2e/recipes.test.ts on this fixture.
+ */
+export function weeklyReportRecipe(origin: string, options: { title?: string; fromField?: string; enabled?: boolean } = {}): RecipeBody {
+  const title = options.title ?? 'Weekly report';
+  return {
+    enabled: options.enabled ?? true,
+    reviewed_fixture: 'scripts/account-site.ts',
+    origin,
+    phrases: ['File the weekly report'],
+    start_path: '/reports',
+    description: 'Files a report titled like the week on the Reports fixture site.',
+    steps: [
+      {
+        title: 'Open the new report form',
+        expect: { kind: 'control', role: 'link', name: 'New report' },
+        target: { role: 'link', name: 'New report' },
+        action: { kind: 'click' },
+        postcondition: { success: { kind: 'control', role: 'textbox', name: 'Title' } },
+      },
+      {
+        title: 'Type the title and file the report',
+        expect: { kind: 'control', role: 'textbox', name: 'Title' },
+        target: { role: 'textbox', name: 'Title' },
+        action: { kind: 'type', value: options.fromField ? { field: options.fromField } : { text: title }, submit: true },
+        postcondition: {
+          success: { kind: 'row', collection: { role: 'list', name: 'Filed reports' }, cells: { text: title } },
+          timeout_ms: 3_000,
+        },
+      },
+    ],
+  };
+}
+
 /**
  * Starts the account site on 127.0.0.1 (`port` 0 or absent: any free port), with a one-step
  * sign-in form unless `signIn` is `identifier-first`.
  * @throws Error when the port cannot be bound.
  */
-export async function startAccountSite(options: { port?: number; signIn?: 'one-step' | 'identifier-first' } = {}): Promise<AccountSite> {
+export async function startAccountSite(options: AccountSiteOptions = {}): Promise<AccountSite> {
   const identifierFirst = options.signIn === 'identifier-first';
   const sessions = new Map<string, Session>();
   const counters: AccountCounters = {
@@ -167,6 +223,7 @@ export async function startAccountSite(options: { port?: number; signIn?: 'one-s
   const route = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', 'http://account-site');
     const key = `${request.method} ${url.pathname}`;
+    options.hooks?.onRequest?.(key);
     switch (key) {
       case 'GET /':
         return redirect(response, '/reports');
@@ -233,6 +290,7 @@ export async function startAccountSite(options: { port?: number; signIn?: 'one-s
         filed.push(title);
         counters.filed[session.account] = filed;
         counters.reports_filed += 1;
+        options.hooks?.onReportFiled?.(session.account, title);
         return redirect(response, '/reports');
       }
       case 'GET /challenge':

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { DEFAULT_LOCAL_SQLITE_PATH, prepareLocalSqlite, querySqliteFile } from './local-sqlite.ts';
 import { prepareLocalDatabase, readDevVars } from './setup.mjs';
 import { type StaticServer, startStaticServer } from './static-server.ts';
+import { startTcpRelay, type TcpRelay } from './tcp-relay.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const execFileAsync = promisify(execFile);
@@ -52,6 +53,11 @@ export interface LocalStack {
   /** Kills the browser host's process group at once (SIGKILL), as a crash would. */
   killHost(): Promise<void>;
   /**
+   * With `hostRelay`, cuts every connection open between the edge and the host (the host and its
+   * browsers go on; new connections work); returns how many were cut. Without it: 0, nothing cut.
+   */
+  cutHostConnections(): number;
+  /**
    * Starts the browser host again after {@link killHost}, on the same port, secret and profiles
    * directory (its browsers are new: nothing of the old pages survives); resolves when it listens.
    */
@@ -94,6 +100,8 @@ export interface LocalStackOptions {
    * `HOST_EDGE_URL` is always the edge's URL, for ceremony callbacks.
    */
   hostVars?: Record<string, string>;
+  /** The edge reaches the host through a loopback relay that {@link LocalStack.cutHostConnections} can cut (scripts/tcp-relay.ts). */
+  hostRelay?: boolean;
 }
 
 /** A free loopback TCP port. */
@@ -184,9 +192,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const processes: Started[] = [];
   const profilesDir = join(scratch, 'profiles');
   let site: StaticServer | undefined;
+  let relay: TcpRelay | undefined;
   const stop = async () => {
     await Promise.all(processes.reverse().map(stopProcess));
     await site?.close();
+    await relay?.close();
     rmSync(scratch, { recursive: true, force: true });
   };
   const onExit = () => {
@@ -241,7 +251,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     };
     await startHost();
 
-    const hostUrl = `ws://127.0.0.1:${hostPort}`;
+    if (options.hostRelay) relay = await startTcpRelay(hostPort);
+    const hostUrl = `ws://127.0.0.1:${relay?.port ?? hostPort}`;
     const edgeUrl = `http://127.0.0.1:${edgePort}`;
     let edge: Started | undefined;
     const startEdge = async () => {
@@ -296,6 +307,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       startEdge,
       queryD1: (...statements) => (sqlitePath ? querySqliteFile(sqlitePath, statements) : queryLocalD1(statements, persistTo)),
       killHost,
+      cutHostConnections: () => relay?.cut() ?? 0,
       startHost,
       triggerCron: async () => {
         // The self-hosted edges serve it to the operator only; wrangler dev ignores the header.

@@ -6,6 +6,7 @@ import { BlockedRequest, PageDialog, SettleReport, ToolResult } from './observat
 import { Origin } from './origin.ts';
 import { PolicyEffect } from './policy.ts';
 import { ConditionStatus } from './predicate.ts';
+import { MessageFields, RecipeBinding } from './recipes.ts';
 import { ActionKind } from './tool-arguments.ts';
 import { ToolName, ToolVersion } from './tools.ts';
 
@@ -31,6 +32,11 @@ export const CreateRunBody = z
     intent: z.string().min(1).max(2000),
     origins: z.array(Origin).min(1).max(16),
     deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
+    /**
+     * Named values of the owner's message (shared/recipes.ts `MessageFields`) that a reviewed
+     * recipe may type, e.g. `{"title": "Week 49"}`. Only an owner's message carries them.
+     */
+    fields: MessageFields.optional(),
   })
   .meta({
     examples: [{ profile_id: 'me', intent: 'Add "Buy oat milk" to my todo list', origins: ['http://127.0.0.1:8080'], deadline_ms: 300_000 }],
@@ -81,6 +87,8 @@ export const RunView = z.strictObject({
       reasons: z.array(SignInReason),
     })
     .nullable(),
+  /** The reviewed recipe the run is bound to (its id, version and hash), or null for the ordinary agent path. */
+  recipe: RecipeBinding.nullable(),
 });
 export type RunView = z.infer<typeof RunView>;
 

@@ -31,6 +31,7 @@ import { callSummary } from '../pipeline/views.ts';
 import { profileInForce } from '../policy/profile.ts';
 import type { Ports } from '../ports.ts';
 import { revokeProfile } from '../profiles/revocation.ts';
+import { kickRecipeRuns } from '../recipes/runner.ts';
 import { claimLiveView, issueLiveViewLink, type LiveViewRelay, readLiveViewLink, relayLiveView } from '../sign-in/live-view.ts';
 import { listNotices, listSignIns, restartSignIn } from '../sign-in/owner-views.ts';
 import {
@@ -389,6 +390,8 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
             ? `Approved: the call ${decided.call.state}.`
             : `Not approved: the policy in force now ${decided.approval.state === 'denied' ? 'denies' : 'does not allow'} this call.`;
       if (allowance?.success && decided.approval.state === 'approved') notice += ` ${await allowTheSame(c.var.ports, owner, decided.call, allowance.data)}`;
+      // A recipe-bound run goes on by itself once its step's call is decided (issue 19).
+      await kickRecipeRuns(c.var.ports, [decided.call.runId]);
     } catch (error) {
       if (!(error instanceof DomainError) || !['already_decided', 'run_not_active', 'not_found'].includes(error.code)) throw error;
       notice = `Not decided: ${error.message}.`;

@@ -2,10 +2,30 @@
  * A new identifier: `prefix_` followed by 20 random base32 characters (100 bits), e.g.
  * `run_k3v9...`. Prefixes say what a thing is: run, call, apr, msg, eff, prn, grt (grant),
  * sch (schedule), pol (policy profile version), sie (sign-in episode), siw (sign-in wait), ntc
- * (notice), cer (ceremony), whd (webhook delivery), art (artifact).
+ * (notice), cer (ceremony), whd (webhook delivery), art (artifact), rcp (recipe version), rce
+ * (recipe event), rdr (recipe driver).
  */
 export function newId(
-  prefix: 'adm' | 'run' | 'call' | 'apr' | 'msg' | 'eff' | 'prn' | 'grt' | 'sch' | 'pol' | 'sie' | 'siw' | 'ntc' | 'cer' | 'whd' | 'art',
+  prefix:
+    | 'adm'
+    | 'run'
+    | 'call'
+    | 'apr'
+    | 'msg'
+    | 'eff'
+    | 'prn'
+    | 'grt'
+    | 'sch'
+    | 'pol'
+    | 'sie'
+    | 'siw'
+    | 'ntc'
+    | 'cer'
+    | 'whd'
+    | 'art'
+    | 'rcp'
+    | 'rce'
+    | 'rdr',
 ): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
   const bytes = crypto.getRandomValues(new Uint8Array(20));

@@ -8,7 +8,7 @@ import type { Ports } from '../ports.ts';
 /**
  * An agent claims the oldest queued run of its owner (or, with `runId`, that run), or a running
  * run whose claim expired while nothing was in flight: one conditional update, so two agents
- * never both win.
+ * never both win. Runs bound to a reviewed recipe are never offered (issue 19).
  * @throws DomainError('not_found') when no run (or not that run) is waiting to be claimed.
  */
 export async function claimRun(ports: Ports, principal: Principal, runId?: string): Promise<RunRow> {
@@ -21,6 +21,8 @@ export async function claimRun(ports: Ports, principal: Principal, runId?: strin
         eq(runs.ownerId, principal.ownerId),
         runId === undefined ? undefined : eq(runs.id, runId),
         gt(runs.deadlineAt, now),
+        // A recipe-bound run is the recipe runner's (issue 19), never an agent's.
+        isNull(runs.recipeId),
         or(eq(runs.state, 'queued'), and(eq(runs.state, 'running'), isNotNull(runs.claimExpiresAt), lt(runs.claimExpiresAt, now))),
       ),
     )

@@ -5,13 +5,14 @@ import { approvals, runs, signInWaits, toolCalls } from '../db/schema.ts';
 import type { Database } from '../ports.ts';
 
 /** Why a run's parked work was fenced: recorded on its sign-in waits (`fence_reason`). */
-export type FenceReason = 'cancelled' | 'deadline_exceeded' | 'profile_revoked';
+export type FenceReason = 'cancelled' | 'deadline_exceeded' | 'profile_revoked' | 'recipe_limit';
 
 /** What the calls a fence cancels say, per reason. */
 const FENCED_CALL: Record<FenceReason, { readonly code: ErrorCode; readonly message: string }> = {
   cancelled: { code: 'run_not_active', message: 'the run was cancelled' },
   deadline_exceeded: { code: 'deadline_exceeded', message: 'the run deadline passed before approval' },
   profile_revoked: { code: 'profile_revoked', message: "the run's profile was revoked" },
+  recipe_limit: { code: 'deadline_exceeded', message: "the recipe's 15-minute limit passed before approval" },
 };
 
 /** Which runs a fence ends: one run by id, or every run an SQL condition on `runs` selects. */
@@ -20,8 +21,8 @@ export type FencedRuns = { readonly runId: string } | { readonly where: SQL };
 /** How the fenced runs end. */
 export interface RunFence {
   readonly reason: FenceReason;
-  /** The state the runs end in (`cancelled`, `deadline_exceeded`, `failed`). */
-  readonly endState: Extract<RunState, 'cancelled' | 'deadline_exceeded' | 'failed'>;
+  /** The state the runs end in (`cancelled`, `deadline_exceeded`, `failed`; `partial` for a recipe run past its limit). */
+  readonly endState: Extract<RunState, 'cancelled' | 'deadline_exceeded' | 'failed' | 'partial'>;
   /** Recorded as the runs' summary when given (a revocation says why the run failed). */
   readonly summary?: string;
   /** Overrides the fenced calls' error message (e.g. naming the revoked profile). */

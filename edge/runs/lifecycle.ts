@@ -4,7 +4,7 @@ import { canonicalOrigins } from '../../shared/origin.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
-import { messages, type RunRow, runs, toolCalls } from '../db/schema.ts';
+import { messages, type RunRow, recipeProgress, runs, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import { notifyOwner } from '../notifications/webhooks.ts';
@@ -13,6 +13,8 @@ import type { Ports } from '../ports.ts';
 import { assertProfileActive } from '../profiles/bindings.ts';
 import { overOpenRunsQuota } from '../quotas/open-runs.ts';
 import { admitRunCreation } from '../quotas/rates.ts';
+import { selectRecipe } from '../recipes/catalog.ts';
+import { recipeProgressStatement } from '../recipes/progress.ts';
 import { fenceRunStatements } from './fence.ts';
 
 /**
@@ -28,8 +30,14 @@ import { fenceRunStatements } from './fence.ts';
  * The intent is recorded as the run's first message, trusted only when the owner wrote it.
  */
 export async function createRun(ports: Ports, principal: Principal, body: CreateRunBody): Promise<RunRow> {
+  if (body.fields !== undefined && principal.kind !== 'owner') {
+    throw new DomainError('invalid_request', "fields: only the owner's own message carries named fields; an agent relays text only");
+  }
   await assertProfileActive(ports, principal.ownerId, body.profile_id);
   await admitRunCreation(ports, principal);
+  const origins = canonicalOrigins(body.origins);
+  // A reviewed recipe is selected only for the owner's own message (issue 19).
+  const recipe = principal.kind === 'owner' ? await selectRecipe(ports, body.intent, origins, body.fields) : undefined;
   const now = ports.clock.now();
   const row: RunRow = {
     id: newId('run'),
@@ -38,7 +46,7 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
     claimedBy: principal.kind === 'agent' ? principal.id : null,
     profileId: body.profile_id,
     intent: body.intent,
-    origins: canonicalOrigins(body.origins),
+    origins,
     state: principal.kind === 'agent' ? 'running' : 'queued',
     kind: 'interactive',
     scheduleId: null,
@@ -53,6 +61,9 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
     latestRevision: null,
     reportSummary: null,
     signInAttempts: 0,
+    recipeId: recipe?.row.id ?? null,
+    recipeVersion: recipe?.row.version ?? null,
+    recipeHash: recipe?.row.hash ?? null,
     createdAt: now,
     updatedAt: now,
   };
@@ -67,8 +78,12 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
       principalId: principal.id,
       trust: principal.kind === 'owner' ? 'trusted' : 'untrusted',
       text: body.intent,
+      fields: body.fields ?? null,
       createdAt: now,
     }),
+    ...(recipe
+      ? [recipeProgressStatement(ports, row, recipe.body), ports.db.delete(recipeProgress).where(and(eq(recipeProgress.runId, row.id), overQuota))]
+      : []),
     ports.db.delete(messages).where(and(eq(messages.id, messageId), overQuota)),
     ports.db.delete(runs).where(and(eq(runs.id, row.id), overQuota)),
   ]);
@@ -116,11 +131,16 @@ export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<R
  * Makes sure the calling agent holds the run and that it is running, and extends its claim once
  * less than half of `claimTtlMs` is left (a claim with more left is this agent's until then). A
  * `queued` run is claimed, and a running run whose claim expired may be taken over, each with one
- * conditional update, so two agents can never both win (DESIGN.md section 10).
+ * conditional update, so two agents can never both win (DESIGN.md section 10). A run bound to
+ * a reviewed recipe is held only by the recipe runner (issue 19).
  * @throws DomainError('run_not_active') when the run is not running or queued;
- *   DomainError('forbidden') when another agent holds an unexpired claim.
+ *   DomainError('forbidden') when another agent holds an unexpired claim, or an agent asks for a
+ *   recipe-bound run.
  */
 export async function holdRun(ports: Ports, principal: Principal, run: RunRow): Promise<RunRow> {
+  if (run.recipeId !== null && principal.kind !== 'recipe_runner') {
+    throw new DomainError('forbidden', `run ${run.id} is carried out by the reviewed recipe ${run.recipeId}; no agent acts on it`);
+  }
   const now = ports.clock.now();
   const claimExpiresAt = now + ports.config.claimTtlMs;
   if (run.state === 'queued') {

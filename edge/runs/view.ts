@@ -22,5 +22,9 @@ export function runView(row: RunRow, wait?: SignInWaitRow): RunView {
       wait && row.state === 'waiting_for_authentication'
         ? { wait_id: wait.id, episode_id: wait.episodeId, origin: wait.origin, question: wait.question, generation: wait.generation, reasons: wait.reasons }
         : null,
+    recipe:
+      row.recipeId !== null && row.recipeVersion !== null && row.recipeHash !== null
+        ? { id: row.recipeId, version: row.recipeVersion, hash: row.recipeHash }
+        : null,
   };
 }

@@ -104,6 +104,9 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
       latestUrl: null,
       reportSummary: null,
       signInAttempts: 0,
+      recipeId: null,
+      recipeVersion: null,
+      recipeHash: null,
       createdAt: now,
       updatedAt: now,
     };

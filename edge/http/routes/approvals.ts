@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { ApprovalList, ApprovalsQuery, DecisionBody, DecisionResponse, IdParam } from '../../../shared/api.ts';
 import { decideApproval, listApprovals } from '../../pipeline/approvals.ts';
 import { approvalView, toolCallView } from '../../pipeline/views.ts';
+import { kickRecipeRuns } from '../../recipes/runner.ts';
 import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
@@ -38,5 +39,7 @@ export const approvalRoutes = newRouter()
   })
   .openapi(decide, async (c) => {
     const { approval, call } = await decideApproval(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json').decision);
+    // A recipe-bound run goes on by itself once its step's call is decided (issue 19).
+    await kickRecipeRuns(c.var.ports, [call.runId]);
     return c.json({ approval: approvalView(approval, call), tool_call: toolCallView(call, approval.id, c.var.ports.config.resultBudgetBytes) }, 200);
   });

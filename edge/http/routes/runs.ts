@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunView } from '../../../shared/api.ts';
+import { kickRecipeRuns } from '../../recipes/runner.ts';
 import { runActivity } from '../../runs/activity.ts';
 import { addMessage, cancelRun, createRun, loadRun, reportRun } from '../../runs/lifecycle.ts';
 import { runView } from '../../runs/view.ts';
@@ -12,7 +13,8 @@ const security = [{ bearer: [] }];
 const create = createRoute({
   method: 'post',
   path: '/v1/runs',
-  summary: 'Create a run: profile, intent, allowed origins, deadline',
+  summary:
+    "Create a run: profile, intent, allowed origins, deadline; an owner's intent that is exactly one reviewed recipe's phrase on its origin binds the run to that recipe",
   security,
   middleware: [requirePrincipal('owner', 'agent')] as const,
   request: { body: jsonBody(CreateRunBody) },
@@ -71,7 +73,12 @@ const cancel = createRoute({
 
 /** Run endpoints of DESIGN.md section 13. Handlers only parse, call one service, answer. */
 export const runRoutes = newRouter()
-  .openapi(create, async (c) => c.json(runView(await createRun(c.var.ports, c.var.principal, c.req.valid('json'))), 201))
+  .openapi(create, async (c) => {
+    const run = await createRun(c.var.ports, c.var.principal, c.req.valid('json'));
+    // A run bound to a reviewed recipe is carried out by the edge's recipe runner (issue 19).
+    if (run.recipeId !== null) await kickRecipeRuns(c.var.ports, [run.id]);
+    return c.json(runView(run), 201);
+  })
   .openapi(read, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
     return c.json(runView(run, run.state === 'waiting_for_authentication' ? await pendingWaitOf(c.var.ports, run.id) : undefined), 200);

@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { CeremonyEventReceipt, IdParam, NoticeList, ProfileBindingView, ProfileParam, SignInList, SignInListQuery, SignInView } from '../../../shared/api.ts';
 import { CeremonyEventDelivery } from '../../../shared/authentication.ts';
 import { revokeProfile } from '../../profiles/revocation.ts';
+import { kickRecipeRuns } from '../../recipes/runner.ts';
 import { applyCeremonyEvent } from '../../sign-in/events.ts';
 import { listNotices, listSignIns, restartSignIn } from '../../sign-in/owner-views.ts';
 import { requirePrincipal } from '../require-principal.ts';
@@ -68,4 +69,9 @@ export const signInRoutes = newRouter()
   .openapi(restart, async (c) => c.json(await restartSignIn(c.var.ports, c.var.principal, c.req.valid('param').id), 200))
   .openapi(notices, async (c) => c.json(await listNotices(c.var.ports, c.var.principal), 200))
   .openapi(revoke, async (c) => c.json(await revokeProfile(c.var.ports, c.var.principal, c.req.valid('param').profile_id), 200))
-  .openapi(ceremonyEvent, async (c) => c.json(await applyCeremonyEvent(c.var.ports, c.req.valid('json').event, 'callback'), 200));
+  .openapi(ceremonyEvent, async (c) => {
+    const receipt = await applyCeremonyEvent(c.var.ports, c.req.valid('json').event, 'callback');
+    // Recipe-bound runs it requeued resume from their persisted step by themselves (issue 19).
+    await kickRecipeRuns(c.var.ports, receipt.resumed_runs);
+    return c.json(receipt, 200);
+  });

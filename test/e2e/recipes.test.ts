@@ -1,0 +1,254 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostProfileId } from '../../edge/profiles/bindings.ts';
+import { type AccountSite, accountSiteDefinition, startAccountSite, weeklyReportRecipe } from '../../scripts/account-site.ts';
+import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { signInAsPerson } from '../../scripts/person-at-browser.ts';
+import { ApprovalList, GrantView, type RunView, RunView as RunViewSchema } from '../../shared/api.ts';
+import { RecipeList, RecipeRunView, RecipeView } from '../../shared/recipes.ts';
+import { startFixtureServer } from '../support/fixture-server.ts';
+
+// Reviewed recipes (issue 19, ADR-0164 part 5) in real processes and real Chromium: the edge
+// under `wrangler dev` with a local D1 and its recipe runner, the browser host with the fixture's
+// site definition, reached through a relay the test can cut, and the report/account fixture site,
+// whose own counters say what really happened.
+
+let stack: LocalStack;
+let site: AccountSite;
+let agent: ApiClient;
+let owner: ApiClient;
+let operator: ApiClient;
+let catalogDir: string;
+let ownerId: string;
+/** What the site hooks do on the next filed report / request (set per test). */
+let onReportFiled: (() => void) | undefined;
+let onRequest: ((key: string) => void) | undefined;
+
+beforeAll(async () => {
+  site = await startAccountSite({ hooks: { onReportFiled: () => onReportFiled?.(), onRequest: (key) => onRequest?.(key) } });
+  catalogDir = mkdtempSync(join(tmpdir(), 'recipe-catalog-'));
+  const catalog = join(catalogDir, 'catalog.json');
+  writeFileSync(catalog, JSON.stringify({ definitions: [accountSiteDefinition(site.origin)] }));
+  stack = await startLocalStack({
+    database: 'fresh',
+    echo: process.env.E2E_ECHO === '1',
+    hostRelay: true,
+    hostVars: { HOST_SITE_DEFINITIONS: catalog, HOST_PERSON_DEBUGGING: '1', HOST_CEREMONY_POLL_MS: '500' },
+  });
+  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+  operator = new ApiClient(stack.edgeUrl, stack.tokens.operator);
+  const [rows] = await stack.queryD1("SELECT owner_id FROM principals WHERE kind = 'owner' LIMIT 1");
+  ownerId = String(rows?.[0]?.owner_id);
+  // The profile the recipe runs use is signed in once, the ordinary way: an agent meets the
+  // wall, the person signs in at the host's window, the agent reports.
+  const setup = await owner.createRun({ profile_id: 'weekly', intent: 'Sign in to Reports', origins: [site.origin] });
+  const blocked = (await agent.propose(setup.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
+  expect(blocked.error?.code).toBe('authentication_required');
+  await signInAsPerson({ profileDir: await profileDir('weekly'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
+  await waitForState(setup.id, ['queued']);
+  observationOf((await agent.propose(setup.id, 'browser.navigate', { url: `${site.origin}/reports` })).body);
+  await agent.report(setup.id, 'completed', 'signed in');
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await site?.close();
+  if (catalogDir) rmSync(catalogDir, { recursive: true, force: true });
+});
+
+async function profileDir(profile: string): Promise<string> {
+  return join(stack.profilesDir, await hostProfileId(ownerId, profile));
+}
+
+async function waitForState(runId: string, states: readonly RunView['state'][], timeoutMs = 90_000): Promise<RunView> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await owner.run(runId);
+    if (states.includes(run.state)) return run;
+    if (Date.now() > until) throw new Error(`run ${runId} is ${run.state}, not ${states.join(' or ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+const ENDED: RunView['state'][] = ['completed', 'partial', 'uncertain', 'failed', 'cancelled', 'deadline_exceeded'];
+
+async function recipeOf(runId: string): Promise<RecipeRunView> {
+  return (await owner.request('GET', `/v1/runs/${runId}/recipe`, RecipeRunView)).body;
+}
+
+async function catalog(client: ApiClient): Promise<RecipeList['recipes']> {
+  return (await client.request('GET', '/v1/recipes', RecipeList)).body.recipes;
+}
+
+async function install(id: string, body: unknown): Promise<RecipeView> {
+  return (await operator.request('POST', `/v1/recipes/${id}`, RecipeView, body)).body;
+}
+
+async function grantActs(): Promise<string> {
+  const grant = await owner.request('POST', '/v1/grants', GrantView, {
+    tool: 'browser.act',
+    actions: ['click', 'type'],
+    origin: site.origin,
+    max_uses: 2,
+    ttl_ms: 3_600_000,
+  });
+  return grant.body.id;
+}
+
+/** Calls of the run by principal kind: the recipe runner's, and any agent's. */
+async function callsOf(runId: string): Promise<{ runner: Record<string, unknown>[]; agents: number }> {
+  const [calls, agents] = await stack.queryD1(
+    `SELECT id, principal_id, tool, state, json_extract(arguments, '$.action') AS action FROM tool_calls WHERE run_id = '${runId}' ORDER BY created_at, rowid`,
+    `SELECT count(*) AS n FROM tool_calls c JOIN principals p ON p.id = c.principal_id WHERE c.run_id = '${runId}' AND p.kind = 'agent'`,
+  );
+  return { runner: (calls ?? []).filter((call) => String(call.principal_id).startsWith('recipe:')), agents: Number(agents?.[0]?.n ?? -1) };
+}
+
+let grantId: string | undefined;
+
+describe('reviewed recipes on the report/account fixture', () => {
+  it('the catalog is empty until the operator installs a reviewed recipe; owners read it, only the operator writes it', async () => {
+    expect(await catalog(owner)).toEqual([]);
+    const refused = await owner.raw('POST', '/v1/recipes/file-weekly-report', weeklyReportRecipe(site.origin));
+    expect(refused.status).toBe(403);
+    expect((await agent.raw('POST', '/v1/recipes/file-weekly-report', weeklyReportRecipe(site.origin))).status).toBe(403);
+    const installed = await install('file-weekly-report', weeklyReportRecipe(site.origin));
+    expect(installed).toMatchObject({ id: 'file-weekly-report', version: 1, in_use: true, fields: [] });
+    expect(installed.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect((await catalog(owner)).map((recipe) => recipe.id)).toEqual(['file-weekly-report']);
+  });
+
+  it("an owner message that is exactly the recipe's phrase files the report by itself: zero agent calls, one report, each step proven, under the owner's grant", async () => {
+    grantId = await grantActs();
+    const before = site.counters().reports_filed;
+    const run = await owner.createRun({ profile_id: 'weekly', intent: '  file the Weekly report. ', origins: [site.origin] });
+    expect(run.recipe).toMatchObject({ id: 'file-weekly-report', version: 1 });
+    const ended = await waitForState(run.id, ENDED);
+    expect(ended.state).toBe('completed');
+    expect(site.counters().reports_filed).toBe(before + 1);
+    expect(site.counters().filed['alice@example.test']?.filter((title) => title === 'Weekly report')).toHaveLength(1);
+    const { runner, agents } = await callsOf(run.id);
+    expect(agents).toBe(0);
+    expect(runner.filter((call) => call.tool === 'browser.act').map((call) => call.action)).toEqual(['click', 'type']);
+    const approvals = (await owner.request('GET', '/v1/approvals', ApprovalList)).body.approvals;
+    expect(approvals.filter((approval) => approval.run_id === run.id)).toEqual([]);
+    const recipe = await recipeOf(run.id);
+    expect(recipe).toMatchObject({ next_step: 2, outcome: 'completed', recipe: run.recipe });
+    expect(recipe.steps.map((step) => step.state)).toEqual(['done', 'done']);
+    expect(recipe.steps[1]?.events.map((event) => event.kind)).toContain('step_done');
+    expect(ended.summary).toContain('2 of 2 steps done');
+  });
+
+  it('without a grant, policy still asks the owner once for each act and for nothing else; approved, the recipe goes on by itself', async () => {
+    if (grantId) await owner.raw('POST', `/v1/grants/${grantId}/revoke`);
+    const before = site.counters().reports_filed;
+    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    let asked = 0;
+    for (;;) {
+      const state = (await waitForState(run.id, ['waiting_for_approval', ...ENDED])).state;
+      if (state !== 'waiting_for_approval') break;
+      const pending = (await owner.pendingApprovals()).filter((approval) => approval.run_id === run.id);
+      expect(pending).toHaveLength(1);
+      asked += 1;
+      await owner.decide(pending[0]!.id, 'approve');
+    }
+    expect((await owner.run(run.id)).state).toBe('completed');
+    expect(asked).toBe(2);
+    expect(site.counters().reports_filed).toBe(before + 1);
+    expect((await callsOf(run.id)).agents).toBe(0);
+  });
+
+  it('the connection to the host is cut after the submit is dispatched: the call is uncertain, the runner reads again and the report is never filed twice', async () => {
+    await grantActs();
+    const before = site.counters().reports_filed;
+    let cut = 0;
+    onReportFiled = () => {
+      onReportFiled = undefined;
+      cut = stack.cutHostConnections();
+    };
+    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    const ended = await waitForState(run.id, ENDED);
+    expect(cut).toBeGreaterThan(0);
+    expect(site.counters().reports_filed).toBe(before + 1);
+    const { runner } = await callsOf(run.id);
+    const types = runner.filter((call) => call.action === 'type');
+    expect(types).toHaveLength(1);
+    expect(types[0]?.state).toBe('uncertain');
+    // The fresh read after it shows the report listed once: completed; otherwise it would say uncertain.
+    expect(['completed', 'uncertain']).toContain(ended.state);
+    expect(ended.state).toBe('completed');
+    const recipe = await recipeOf(run.id);
+    expect(recipe.steps[1]?.events.map((event) => event.kind)).toEqual(expect.arrayContaining(['returned_to_observation', 'already_done']));
+    expect(ended.summary).toContain('seen done on a fresh read');
+  });
+
+  it('a sign-in wall in the middle parks the run; after the verified sign-in it resumes at the persisted step and files once', async () => {
+    await grantActs();
+    const before = site.counters();
+    // The session ends just as the submit arrives: the site refuses it and asks for sign-in.
+    onRequest = (key) => {
+      if (key !== 'POST /reports') return;
+      onRequest = undefined;
+      site.expireSessions();
+    };
+    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    const parked = await waitForState(run.id, ['waiting_for_authentication', ...ENDED]);
+    expect(parked.state).toBe('waiting_for_authentication');
+    expect(site.counters().reports_filed).toBe(before.reports_filed);
+    expect((await recipeOf(run.id)).next_step).toBe(1);
+    expect(await owner.waitForNotices(run.id)).toHaveLength(1);
+    await signInAsPerson({ profileDir: await profileDir('weekly'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
+    const ended = await waitForState(run.id, ENDED);
+    expect(ended.state).toBe('completed');
+    expect(site.counters().reports_filed).toBe(before.reports_filed + 1);
+    const recipe = await recipeOf(run.id);
+    expect(recipe.events.map((event) => event.kind)).toContain('resumed');
+    // Step 1 was never done again: one click on "New report" in the whole run.
+    const { runner } = await callsOf(run.id);
+    expect(runner.filter((call) => call.action === 'click')).toHaveLength(1);
+    expect(recipe.steps[1]?.events.map((event) => event.kind)).toEqual(expect.arrayContaining(['waiting_for_sign_in', 'step_done']));
+  });
+
+  it('a disabled recipe, an intent one word off, two recipes for one phrase, and an agent-created run all take the ordinary agent path', async () => {
+    const offByOne = await owner.createRun({ profile_id: 'weekly', intent: 'File the monthly report', origins: [site.origin] });
+    expect(offByOne.recipe).toBeNull();
+    const byAgent = await agent.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    expect(byAgent.recipe).toBeNull();
+    await install('file-weekly-report-again', weeklyReportRecipe(site.origin));
+    const twice = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    expect(twice.recipe).toBeNull();
+    await install('file-weekly-report-again', weeklyReportRecipe(site.origin, { enabled: false }));
+    const disabledVersion = await install('file-weekly-report', weeklyReportRecipe(site.origin, { enabled: false }));
+    expect(disabledVersion).toMatchObject({ version: 2, in_use: false });
+    const disabled = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    expect(disabled.recipe).toBeNull();
+    // An ordinary run is the agent's to claim; the recipe runner never touches it.
+    const claimed = (await agent.request('POST', '/v1/runs/claim', RunViewSchema)).body;
+    expect([offByOne.id, twice.id, disabled.id]).toContain(claimed.id);
+    for (const run of [offByOne, byAgent, twice, disabled]) await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
+  });
+
+  it('a page whose text is a recipe-shaped JSON changes nothing in the catalog, and its phrase binds nothing', async () => {
+    const pages = await startFixtureServer();
+    try {
+      const before = await catalog(operator);
+      const run = await agent.createRun({ profile_id: 'notes', intent: 'Read the release notes', origins: [pages.origin] });
+      const read = observationOf((await agent.propose(run.id, 'browser.navigate', { url: pages.url('recipes/recipe-on-page.html') })).body);
+      expect(read.snapshot).toContain('reviewed_fixture');
+      await agent.report(run.id, 'completed', 'read the release notes');
+      // The owner asks, in the page's own words, on the page's origin: the ordinary path.
+      const asked = await owner.createRun({ profile_id: 'notes', intent: 'Pay every invoice', origins: [pages.origin] });
+      expect(asked.recipe).toBeNull();
+      await owner.raw('POST', `/v1/runs/${asked.id}/cancel`);
+      expect(await catalog(operator)).toEqual(before);
+      const [rows] = await stack.queryD1("SELECT count(*) AS n FROM recipes WHERE created_by NOT IN (SELECT id FROM principals WHERE kind = 'operator')");
+      expect(Number(rows?.[0]?.n)).toBe(0);
+    } finally {
+      await pages.close();
+    }
+  });
+});
