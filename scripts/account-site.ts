@@ -145,19 +145,18 @@ export interface AccountSiteOptions {
 /**
  * The reviewed recipe for this fixture (issue 19, ADR-0164 part 5): "File the weekly report" on
  * the site served at `origin`, in two steps from `/reports`: open "New report" (proven by the
- * Title field), then type the title and submit (proven by the title listed, exactly once, in
- * "Filed reports"). The title is `title` as written here, or, with `fromField`, the owner's
- * message field of that name. Justified by test/e2e/recipes.test.ts on this fixture.
+ * Title field), then type the owner's `title` field and submit (proven by that title listed,
+ * exactly once, in "Filed reports"). An owner's message with that phrase and a `title` field
+ * binds a run to it. Justified by test/e2e/recipes.test.ts on this fixture.
  */
-export function weeklyReportRecipe(origin: string, options: { title?: string; fromField?: string; enabled?: boolean } = {}): RecipeBody {
-  const title = options.title ?? 'Weekly report';
+export function weeklyReportRecipe(origin: string, options: { enabled?: boolean } = {}): RecipeBody {
   return {
     enabled: options.enabled ?? true,
     reviewed_fixture: 'scripts/account-site.ts',
     origin,
     phrases: ['File the weekly report'],
     start_path: '/reports',
-    description: 'Files a report titled like the week on the Reports fixture site.',
+    description: "Files a report titled with the owner's title field on the Reports fixture site.",
     steps: [
       {
         title: 'Open the new report form',
@@ -170,9 +169,9 @@ export function weeklyReportRecipe(origin: string, options: { title?: string; fr
         title: 'Type the title and file the report',
         expect: { kind: 'control', role: 'textbox', name: 'Title' },
         target: { role: 'textbox', name: 'Title' },
-        action: { kind: 'type', value: options.fromField ? { field: options.fromField } : { text: title }, submit: true },
+        action: { kind: 'type', value: { field: 'title' }, submit: true },
         postcondition: {
-          success: { kind: 'row', collection: { role: 'list', name: 'Filed reports' }, cells: { text: title } },
+          success: { kind: 'row', collection: { role: 'list', name: 'Filed reports' }, cells: { text: '{{title}}' } },
           timeout_ms: 3_000,
         },
       },

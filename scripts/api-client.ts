@@ -54,7 +54,7 @@ export class ApiClient {
     return { status: answer.status, body: schema.parse(answer.body) };
   }
 
-  createRun(body: { profile_id: string; intent: string; origins: string[]; deadline_ms?: number }) {
+  createRun(body: { profile_id: string; intent: string; origins: string[]; deadline_ms?: number; fields?: Record<string, string> }) {
     return this.request('POST', '/v1/runs', RunView, body).then((a) => a.body);
   }
 

@@ -89,6 +89,9 @@ async function submit(page: Page, options: { username: string; password: string 
   await password.click({ timeout });
   await password.pressSequentially(options.password, { delay: 10, timeout });
   const answered = page.waitForResponse((response) => response.request().method() === 'POST' && new URL(response.url()).pathname === '/signin', { timeout });
+  // When the click itself fails (the host closed the window as the sign-in went through), the
+  // wait is never awaited: its rejection must not surface as an unhandled one.
+  answered.catch(() => undefined);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click({ timeout });
   await answered;
   await page.waitForLoadState('load', { timeout: Math.max(1, endsAt - Date.now()) });

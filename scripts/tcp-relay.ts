@@ -1,5 +1,5 @@
-import { createConnection, createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { createConnection, createServer, type Socket } from 'node:net';
 
 /**
  * A loopback TCP relay in front of the browser host, for tests that cut the edge's connection to
@@ -27,13 +27,16 @@ export async function startTcpRelay(targetPort: number): Promise<TcpRelay> {
     const outbound = createConnection({ host: '127.0.0.1', port: targetPort });
     const pair: [Socket, Socket] = [inbound, outbound];
     open.add(pair);
-    const end = () => {
-      open.delete(pair);
+    // An ordinary end is passed on as an end (pipe does that), so nothing in flight is lost; an
+    // error tears both down. Only cut() destroys connections that are still open.
+    const forget = () => open.delete(pair);
+    const fail = () => {
+      forget();
       inbound.destroy();
       outbound.destroy();
     };
-    inbound.on('error', end).on('close', end);
-    outbound.on('error', end).on('close', end);
+    inbound.on('error', fail).on('close', forget);
+    outbound.on('error', fail).on('close', forget);
     inbound.pipe(outbound);
     outbound.pipe(inbound);
   });

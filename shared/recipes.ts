@@ -85,7 +85,8 @@ export type RecipeAction = z.infer<typeof RecipeAction>;
 /**
  * One step: the state expected before it (a predicate of the postcondition language, read on a
  * fresh observation), the target, the action, and the postcondition that proves it. The step is
- * recorded done only when its postcondition is satisfied.
+ * recorded done only when its postcondition is satisfied. Texts of the expected state and the
+ * postcondition may name a field of the owner's message as `{{field}}`.
  */
 export const RecipeStep = z
   .strictObject({
@@ -156,14 +157,51 @@ export const RecipeBody = z
   });
 export type RecipeBody = z.infer<typeof RecipeBody>;
 
-/** The fields of the owner's message a recipe types from, in order of first use. */
+/**
+ * A placeholder for a field of the owner's message inside a step's expected state or
+ * postcondition text: `{{title}}` reads as the value the owner gave, so a step can prove that
+ * exactly what it typed is now listed ("Week 49", not any earlier report).
+ */
+const FIELD_PLACEHOLDER = /\{\{([a-z][a-z0-9_]{0,31})\}\}/g;
+
+/** The strings of a JSON value, depth first. */
+function* stringsOf(value: unknown): Generator<string> {
+  if (typeof value === 'string') yield value;
+  else if (Array.isArray(value)) for (const item of value) yield* stringsOf(item);
+  else if (value !== null && typeof value === 'object') for (const [key, item] of Object.entries(value)) yield* [key, ...stringsOf(item)];
+}
+
+/**
+ * The fields of the owner's message a recipe needs, in order of first use: those its steps type
+ * or select, and those its expected states and postconditions name as `{{field}}`.
+ */
 export function fieldsOfRecipe(body: Pick<RecipeBody, 'steps'>): string[] {
   const fields: string[] = [];
+  const add = (field: string) => {
+    if (!fields.includes(field)) fields.push(field);
+  };
   for (const step of body.steps) {
+    for (const text of stringsOf([step.expect, step.postcondition])) for (const match of text.matchAll(FIELD_PLACEHOLDER)) add(match[1]!);
     const value = step.action.kind === 'type' || step.action.kind === 'select' ? step.action.value : undefined;
-    if (value !== undefined && 'field' in value && !fields.includes(value.field)) fields.push(value.field);
+    if (value !== undefined && 'field' in value) add(value.field);
   }
   return fields;
+}
+
+/**
+ * `value` (a predicate or condition of a step) with every `{{field}}` replaced by the owner's
+ * value of that field (an absent field reads as empty). Trusted values only: the owner's message,
+ * never the page.
+ */
+export function withFields<T>(value: T, fields: Readonly<Record<string, string>>): T {
+  const fill = (text: string) => text.replace(FIELD_PLACEHOLDER, (_whole, name: string) => fields[name] ?? '');
+  const visit = (item: unknown): unknown => {
+    if (typeof item === 'string') return fill(item);
+    if (Array.isArray(item)) return item.map(visit);
+    if (item !== null && typeof item === 'object') return Object.fromEntries(Object.entries(item).map(([key, inner]) => [fill(key), visit(inner)]));
+    return item;
+  };
+  return visit(value) as T;
 }
 
 /** One version of a recipe as the catalog keeps it, with the SHA-256 of its canonical JSON. */

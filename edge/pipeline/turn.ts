@@ -1,7 +1,7 @@
 import { and, desc, eq, gte, isNotNull, sql } from 'drizzle-orm';
 import { ANY_URL_SHOWN, canonicalPageUrl } from '../../shared/page-url.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
-import { messages, type RunRow, toolCalls } from '../db/schema.ts';
+import { messages, type RunRow, signInEpisodes, signInWaits, toolCalls } from '../db/schema.ts';
 import type { Authority } from '../policy/decide.ts';
 import type { Ports } from '../ports.ts';
 
@@ -55,7 +55,8 @@ export function authorityOf(run: Pick<RunRow, 'kind' | 'scheduleId'>, newest: { 
  * act's element reference always does (it was read off an observation); a navigation does when
  * its URL, in canonical form (shared/page-url.ts), is one that page content showed in a result
  * this turn received (or the page showed more URLs than are recorded), unless it is one of the
- * run's own: a target of its earlier navigations. Observe arguments never do.
+ * run's own: a target of its earlier navigations, or the page one of its resolved sign-ins was
+ * verified against. Observe arguments never do.
  */
 export async function carriesPageDerivedReferences(ports: Ports, run: RunRow, invocation: ToolInvocation, turn: TurnContext): Promise<boolean> {
   const traits = callTraits(invocation);
@@ -88,5 +89,22 @@ export async function carriesPageDerivedReferences(ports: Ports, run: RunRow, in
     .where(and(eq(toolCalls.runId, run.id), isNotNull(toolCalls.ownUrls), contains(toolCalls.ownUrls, url)))
     .limit(1)
     .get();
-  return own === undefined;
+  if (own !== undefined) return false;
+  return !(await verifiedProtectedPages(ports, run.id)).includes(url);
+}
+
+/**
+ * The canonical URLs of the pages the run's resolved sign-ins were verified against (ADR-0164
+ * part 3): the host's ceremony loaded each of them for the run and proved it signed in, so going
+ * back to one after the sign-in is the run's own continuation, not a page's suggestion (no
+ * second interruption for one sign-in episode).
+ */
+async function verifiedProtectedPages(ports: Ports, runId: string): Promise<string[]> {
+  const rows = await ports.db
+    .select({ url: signInEpisodes.protectedUrl })
+    .from(signInWaits)
+    .innerJoin(signInEpisodes, eq(signInEpisodes.id, signInWaits.episodeId))
+    .where(and(eq(signInWaits.runId, runId), eq(signInWaits.state, 'resolved'), eq(signInEpisodes.state, 'resolved')))
+    .limit(16);
+  return rows.flatMap((row) => canonicalPageUrl(row.url) ?? []);
 }

@@ -5,7 +5,7 @@ import { Observation } from '../../shared/observation.ts';
 import { withinOrigins } from '../../shared/origin.ts';
 import type { Predicate } from '../../shared/predicate.ts';
 import { conditionStatus, readPredicate } from '../../shared/predicate-evaluation.ts';
-import { MAX_RECIPE_CALLS, MAX_RECIPE_STEPS, type RecipeBody, type RecipeStep, type RecipeTarget, type RecipeValue } from '../../shared/recipes.ts';
+import { MAX_RECIPE_CALLS, MAX_RECIPE_STEPS, type RecipeBody, type RecipeStep, type RecipeTarget, type RecipeValue, withFields } from '../../shared/recipes.ts';
 import { CURRENT_TOOL_VERSION } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
@@ -215,6 +215,12 @@ class RecipeDrive {
     }
   }
 
+  /** Step `index` with the owner's fields filled into its expected state and postcondition. */
+  private stepOf(index: number): RecipeStep {
+    const step = this.recipe.steps[index]!;
+    return { ...step, expect: withFields(step.expect, this.fields), postcondition: withFields(step.postcondition, this.fields) };
+  }
+
   /** Reads the run (ended first when past its deadline) and its progress. */
   private async load(): Promise<void> {
     const run = await this.ports.db.select().from(runs).where(eq(runs.id, this.runId)).get();
@@ -245,7 +251,7 @@ class RecipeDrive {
    * to be executed again), else why the drive stops.
    */
   private async executeStep(index: number): Promise<DriveOutcome | undefined> {
-    const step = this.recipe.steps[index]!;
+    const step = this.stepOf(index);
     let read = await this.freshRead(index);
     if ('stop' in read) return read.stop;
     let selected: { reference: string; observation: Observation } | undefined;
@@ -436,9 +442,9 @@ class RecipeDrive {
    * next step's expected state is visible. When it is, the step's progress is persisted.
    */
   private async provenBy(index: number, observation: Observation, callId: string): Promise<boolean> {
-    const step = this.recipe.steps[index]!;
+    const step = this.stepOf(index);
     const status = conditionStatus(step.postcondition, observation);
-    const next = this.recipe.steps[index + 1];
+    const next = index + 1 < this.recipe.steps.length ? this.stepOf(index + 1) : undefined;
     const nextVisible = next !== undefined && readPredicate(next.expect, observation).matched;
     if (status !== 'satisfied' && !nextVisible) return false;
     await this.event(
@@ -569,7 +575,7 @@ class RecipeDrive {
    * else returns to observation, and only evidence moves the run on. A write is never sent again.
    */
   private async judge(index: number, call: ToolCallRow): Promise<ActOutcome> {
-    const step = this.recipe.steps[index]!;
+    const step = this.stepOf(index);
     const status = (call.phases as { postcondition?: { status?: string } }).postcondition?.status;
     const sent = call.state === 'succeeded' || call.state === 'uncertain' || call.state === 'dispatching';
     const already = (await eventsOf(this.ports, this.runId)).some((event) => event.toolCallId === call.id && event.kind === 'call');
@@ -659,7 +665,7 @@ class RecipeDrive {
       return read.stop;
     }
     if (await this.provenBy(index, read.observation, read.callId)) return 'done';
-    const step = this.recipe.steps[index]!;
+    const step = this.stepOf(index);
     await this.event(index, 'stopped', `Step ${index + 1}: no evidence that "${step.title}" took effect.`, {
       toolCallId: read.callId,
       evidence: { postcondition: conditionStatus(step.postcondition, read.observation), url: read.observation.url, revision: read.observation.revision },

@@ -48,6 +48,8 @@ beforeAll(async () => {
   const setup = await owner.createRun({ profile_id: 'weekly', intent: 'Sign in to Reports', origins: [site.origin] });
   const blocked = (await agent.propose(setup.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
   expect(blocked.error?.code).toBe('authentication_required');
+  // The ceremony has begun (its one notice is out): the sign-in window is the one to use.
+  await owner.waitForNotices(setup.id);
   await signInAsPerson({ profileDir: await profileDir('weekly'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
   await waitForState(setup.id, ['queued']);
   observationOf((await agent.propose(setup.id, 'browser.navigate', { url: `${site.origin}/reports` })).body);
@@ -93,7 +95,7 @@ async function grantActs(): Promise<string> {
     tool: 'browser.act',
     actions: ['click', 'type'],
     origin: site.origin,
-    max_uses: 2,
+    max_uses: 4,
     ttl_ms: 3_600_000,
   });
   return grant.body.id;
@@ -117,7 +119,7 @@ describe('reviewed recipes on the report/account fixture', () => {
     expect(refused.status).toBe(403);
     expect((await agent.raw('POST', '/v1/recipes/file-weekly-report', weeklyReportRecipe(site.origin))).status).toBe(403);
     const installed = await install('file-weekly-report', weeklyReportRecipe(site.origin));
-    expect(installed).toMatchObject({ id: 'file-weekly-report', version: 1, in_use: true, fields: [] });
+    expect(installed).toMatchObject({ id: 'file-weekly-report', version: 1, in_use: true, fields: ['title'] });
     expect(installed.hash).toMatch(/^[0-9a-f]{64}$/);
     expect((await catalog(owner)).map((recipe) => recipe.id)).toEqual(['file-weekly-report']);
   });
@@ -125,12 +127,12 @@ describe('reviewed recipes on the report/account fixture', () => {
   it("an owner message that is exactly the recipe's phrase files the report by itself: zero agent calls, one report, each step proven, under the owner's grant", async () => {
     grantId = await grantActs();
     const before = site.counters().reports_filed;
-    const run = await owner.createRun({ profile_id: 'weekly', intent: '  file the Weekly report. ', origins: [site.origin] });
+    const run = await owner.createRun({ profile_id: 'weekly', intent: '  file the Weekly report. ', origins: [site.origin], fields: { title: 'Week 49' } });
     expect(run.recipe).toMatchObject({ id: 'file-weekly-report', version: 1 });
     const ended = await waitForState(run.id, ENDED);
     expect(ended.state).toBe('completed');
     expect(site.counters().reports_filed).toBe(before + 1);
-    expect(site.counters().filed['alice@example.test']?.filter((title) => title === 'Weekly report')).toHaveLength(1);
+    expect(site.counters().filed['alice@example.test']?.filter((title) => title === 'Week 49')).toHaveLength(1);
     const { runner, agents } = await callsOf(run.id);
     expect(agents).toBe(0);
     expect(runner.filter((call) => call.tool === 'browser.act').map((call) => call.action)).toEqual(['click', 'type']);
@@ -146,7 +148,7 @@ describe('reviewed recipes on the report/account fixture', () => {
   it('without a grant, policy still asks the owner once for each act and for nothing else; approved, the recipe goes on by itself', async () => {
     if (grantId) await owner.raw('POST', `/v1/grants/${grantId}/revoke`);
     const before = site.counters().reports_filed;
-    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 50' } });
     let asked = 0;
     for (;;) {
       const state = (await waitForState(run.id, ['waiting_for_approval', ...ENDED])).state;
@@ -170,7 +172,7 @@ describe('reviewed recipes on the report/account fixture', () => {
       onReportFiled = undefined;
       cut = stack.cutHostConnections();
     };
-    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 51' } });
     const ended = await waitForState(run.id, ENDED);
     expect(cut).toBeGreaterThan(0);
     expect(site.counters().reports_filed).toBe(before + 1);
@@ -195,7 +197,7 @@ describe('reviewed recipes on the report/account fixture', () => {
       onRequest = undefined;
       site.expireSessions();
     };
-    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 52' } });
     const parked = await waitForState(run.id, ['waiting_for_authentication', ...ENDED]);
     expect(parked.state).toBe('waiting_for_authentication');
     expect(site.counters().reports_filed).toBe(before.reports_filed);
@@ -214,17 +216,20 @@ describe('reviewed recipes on the report/account fixture', () => {
   });
 
   it('a disabled recipe, an intent one word off, two recipes for one phrase, and an agent-created run all take the ordinary agent path', async () => {
-    const offByOne = await owner.createRun({ profile_id: 'weekly', intent: 'File the monthly report', origins: [site.origin] });
+    const offByOne = await owner.createRun({ profile_id: 'weekly', intent: 'File the monthly report', origins: [site.origin], fields: { title: 'Week 1' } });
+    const noTitle = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    expect(noTitle.recipe).toBeNull();
+    await owner.raw('POST', `/v1/runs/${noTitle.id}/cancel`);
     expect(offByOne.recipe).toBeNull();
     const byAgent = await agent.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
     expect(byAgent.recipe).toBeNull();
     await install('file-weekly-report-again', weeklyReportRecipe(site.origin));
-    const twice = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    const twice = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 1' } });
     expect(twice.recipe).toBeNull();
     await install('file-weekly-report-again', weeklyReportRecipe(site.origin, { enabled: false }));
     const disabledVersion = await install('file-weekly-report', weeklyReportRecipe(site.origin, { enabled: false }));
     expect(disabledVersion).toMatchObject({ version: 2, in_use: false });
-    const disabled = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
+    const disabled = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 1' } });
     expect(disabled.recipe).toBeNull();
     // An ordinary run is the agent's to claim; the recipe runner never touches it.
     const claimed = (await agent.request('POST', '/v1/runs/claim', RunViewSchema)).body;
@@ -236,7 +241,9 @@ describe('reviewed recipes on the report/account fixture', () => {
     const pages = await startFixtureServer();
     try {
       const before = await catalog(operator);
-      const run = await agent.createRun({ profile_id: 'notes', intent: 'Read the release notes', origins: [pages.origin] });
+      // The owner asks in the words the page's recipe answers to; the catalog has no such recipe.
+      const run = await owner.createRun({ profile_id: 'notes', intent: 'Read the release notes', origins: [pages.origin] });
+      expect(run.recipe).toBeNull();
       const read = observationOf((await agent.propose(run.id, 'browser.navigate', { url: pages.url('recipes/recipe-on-page.html') })).body);
       expect(read.snapshot).toContain('reviewed_fixture');
       await agent.report(run.id, 'completed', 'read the release notes');

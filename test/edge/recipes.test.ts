@@ -271,6 +271,8 @@ describe('the recipe runner', () => {
           expect: { kind: 'control', role: 'textbox', name: 'Title' },
           target: { role: 'textbox', name: 'Title' },
           action: { kind: 'type', value: { field: 'title' } },
+          // The proof names what was typed: the owner's value, filled in.
+          postcondition: { success: { kind: 'text', text: 'Filed {{title}}' }, timeout_ms: 0 },
         },
       ],
     });
@@ -284,11 +286,17 @@ describe('the recipe runner', () => {
       snapshot: '- main [ref=e1]:\n  - textbox "Title" [ref=e2]\n  - paragraph [ref=e3]: Page',
     });
     let revision = 0;
-    const host = siteHost({ read: () => form(++revision), act: () => form(++revision) });
+    const filed = (revision: number) => ({ ...hostPage(`${ORIGIN}/start`, revision), snapshot: '- main [ref=e1]:\n  - paragraph [ref=e3]: Filed Week 49' });
+    const host = siteHost({ read: () => form(++revision), act: () => filed(++revision) });
     const ports = portsWith(host);
     const run = await boundRun(ports, 'Press go', { title: 'Week 49' });
     expect(await driveToEnd(ports, run.id)).toBe('completed');
     expect(host.calls.find((sent) => sent.method === 'page.act')?.params.action).toMatchObject({ action: 'type', text: 'Week 49' });
+    const stored = await row(
+      "SELECT json_extract(arguments, '$.postcondition.success.text') AS proof FROM tool_calls WHERE run_id = ? AND tool = 'browser.act'",
+      run.id,
+    );
+    expect(stored).toEqual({ proof: 'Filed Week 49' });
   });
 
   it('asks the owner where policy says so: the run parks on the approval, with no extra prompt', async () => {
