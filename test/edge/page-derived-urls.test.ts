@@ -1,3 +1,4 @@
+import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { proposeToolCall } from '../../edge/pipeline/propose.ts';
 import type { Ports } from '../../edge/ports.ts';
@@ -155,5 +156,42 @@ describe('the host loads the URL policy decided on', () => {
     const run = await observedRun(host);
     await run.navigate(' HTTP://127.0.0.1:8123/settings?#section ');
     expect(host.calls.find((entry) => entry.method === 'page.navigate')?.params).toMatchObject({ url: `${ORIGIN}/settings#section` });
+  });
+});
+
+describe('after a sign-in', () => {
+  /** The run's sign-in at `protectedUrl`: an episode and the run's wait, both resolved (as a verified ceremony leaves them). */
+  async function resolvedSignIn(runId: string, protectedUrl: string, waitState: 'resolved' | 'fenced' = 'resolved') {
+    const suffix = runId.slice(-12);
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO sign_in_episodes (id, owner_id, profile_id, host_profile_id, origin, generation, ceremony_id, state, question, sign_in_url, protected_url, opened_at, resolved_at)
+         VALUES (?, ?, 'offers', 'hp', ?, 1, ?, 'resolved', 'q', ?, ?, 1, 2)`,
+      ).bind(`sie_${suffix}`, parties.owner.id, ORIGIN, `cer_${suffix}`, `${ORIGIN}/login`, protectedUrl),
+      env.DB.prepare(
+        `INSERT INTO sign_in_waits (id, run_id, episode_id, owner_id, host_profile_id, origin, question, generation, tool_call_id, state, created_at)
+         VALUES (?, ?, ?, ?, 'hp', ?, 'q', 1, 'call_x', ?, 1)`,
+      ).bind(`siw_${suffix}`, runId, `sie_${suffix}`, parties.owner.id, ORIGIN, waitState),
+    ]);
+  }
+
+  it("the page the run's resolved sign-in was verified against is the run's own: going back there after the sign-in asks nobody", async () => {
+    const host = offersHost();
+    const run = await observedRun(host);
+    await run.observe();
+    await resolvedSignIn((await run.runOf()).id, `${ORIGIN}/target`);
+    const back = await run.navigate(`${ORIGIN}/target`);
+    expect(back.status).toBe(200);
+    expect(back.call.phases).toMatchObject({ decision: { effect: 'allow', tainted: true } });
+    // Only that page: another link the page showed still needs the owner.
+    expect(await deniedAfterAsking(await run.navigate(`${ORIGIN}/promo`))).toMatchObject({ decision: { effect: 'approval', overlay: 'external_untrusted' } });
+  });
+
+  it('a sign-in that did not resolve for the run (its wait fenced) makes nothing its own', async () => {
+    const host = offersHost();
+    const run = await observedRun(host);
+    await run.observe();
+    await resolvedSignIn((await run.runOf()).id, `${ORIGIN}/target`, 'fenced');
+    expect(await deniedAfterAsking(await run.navigate(`${ORIGIN}/target`))).toMatchObject({ decision: { effect: 'approval', overlay: 'external_untrusted' } });
   });
 });
