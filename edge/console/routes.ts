@@ -31,6 +31,8 @@ import { callSummary } from '../pipeline/views.ts';
 import { profileInForce } from '../policy/profile.ts';
 import type { Ports } from '../ports.ts';
 import { revokeProfile } from '../profiles/revocation.ts';
+import { listRecipes } from '../recipes/catalog.ts';
+import { eventsOf } from '../recipes/progress.ts';
 import { kickRecipeRuns } from '../recipes/runner.ts';
 import { claimLiveView, issueLiveViewLink, type LiveViewRelay, readLiveViewLink, relayLiveView } from '../sign-in/live-view.ts';
 import { listNotices, listSignIns, restartSignIn } from '../sign-in/owner-views.ts';
@@ -176,6 +178,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .use('/console/grants/*', requireSession)
   .use('/console/sign-ins/*', requireSession)
   .use('/console/profiles/*', requireSession)
+  .use('/console/recipes', requireSession)
   .use('/console/screenshots/*', requireSession)
   .use('/console/live/*', requireSession)
   .get('/console', async (c) => c.html(inboxPage(await inboxItems(c), c.var.session.csrfToken, c.var.ports.clock.now(), c.req.query('notice'))))
@@ -203,7 +206,34 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
       .get();
     if (!run || run.ownerId !== c.var.session.ownerId)
       return c.html(layout('Not found', html`<p>No such run.</p>`, { csrfToken: c.var.session.csrfToken }), 404);
-    return c.html(runPage({ ...run, report: run.reportSummary }, await timelineOf(c.var.ports, run.id, run.ownerId), c.var.session.csrfToken));
+    const recipe = run.recipeId === null ? null : `${run.recipeId} version ${run.recipeVersion} (hash ${run.recipeHash?.slice(0, 12)})`;
+    return c.html(runPage({ ...run, report: run.reportSummary, recipe }, await timelineOf(c.var.ports, run.id, run.ownerId), c.var.session.csrfToken));
+  })
+  // The reviewed recipe catalog, read-only: only the operator publishes (issue 19).
+  .get('/console/recipes', async (c) => {
+    const things = (await listRecipes(c.var.ports)).map(
+      (recipe): ListedThing => ({
+        title: `${recipe.id} (version ${recipe.version})`,
+        details: [
+          ['Asked as', recipe.phrases.map((phrase) => `"${phrase}"`).join(', ')],
+          ['Site', recipe.origin],
+          ['State', recipe.in_use ? 'in use' : !recipe.enabled ? 'disabled' : 'not reviewed (names no fixture)'],
+          ['Reviewed against', recipe.reviewed_fixture || 'nothing'],
+          ['Steps', recipe.steps.map((step, index) => `${index + 1}. ${step.title}`).join(' ')],
+          ...(recipe.fields.length > 0 ? ([['Needs from your message', recipe.fields.join(', ')]] as const) : []),
+          ['Hash', recipe.hash],
+        ],
+      }),
+    );
+    return c.html(
+      listPage(
+        '/console/recipes',
+        'Reviewed recipes',
+        things,
+        c.var.session.csrfToken,
+        'No recipes: the catalog is empty until the operator publishes one (POST /v1/recipes/{id}).',
+      ),
+    );
   })
   // A screenshot of the owner's (issue 15); another owner's, or one whose retention ended, is 404.
   .get('/console/screenshots/:id', async (c) => {
@@ -482,6 +512,7 @@ async function timelineOf(ports: Ports, runId: string, ownerId: string): Promise
     ports.db.select().from(notices).where(eq(notices.runId, runId)).orderBy(notices.createdAt),
     screenshotsOfRun(ports, ownerId, runId),
   ]);
+  const recipeSteps = await eventsOf(ports, runId);
   const entries: TimelineEntry[] = [
     ...calls.map((call): TimelineEntry => {
       const phases = (call.phases ?? {}) as CallPhases;
@@ -508,6 +539,18 @@ async function timelineOf(ports: Ports, runId: string, ownerId: string): Promise
       }),
     ),
     ...runNotices.map((notice): TimelineEntry => ({ at: notice.createdAt, what: 'Notice to you', details: [['Text', notice.text]] })),
+    // A recipe-bound run's steps, with their evidence and calls (issue 19).
+    ...recipeSteps.map(
+      (event): TimelineEntry => ({
+        at: event.createdAt,
+        what: `Recipe${event.step === null ? '' : ` step ${event.step + 1}`}: ${event.summary}`,
+        details: [
+          ['Kind', event.kind.replaceAll('_', ' ')],
+          ...(event.toolCallId ? ([['Call', event.toolCallId]] as const) : []),
+          ...(Object.keys(event.evidence).length > 0 ? ([['Evidence', JSON.stringify(event.evidence).slice(0, 400)]] as const) : []),
+        ],
+      }),
+    ),
   ];
   return entries.sort((a, b) => a.at - b.at);
 }

@@ -112,6 +112,17 @@ async function callsOf(runId: string): Promise<{ runner: Record<string, unknown>
 
 let grantId: string | undefined;
 
+/** A console session of the owner (the sign-in form with the owner's token): its cookie. */
+async function consoleSession(): Promise<string> {
+  const answer = await fetch(`${stack.edgeUrl}/console/sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: stack.edgeUrl },
+    body: new URLSearchParams({ token: stack.tokens.owner }).toString(),
+  });
+  return (answer.headers.get('Set-Cookie') ?? '').split(';')[0]!;
+}
+
 describe('reviewed recipes on the report/account fixture', () => {
   it('the catalog is empty until the operator installs a reviewed recipe; owners read it, only the operator writes it', async () => {
     expect(await catalog(owner)).toEqual([]);
@@ -143,6 +154,15 @@ describe('reviewed recipes on the report/account fixture', () => {
     expect(recipe.steps.map((step) => step.state)).toEqual(['done', 'done']);
     expect(recipe.steps[1]?.events.map((event) => event.kind)).toContain('step_done');
     expect(ended.summary).toContain('2 of 2 steps done');
+
+    // The owner's console shows the catalog (read-only) and the run's steps with their evidence.
+    const cookie = await consoleSession();
+    const recipes = await (await fetch(`${stack.edgeUrl}/console/recipes`, { headers: { Cookie: cookie } })).text();
+    expect(recipes).toContain('file-weekly-report (version 1)');
+    expect(recipes).not.toContain('<form method="post" action="/console/recipes');
+    const timeline = await (await fetch(`${stack.edgeUrl}/console/runs/${run.id}`, { headers: { Cookie: cookie } })).text();
+    expect(timeline).toContain('Carried out by the reviewed recipe file-weekly-report version 1');
+    expect(timeline).toContain('Recipe step 2: Step 2 is done');
   });
 
   it('without a grant, policy still asks the owner once for each act and for nothing else; approved, the recipe goes on by itself', async () => {
