@@ -4,7 +4,9 @@
  * HTTP, prints a transcript and the run's rows read back from D1; then a short part of that
  * journey over MCP with the official client SDK (scripts/mcp-journey.ts); then a sign-in episode against
  * the account fixture site (the run parks, the scripted owner signs in through the console's live
- * view of the headed window, the run resumes by itself) with its timeline; shuts everything down, and exits 0 (1 when any step
+ * view of the headed window, the run resumes by itself) with its timeline; then a reviewed recipe
+ * on the same site (scripts/recipe-journey.ts: the operator installs it, the owner asks in its
+ * words, the edge's recipe runner files the report) with its steps and the site's counter; shuts everything down, and exits 0 (1 when any step
  * failed). The host runs with the shipped, empty site catalog: the sign-in is verified by the
  * differential check for unknown sites.
  */
@@ -12,6 +14,7 @@ import { type AccountSite, startAccountSite } from './account-site.ts';
 import { ApiClient } from './api-client.ts';
 import { LOCAL_OWNER_ID, type LocalStack, startLocalStack } from './local-stack.ts';
 import { runMcpJourney } from './mcp-journey.ts';
+import { runRecipeJourney } from './recipe-journey.ts';
 import { runSignInJourney } from './sign-in-journey.ts';
 import { runTodoJourney } from './todo-journey.ts';
 import { describeStep, table } from './transcript.ts';
@@ -85,8 +88,22 @@ try {
     throw new Error('the sign-in episode did not end with exactly one report, one notice, no approvals and a completed run');
   }
 
+  console.log(`\nA reviewed recipe on the account site ${accounts.origin} (the profile is signed in now):`);
+  const routine = await runRecipeJourney(stack, accounts, 'reports', (line) => console.log(`  - ${line}`));
+  for (const step of routine.timeline.steps) {
+    console.log(`  step ${step.index + 1}, ${step.title}: ${step.state} (calls ${step.tool_call_ids.join(', ') || 'none'})`);
+    for (const event of step.events) console.log(`      ${event.kind.replaceAll('_', ' ')}: ${event.summary}`);
+  }
   console.log(
-    "\nDemo finished: on TodoMVC the bounded scroll ran without asking and every other act waited for the owner and was dispatched exactly once, over HTTP and over MCP alike; on the account site the owner's grant covered the acts, and the sign-in episode was resolved by one native sign-in through the console's live view and resumed by itself.",
+    `\n  run ${routine.finalRun.state} · calls ${routine.timeline.calls} of 64 · step executions ${routine.timeline.steps_begun} of 16 · agent calls ${routine.agentCalls} · approvals asked ${routine.approvals} · reports filed (the site's own counter): ${routine.reportsFiled}`,
+  );
+  console.log(`  report: ${routine.finalRun.summary?.replaceAll('\n', ' ') ?? ''}`);
+  if (routine.finalRun.state !== 'completed' || routine.reportsFiled !== 1 || routine.agentCalls !== 0) {
+    throw new Error('the recipe run did not end completed with exactly one report and no agent calls');
+  }
+
+  console.log(
+    "\nDemo finished: on TodoMVC the bounded scroll ran without asking and every other act waited for the owner and was dispatched exactly once, over HTTP and over MCP alike; on the account site the owner's grant covered the acts, the sign-in episode was resolved by one native sign-in through the console's live view and resumed by itself, and the reviewed recipe filed the weekly report by itself, one ordinary call at a time.",
   );
 } catch (error) {
   exitCode = 1;
