@@ -185,9 +185,11 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     // example call is a navigation, which needs none), and the run was already ended by the
     // example report.
     expect(Object.keys(live).sort()).toEqual(expect.arrayContaining(['call_', 'grt_', 'run_']));
-    // Two more fail by design: no sign-in episode exists on a fresh edge to restart, and the
-    // ceremony event example carries no valid signature.
+    // Three more fail by design: no sign-in episode exists on a fresh edge to restart, the
+    // ceremony event example carries no valid signature, and the example run takes the ordinary
+    // agent path (its intent is no recipe's phrase), so it has no recipe timeline.
     expect(unsuccessful.sort()).toEqual([
+      'GET /v1/runs/{id}/recipe',
       'POST /v1/approvals/{id}/decision',
       'POST /v1/host/ceremony-events',
       'POST /v1/runs/{id}/cancel',

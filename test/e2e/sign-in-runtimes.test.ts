@@ -4,11 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AccountSite, startAccountSite } from '../../scripts/account-site.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { runRecipeJourney } from '../../scripts/recipe-journey.ts';
 import { runSignInJourney } from '../../scripts/sign-in-journey.ts';
 
 // The demo's sign-in episode on the edge's other runtimes, over a SQLite file: the same waits,
 // one-batch resolution and callback as on Workers. The host runs with the shipped, empty site
-// catalog, so the sign-in is verified by the differential check for unknown sites.
+// catalog, so the sign-in is verified by the differential check for unknown sites. Then a reviewed
+// recipe on the same site: the recipe runner is the same code in-process.
 
 describe.each(['node', 'deno'] as const)('a sign-in episode, edge on %s', (runtime) => {
   let stack: LocalStack;
@@ -38,6 +40,13 @@ describe.each(['node', 'deno'] as const)('a sign-in episode, edge on %s', (runti
     );
     const [events] = await stack.queryD1('SELECT method, applied FROM ceremony_events');
     expect(events).toEqual([{ method: 'differential', applied: 1 }]);
+  });
+
+  it("runs a reviewed recipe in-process: the owner's exact phrase files the report once, with no agent", async () => {
+    // The profile the sign-in episode above signed in.
+    const record = await runRecipeJourney(stack, site, 'reports', () => {});
+    expect(record).toMatchObject({ reportsFiled: 1, agentCalls: 0, approvals: 0, finalRun: { state: 'completed' } });
+    expect(record.timeline.steps.map((step) => step.state)).toEqual(['done', 'done']);
   });
 
   it('serves the MCP endpoint too: the official client lists the tools and claims a run', async () => {
