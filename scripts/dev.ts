@@ -48,12 +48,26 @@ Tokens: AGENT_TOKEN, OWNER_TOKEN and OPERATOR_TOKEN in .dev.vars, e.g.
   curl -s -X POST ${stack.edgeUrl}/v1/runs -H "Authorization: Bearer $OWNER_TOKEN" -H 'Content-Type: application/json' \\
     -d '{"profile_id":"me","intent":"try it","origins":["${stack.siteOrigin}"]}'
   (the owner creates runs: their intent gives the agent's calls authority; the agent then claims the run)
+The cron pass runs every minute${runtime === 'workers' ? ' (fired by this script: wrangler dev does not fire cron triggers)' : ''}.
 Ctrl-C stops both.`);
+
+// wrangler dev never fires cron triggers by itself: fire the cron pass every minute, as the
+// deployed Worker's trigger does (schedules, sign-in maintenance, recipe runs that go on). The
+// Node and Deno entries run their own scheduler.
+const cron =
+  runtime === 'workers'
+    ? setInterval(() => {
+        stack
+          .triggerCron()
+          .catch((error: unknown) => console.error(`dev: the cron pass could not be triggered: ${error instanceof Error ? error.message : String(error)}`));
+      }, 60_000)
+    : undefined;
 
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
+  if (cron) clearInterval(cron);
   await stack.stop();
   process.exit(0);
 };

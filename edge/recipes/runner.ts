@@ -210,8 +210,13 @@ class RecipeDrive {
         if (outcome !== undefined) return outcome;
       }
     } catch (error) {
-      if (error instanceof DriveStop) return error.outcome;
-      throw error;
+      if (!(error instanceof DriveStop)) throw error;
+      if (error.outcome === 'ended') {
+        // The run ended under this drive (cancelled, past its deadline): record how, once.
+        await this.load().catch(() => undefined);
+        if (this.run !== undefined && (TERMINAL_RUN_STATES as readonly string[]).includes(this.run.state)) await this.noteEnded();
+      }
+      return error.outcome;
     }
   }
 
@@ -255,10 +260,21 @@ class RecipeDrive {
     let read = await this.freshRead(index);
     if ('stop' in read) return read.stop;
     let selected: { reference: string; observation: Observation } | undefined;
-    const actedBefore = await this.sentBefore(index);
+    const acted = await this.actsOf(index);
     for (let attempt = 0; selected === undefined; attempt++) {
       // This step acted before (a resumption, a lost answer): evidence that it took effect comes first.
-      if (actedBefore && (await this.provenBy(index, read.observation, read.callId))) return undefined;
+      if (acted.sent && (await this.provenBy(index, read.observation, read.callId))) return undefined;
+      if (acted.unproven !== undefined) {
+        // A write whose outcome is unknown is never sent again: only evidence could move the run on.
+        await this.event(index, 'stopped', `Step ${index + 1}: no evidence that its earlier act took effect; it is never sent again.`, {
+          toolCallId: read.callId,
+          evidence: { unproven_call: acted.unproven, url: read.observation.url, revision: read.observation.revision },
+        });
+        return this.end(
+          'uncertain',
+          `step ${index + 1} ("${step.title}") was sent (${acted.unproven}) but its outcome is uncertain: the fresh read shows neither its postcondition nor the next step's expected state; it was not sent again`,
+        );
+      }
       const expected = readPredicate(step.expect, read.observation);
       // Several candidates for the expected state are ambiguous evidence: like an ambiguous target, back to observation.
       if (!expected.matched && expected.candidates <= 1) {
@@ -428,13 +444,19 @@ class RecipeDrive {
     }
   }
 
-  /** Whether step `index` already sent an act in this run (so its effect may have happened). */
-  private async sentBefore(index: number): Promise<boolean> {
-    const events = await eventsOf(this.ports, this.runId);
-    return events.some(
+  /**
+   * The acts step `index` already sent in this run: whether any was (so its effect may have
+   * happened), and the last one whose outcome is unknown, if any: sent, not proven, and not
+   * answered by a sign-in wall (the site refused it for want of a session; the step is executed
+   * again after the sign-in, from a fresh read).
+   */
+  private async actsOf(index: number): Promise<{ sent: boolean; unproven: string | undefined }> {
+    const sent = (await eventsOf(this.ports, this.runId)).filter(
       (event) =>
         event.step === index && event.kind === 'call' && event.toolCallId !== null && event.evidence.tool === 'browser.act' && event.evidence.sent === true,
     );
+    const unproven = sent.filter((event) => event.evidence.sign_in_wall !== true).at(-1);
+    return { sent: sent.length > 0, unproven: unproven?.toolCallId ?? undefined };
   }
 
   /**
@@ -578,14 +600,20 @@ class RecipeDrive {
     const step = this.stepOf(index);
     const status = (call.phases as { postcondition?: { status?: string } }).postcondition?.status;
     const sent = call.state === 'succeeded' || call.state === 'uncertain' || call.state === 'dispatching';
+    await this.load();
+    const wall = call.state === 'succeeded' && this.run.state === 'waiting_for_authentication';
     const already = (await eventsOf(this.ports, this.runId)).some((event) => event.toolCallId === call.id && event.kind === 'call');
     if (!already && call.state !== 'waiting_for_approval') {
-      await this.event(index, 'call', `Step ${index + 1}: ${describeAction(step)} → ${call.state}${status ? ` (postcondition ${status})` : ''}.`, {
-        toolCallId: call.id,
-        evidence: { tool: call.tool, state: call.state, postcondition: status ?? null, code: call.errorCode, sent },
-      });
+      await this.event(
+        index,
+        'call',
+        `Step ${index + 1}: ${describeAction(step)} → ${call.state}${wall ? ', answered by a sign-in wall' : status ? ` (postcondition ${status})` : ''}.`,
+        {
+          toolCallId: call.id,
+          evidence: { tool: call.tool, state: call.state, postcondition: status ?? null, code: call.errorCode, sent, ...(wall ? { sign_in_wall: true } : {}) },
+        },
+      );
     }
-    await this.load();
     switch (call.state) {
       case 'waiting_for_approval':
         if (!(await eventsOf(this.ports, this.runId)).some((event) => event.toolCallId === call.id && event.kind === 'waiting_for_approval')) {

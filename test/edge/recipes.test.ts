@@ -347,6 +347,36 @@ describe('the recipe runner', () => {
     expect((await recipeRun(run.id)).steps[0]?.events.map((event) => event.kind)).toContain('already_done');
   });
 
+  it('an uncertain act whose fresh read meets a sign-in wall is still never sent again after the sign-in', async () => {
+    await publish(rid('press-go'), recipeOf(1, {}, 'Done'));
+    await grantClicks();
+    let acted = false;
+    let walled = false;
+    const host = siteHost({
+      act: () => {
+        acted = true;
+        throw new Error('the connection to the host closed');
+      },
+      read: (count) => {
+        if (!acted || walled) return undefined;
+        walled = true;
+        return { ...page(50 + count), url: `${ORIGIN}/login`, sign_in: { origin: ORIGIN, reasons: [{ code: 'password_field', detail: 'a visible password field' }] } };
+      },
+    });
+    const ports = portsWith(host);
+    const run = await boundRun(ports);
+    expect(await driveToEnd(ports, run.id)).toBe('waiting_for_authentication');
+    // The sign-in resolves (as a verified ceremony leaves it): the run is queued with no lease and no revision.
+    await env.DB.batch([
+      env.DB.prepare("UPDATE sign_in_waits SET state = 'resolved' WHERE run_id = ?").bind(run.id),
+      env.DB.prepare("UPDATE runs SET state = 'queued', claimed_by = NULL, lease_id = NULL, latest_revision = NULL WHERE id = ?").bind(run.id),
+    ]);
+    // The page shows the button again (no "Done"): only evidence could move the run on, and there is none.
+    expect(await driveToEnd(ports, run.id)).toBe('uncertain');
+    expect(host.calls.filter((sent) => sent.method === 'page.act')).toHaveLength(1);
+    expect((await loadRun(ports, owner(), run.id)).reportSummary).toContain('it was not sent again');
+  });
+
   it('an ambiguous target returns to observation; still ambiguous, the run ends partial without acting', async () => {
     await publish(rid('press-go'), recipeOf(1));
     await grantClicks();
