@@ -170,10 +170,15 @@ export async function holdRun(ports: Ports, principal: Principal, run: RunRow): 
 
 /**
  * Records a message on a run: trusted when the owner wrote it, untrusted when an agent relays it.
- * @throws DomainError('run_not_active') on a finished run.
+ * @throws DomainError('run_not_active') on a finished run; DomainError('forbidden') for an agent's
+ *   message on a recipe-bound run.
  */
 export async function addMessage(ports: Ports, principal: Principal, run: RunRow, text: string): Promise<MessageView> {
   if (TERMINAL_RUN_STATES.includes(run.state)) throw new DomainError('run_not_active', `the run is ${run.state}`);
+  // A relayed message would take the owner's authority from a recipe-bound run's turn (issue 19).
+  if (run.recipeId !== null && principal.kind !== 'owner') {
+    throw new DomainError('forbidden', `run ${run.id} is carried out by the reviewed recipe ${run.recipeId}; only its owner adds messages to it`);
+  }
   const now = ports.clock.now();
   const row = {
     id: newId('msg'),
