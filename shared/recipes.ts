@@ -214,6 +214,11 @@ export const RecipeView = RecipeBody.safeExtend({
   fields: z.array(z.string()),
   /** Whether selection may pick it: enabled and naming a reviewed fixture. */
   in_use: z.boolean(),
+  /**
+   * Other recipes in use on the same origin that share one of its phrases: while any does, a run
+   * asked in that phrase matches several recipes and takes the ordinary agent path.
+   */
+  clashes_with: z.array(z.string()),
   created_by: z.string(),
   created_at: z.string(),
 });

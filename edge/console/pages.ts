@@ -160,19 +160,19 @@ function parkedPicture(picture: Picture | undefined, target: ActTarget | null): 
   const visible = located && box.x < picture.width && box.y < picture.height && box.x + box.width > 0 && box.y + box.height > 0;
   const what = target ? `the ${target.role} ${JSON.stringify(target.name)}` : 'the target';
   return html`<figure class="shot">
-<div class="frame"><img src="/console/screenshots/${picture.id}" width="${picture.width}" height="${picture.height}" alt="The page when the agent asked${target ? html`, ${target.page_title}` : ''}">${
+<div class="frame"><img src="/console/screenshots/${picture.id}" width="${picture.width}" height="${picture.height}" alt="The page when the call was proposed${target ? html`, ${target.page_title}` : ''}">${
     visible
       ? html`<svg viewBox="0 0 ${picture.width} ${picture.height}" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="target-outline" x="${box.x}" y="${box.y}" width="${box.width}" height="${box.height}"></rect></svg>`
       : ''
   }</div>
 <figcaption>${
     visible
-      ? html`The page when the agent asked; ${what} is outlined in orange.`
+      ? html`The page when the call was proposed; ${what} is outlined in orange.`
       : target && located
-        ? html`The page when the agent asked; ${what} is not in the visible part of the page.`
+        ? html`The page when the call was proposed; ${what} is not in the visible part of the page.`
         : target
-          ? html`The page when the agent asked; ${what} could not be found on it (it may be hidden, or the page changed).`
-          : 'The page when the agent asked.'
+          ? html`The page when the call was proposed; ${what} could not be found on it (it may be hidden, or the page changed).`
+          : 'The page when the call was proposed.'
   }</figcaption>
 </figure>`;
 }

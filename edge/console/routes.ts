@@ -421,7 +421,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
             : `Not approved: the policy in force now ${decided.approval.state === 'denied' ? 'denies' : 'does not allow'} this call.`;
       if (allowance?.success && decided.approval.state === 'approved') notice += ` ${await allowTheSame(c.var.ports, owner, decided.call, allowance.data)}`;
       // A recipe-bound run goes on by itself once its step's call is decided (issue 19).
-      await kickRecipeRuns(c.var.ports, [decided.call.runId]);
+      if (decided.recipeBound) await kickRecipeRuns(c.var.ports, [decided.call.runId]);
     } catch (error) {
       if (!(error instanceof DomainError) || !['already_decided', 'run_not_active', 'not_found'].includes(error.code)) throw error;
       notice = `Not decided: ${error.message}.`;

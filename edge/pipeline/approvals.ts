@@ -46,6 +46,8 @@ export async function listApprovals(
  * exact arguments hash and the current policy hash, then one batch moves approval, call and run
  * and commits the effect watermark; only the request whose batch wins dispatches, so an approved
  * call dispatches exactly once. Deny: the call ends `denied` with a result the agent can read.
+ * `recipeBound` says whether the run is bound to a reviewed recipe, whose runner the caller
+ * then kicks (edge/recipes/runner.ts `kickRecipeRuns`).
  * @throws DomainError('not_found') for an unknown approval or another owner's;
  *   DomainError('already_decided') when it is no longer pending; DomainError('run_not_active') when the
  *   run passed its deadline or was cancelled.
@@ -55,7 +57,7 @@ export async function decideApproval(
   principal: Principal,
   approvalId: string,
   decision: 'approve' | 'deny',
-): Promise<{ approval: ApprovalRow; call: ToolCallRow }> {
+): Promise<{ approval: ApprovalRow; call: ToolCallRow; recipeBound: boolean }> {
   // The approval, its call, its run and the run's policy profile in force, in one statement.
   const joined = await ports.db
     .select({
@@ -84,8 +86,10 @@ export async function decideApproval(
 
   const now = ports.clock.now();
   const phases = (call.phases ?? {}) as CallPhases;
+  // A recipe-bound run's runner goes on once the call is decided (the caller kicks it; issue 19).
+  const recipeBound = run.recipeId !== null;
   if (decision === 'deny') {
-    return settleDenied(ports, principal, approval, call, run, phases, now, 'the owner denied this call');
+    return { ...(await settleDenied(ports, principal, approval, call, run, phases, now, 'the owner denied this call')), recipeBound };
   }
 
   const invocation = revalidatedInvocation(call, approval, await canonicalHash({ tool: call.tool, version: call.version, arguments: call.arguments }));
@@ -96,7 +100,7 @@ export async function decideApproval(
     stored: joined.policy ?? undefined,
   });
   if (current.effect === 'deny') {
-    return settleDenied(
+    const denied = await settleDenied(
       ports,
       principal,
       approval,
@@ -106,6 +110,7 @@ export async function decideApproval(
       now,
       `the policy changed and now denies this call: ${current.reason}`,
     );
+    return { ...denied, recipeBound };
   }
 
   const approved = {
@@ -120,7 +125,11 @@ export async function decideApproval(
   const started = await beginDispatch(ports, run, approved, invocation, { by: 'approval', approval, owner: principal, policyHash: current.policy_hash });
   const finished = await dispatchCall(ports, { ...run, state: 'running' }, started, invocation);
   // beginDispatch moved it from pending to approved, or threw.
-  return { approval: { ...approval, state: 'approved', decidedBy: principal.id, decidedAt: now, policyHash: current.policy_hash }, call: finished };
+  return {
+    approval: { ...approval, state: 'approved', decidedBy: principal.id, decidedAt: now, policyHash: current.policy_hash },
+    call: finished,
+    recipeBound,
+  };
 }
 
 /** Re-parses the stored call and checks it still hashes to what the owner was asked about. */

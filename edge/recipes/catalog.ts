@@ -45,25 +45,45 @@ export async function publishRecipe(ports: Ports, principal: Principal, id: stri
   } catch {
     throw new DomainError('already_decided', `version ${version} of recipe ${id} was published concurrently; read it and publish again`);
   }
-  return recipeView(row);
+  return recipeView(row, await newestVersions(ports));
 }
 
 /** The newest version of recipe `id`. @throws DomainError('not_found') for an id never published. */
 export async function readRecipe(ports: Ports, id: string): Promise<RecipeView> {
   const row = await newestVersion(ports, id);
   if (!row) throw new DomainError('not_found', `no recipe ${id}`);
-  return recipeView(row);
+  return recipeView(row, await newestVersions(ports));
 }
 
 /** The newest version of every recipe, by id (at most 500). The built-in catalog is empty. */
 export async function listRecipes(ports: Ports): Promise<RecipeView[]> {
-  const rows = await ports.db
+  const rows = await newestVersions(ports);
+  return rows.map((row) => recipeView(row, rows));
+}
+
+function newestVersions(ports: Ports): Promise<RecipeRow[]> {
+  return ports.db
     .select()
     .from(recipes)
     .where(sql`${recipes.version} = (select max(r.version) from recipes r where r.id = ${recipes.id})`)
     .orderBy(recipes.id)
     .limit(500);
-  return rows.map(recipeView);
+}
+
+/** Whether selection may pick a stored version: enabled and naming a reviewed fixture. */
+function inUse(row: Pick<RecipeRow, 'enabled' | 'reviewedFixture'>): boolean {
+  return row.enabled && row.reviewedFixture.trim() !== '';
+}
+
+/**
+ * The other recipes in use that share a normalized phrase and the origin with `row`: while they
+ * do, a run asked in that phrase matches several and none of them is selected.
+ */
+function clashesOf(row: RecipeRow, newest: readonly RecipeRow[]): string[] {
+  if (!inUse(row)) return [];
+  return newest
+    .filter((other) => other.id !== row.id && other.origin === row.origin && inUse(other) && other.phrases.some((phrase) => row.phrases.includes(phrase)))
+    .map((other) => other.id);
 }
 
 /** A recipe version a run is bound to: the row, and its body parsed again. */
@@ -108,7 +128,8 @@ export async function selectRecipe(
   const row = candidates[0]!;
   const body = RecipeBody.safeParse(row.body);
   if (!body.success) return undefined;
-  if (fieldsOfRecipe(body.data).some((field) => fields?.[field] === undefined)) return undefined;
+  // A field the owner left blank is a field the owner did not give: nothing would be typed.
+  if (fieldsOfRecipe(body.data).some((field) => (fields?.[field] ?? '').trim() === '')) return undefined;
   return { row, body: body.data };
 }
 
@@ -131,8 +152,8 @@ function newestVersion(ports: Ports, id: string): Promise<RecipeRow | undefined>
   return ports.db.select().from(recipes).where(eq(recipes.id, id)).orderBy(desc(recipes.version)).limit(1).get();
 }
 
-/** The API view of a stored recipe version. */
-export function recipeView(row: RecipeRow): RecipeView {
+/** The API view of a stored recipe version; `newest` are the catalog's newest versions, for its clashes. */
+export function recipeView(row: RecipeRow, newest: readonly RecipeRow[]): RecipeView {
   const body = RecipeBody.parse(row.body);
   return {
     ...body,
@@ -140,7 +161,8 @@ export function recipeView(row: RecipeRow): RecipeView {
     version: row.version,
     hash: row.hash,
     fields: fieldsOfRecipe(body),
-    in_use: row.enabled && row.reviewedFixture.trim() !== '',
+    in_use: inUse(row),
+    clashes_with: clashesOf(row, newest),
     created_by: row.createdBy,
     created_at: iso(row.createdAt),
   };

@@ -214,7 +214,9 @@ describe('selection', () => {
     expect((await created('Press go')).recipe).toBeNull();
     await publish(rid('press-go-select'), recipeOf(1));
     expect((await created('Press go')).recipe).not.toBeNull();
-    await publish(rid('press-go-twin'), recipeOf(1, { phrases: ['Something else', 'press go'] }));
+    const twin = await publish(rid('press-go-twin'), recipeOf(1, { phrases: ['Something else', 'press go'] }));
+    // The operator is told at once that the two clash.
+    expect(twin.body.clashes_with).toEqual([rid('press-go-select')]);
     expect((await created('Press go')).recipe).toBeNull();
   });
 
@@ -224,6 +226,7 @@ describe('selection', () => {
     });
     expect((await publish(rid('type-title'), typing)).body.fields).toEqual(['title']);
     expect((await created('Press go')).recipe).toBeNull();
+    expect((await created('Press go', { fields: { title: '  ' } })).recipe).toBeNull();
     expect((await created('Press go', { fields: { title: 'Week 49' } })).recipe?.id).toBe(rid('type-title'));
     const byAgent = await callError('POST', '/v1/runs', {
       token: parties.agent.token,

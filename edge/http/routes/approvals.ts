@@ -38,8 +38,8 @@ export const approvalRoutes = newRouter()
     return c.json({ approvals: rows.map(({ approval, call }) => approvalView(approval, call)) }, 200);
   })
   .openapi(decide, async (c) => {
-    const { approval, call } = await decideApproval(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json').decision);
+    const { approval, call, recipeBound } = await decideApproval(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json').decision);
     // A recipe-bound run goes on by itself once its step's call is decided (issue 19).
-    await kickRecipeRuns(c.var.ports, [call.runId]);
+    if (recipeBound) await kickRecipeRuns(c.var.ports, [call.runId]);
     return c.json({ approval: approvalView(approval, call), tool_call: toolCallView(call, approval.id, c.var.ports.config.resultBudgetBytes) }, 200);
   });

@@ -14,7 +14,7 @@ const create = createRoute({
   method: 'post',
   path: '/v1/runs',
   summary:
-    "Create a run: profile, intent, allowed origins, deadline; an owner's intent that is exactly one reviewed recipe's phrase on its origin binds the run to that recipe",
+    "Create a run: profile, intent, allowed origins, deadline; an owner's intent that equals one reviewed recipe's phrase (case, whitespace and punctuation folded) on its origin binds the run to that recipe",
   security,
   middleware: [requirePrincipal('owner', 'agent')] as const,
   request: { body: jsonBody(CreateRunBody) },
