@@ -60,11 +60,15 @@ const TargetName = z
  * the sign-in ceremony, never the recipe's).
  */
 const CREDENTIAL_FIELD =
-  /\b(pass(word|code|phrase|wort)?|mot de passe|contrase[nñ]a|senha|pin|one[- ]time|otp|2fa|two[- ]factor|verification code|security code|secret|token|cvv|cvc|card number)\b/i;
+  /pass ?word|passcode|passphrase|passwort|kennwort|mot de passe|contrase[nñ]a|senha|wachtwoord|пароль|パスワード|密码|密碼|비밀번호|one ?time|otp|2fa|two ?factor|verification code|security code|secret|token|cvv|cvc|card number|(^| )pin( |$)/;
 
-/** Whether an accessible name reads as a credential field (password, one-time code, PIN, card number). */
+/**
+ * Whether an accessible name reads as a credential field (password, one-time code, PIN, card
+ * number), compared as selection compares intents: NFKC, lower case, punctuation and symbols as
+ * spaces (so `Ｐａｓｓｗｏｒｄ`, `Your_password` and `password123` all do).
+ */
 export function namesCredentialField(name: string): boolean {
-  return CREDENTIAL_FIELD.test(name);
+  return CREDENTIAL_FIELD.test(normalizedIntent(name));
 }
 
 /** What a step acts on: a role and an exact accessible name, found anew on every fresh observation (never a ref). */
@@ -108,7 +112,7 @@ const Phrase = z
   .string()
   .min(1)
   .max(200)
-  .refine((phrase) => normalizedIntent(phrase) !== '', 'must contain a letter or digit');
+  .refine((phrase) => /[\p{L}\p{N}]/u.test(normalizedIntent(phrase)), 'must contain a letter or digit');
 
 /**
  * `POST /v1/recipes/{id}`: the next version of a recipe, whole. `enabled` and `reviewed_fixture`
@@ -295,14 +299,19 @@ export type RecipeRunView = z.infer<typeof RecipeRunView>;
 
 /**
  * The owner's intent as selection compares it (ADR-0164 part 5: "exact normalized owner-intent
- * phrases"): Unicode NFKC, lower case, every run of punctuation, symbols and whitespace folded to
- * one space, trimmed. "File the weekly report." and "file  the WEEKLY report" are the same intent;
+ * phrases"): Unicode NFKC, lower case, invisible format and control characters dropped (zero-width
+ * space, bidi marks, soft hyphen), every run of punctuation, symbols and whitespace folded to one
+ * space, trimmed. "File the weekly report." and "file  the WEEKLY report" are the same intent;
  * "file the monthly report" is not.
  */
 export function normalizedIntent(text: string): string {
-  return text
-    .normalize('NFKC')
-    .toLowerCase()
-    .replace(/[\p{P}\p{S}\s]+/gu, ' ')
-    .trim();
+  return (
+    text
+      .normalize('NFKC')
+      .toLowerCase()
+      // Invisible format and control characters (zero-width space, bidi marks, soft hyphen, NUL) are no part of a word.
+      .replace(/[\p{Cf}\p{Cc}]+/gu, (run) => (/[\t\n\v\f\r]/.test(run) ? ' ' : ''))
+      .replace(/[\p{P}\p{S}\p{Z}\s]+/gu, ' ')
+      .trim()
+  );
 }

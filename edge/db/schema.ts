@@ -584,7 +584,7 @@ export type RecipeRow = typeof recipes.$inferSelect;
 
 /**
  * The persisted progress of one recipe-bound run (issue 19): the next step to do (every step
- * before it proven), how many step executions and calls it used, when it must end (epoch ms), the
+ * before it proven), how many step executions and calls it used, when the recipe's 15 minutes end (epoch ms), the
  * call of the current step whose outcome it waits for (parked for approval, or in flight), the
  * sign-in wait it resumed from last, its outcome once ended, and the driver that holds it now (a
  * random token and until when, epoch ms): one driver at a time, taken by a conditional update.

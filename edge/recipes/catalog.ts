@@ -1,6 +1,6 @@
 import { and, desc, eq, sql } from 'drizzle-orm';
 import { canonicalOrigins } from '../../shared/origin.ts';
-import { fieldsOfRecipe, normalizedIntent, RecipeBody, type RecipeView } from '../../shared/recipes.ts';
+import { fieldsOfRecipe, normalizedIntent, RecipeBody, RecipeStep, type RecipeView, withFields } from '../../shared/recipes.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { type RecipeRow, recipes } from '../db/schema.ts';
@@ -130,6 +130,16 @@ export async function selectRecipe(
   if (!body.success) return undefined;
   // A field the owner left blank is a field the owner did not give: nothing would be typed.
   if (fieldsOfRecipe(body.data).some((field) => (fields?.[field] ?? '').trim() === '')) return undefined;
+  // The steps as the owner's values make them must still be valid steps (a 1,000-character title
+  // is no 200-character predicate): otherwise the recipe cannot prove anything for this message.
+  if (
+    !body.data.steps.every(
+      (step) =>
+        RecipeStep.safeParse({ ...step, expect: withFields(step.expect, fields ?? {}), postcondition: withFields(step.postcondition, fields ?? {}) }).success,
+    )
+  ) {
+    return undefined;
+  }
   return { row, body: body.data };
 }
 

@@ -14,13 +14,14 @@ import { boundRecipe } from './catalog.ts';
 
 /**
  * The statement that starts a bound run's progress, for the batch that inserts the run: step 0,
- * nothing used, ending 15 minutes after the run was created or at the run's deadline if sooner.
+ * nothing used, the recipe's limit 15 minutes after the run was created (the run's own deadline
+ * still ends it first when sooner: `deadline_exceeded`).
  */
 export function recipeProgressStatement(ports: Ports, run: RunRow, _body: RecipeBody) {
   return ports.db.insert(recipeProgress).values({
     runId: run.id,
     startedAt: run.createdAt,
-    endsBy: Math.min(run.createdAt + MAX_RECIPE_DURATION_MS, run.deadlineAt),
+    endsBy: run.createdAt + MAX_RECIPE_DURATION_MS,
     updatedAt: run.createdAt,
   });
 }
@@ -91,7 +92,7 @@ export async function recipeRunView(ports: Ports, run: RunRow): Promise<RecipeRu
     next_step: progress.nextStep,
     steps_begun: progress.stepsBegun,
     calls: progress.calls,
-    ends_by: iso(progress.endsBy),
+    ends_by: iso(Math.min(progress.endsBy, run.deadlineAt)),
     outcome: (progress.outcome as RecipeRunView['outcome']) ?? null,
     steps: body.steps.map((step, index) => {
       const own = events.filter((event) => event.step === index);

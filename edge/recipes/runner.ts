@@ -71,8 +71,9 @@ export async function kickRecipeRuns(ports: Ports, runIds: readonly string[]): P
 const RUNS_PER_PASS = 8;
 
 /**
- * The cron pass's part (edge/cron-pass.ts): ends bound runs whose 15-minute limit passed while
- * they were parked (`partial`, with their approval cancelled and their sign-in wait fenced), then
+ * The cron pass's part (edge/cron-pass.ts): ends bound runs parked past the run's deadline
+ * (`deadline_exceeded`) or past the recipe's 15 minutes (`partial`), with their approval cancelled
+ * and their sign-in wait fenced, then
  * drives up to 8 bound runs that are running or queued and held by no driver.
  * @returns how many runs it drove.
  */
@@ -82,9 +83,23 @@ export async function driveDueRecipeRuns(ports: Ports): Promise<number> {
     .select({ run: runs, progress: recipeProgress })
     .from(recipeProgress)
     .innerJoin(runs, eq(runs.id, recipeProgress.runId))
-    .where(and(isNull(recipeProgress.outcome), lt(recipeProgress.endsBy, now), inArray(runs.state, ['waiting_for_approval', 'waiting_for_authentication'])))
+    .where(
+      and(
+        isNull(recipeProgress.outcome),
+        or(lt(recipeProgress.endsBy, now), lt(runs.deadlineAt, now)),
+        inArray(runs.state, ['waiting_for_approval', 'waiting_for_authentication']),
+      ),
+    )
     .limit(RUNS_PER_PASS);
-  for (const { run, progress } of overdue) await endParkedAtLimit(ports, run, progress);
+  for (const { run, progress } of overdue) {
+    // The run's own deadline comes first: past it, the run is `deadline_exceeded`, not at a recipe limit.
+    const current = await expireIfPastDeadline(ports, run);
+    if (current.state === 'deadline_exceeded') {
+      await noteRecipeEnd(ports, current);
+      continue;
+    }
+    await endParkedAtLimit(ports, current, progress);
+  }
   const due = await ports.db
     .select({ runId: recipeProgress.runId })
     .from(recipeProgress)
@@ -127,6 +142,16 @@ export async function driveRecipeRun(ports: Ports, runId: string, budgetMs = REC
       .set({ driverToken: null, driverUntil: null })
       .where(and(eq(recipeProgress.runId, runId), eq(recipeProgress.driverToken, token)));
   }
+}
+
+/** Records on a bound run's progress how the run ended without the runner (its deadline, a cancel), once. */
+async function noteRecipeEnd(ports: Ports, run: RunRow): Promise<void> {
+  const changed = await ports.db
+    .update(recipeProgress)
+    .set({ outcome: run.state, updatedAt: ports.clock.now() })
+    .where(and(eq(recipeProgress.runId, run.id), isNull(recipeProgress.outcome)))
+    .run();
+  if (rowsChanged(changed) === 1) await recordRecipeEvent(ports, run.id, null, 'ended', `The run ended ${run.state.replaceAll('_', ' ')}.`);
 }
 
 /** Ends a bound run parked past its 15-minute limit: `partial`, its parked approval cancelled and its sign-in wait fenced, in one batch. */
@@ -378,7 +403,9 @@ class RecipeDrive {
         call = await this.propose(index, await navigate());
         continue;
       }
-      if (code === 'outside_run_origins' || code === 'policy_denied') {
+      // The site's own page cannot be had (a redirect away, a load that failed): the run stops
+      // with that evidence instead of trying again until its deadline.
+      if (code === 'outside_run_origins' || code === 'policy_denied' || (call.tool === 'browser.navigate' && code === 'navigation_failed')) {
         return { stop: await this.end('partial', `step ${index + 1} could not read a page of ${this.recipe.origin} (${code})`) };
       }
       // The host is away or busy: the next drive reads again (every read counts against the 64 calls).
@@ -709,12 +736,7 @@ class RecipeDrive {
 
   /** Records how a run that ended without this drive (cancelled, past its deadline, reported) ended. */
   private async noteEnded(): Promise<DriveOutcome> {
-    const changed = await this.ports.db
-      .update(recipeProgress)
-      .set({ outcome: this.run.state, updatedAt: this.ports.clock.now() })
-      .where(and(eq(recipeProgress.runId, this.runId), isNull(recipeProgress.outcome)))
-      .run();
-    if (rowsChanged(changed) === 1) await this.event(null, 'ended', `The run ended ${this.run.state.replaceAll('_', ' ')}.`);
+    await noteRecipeEnd(this.ports, this.run);
     return 'ended';
   }
 

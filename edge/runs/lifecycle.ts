@@ -223,9 +223,14 @@ export async function reportRun(ports: Ports, principal: Principal, run: RunRow,
 /**
  * Cancels a run that has not ended: the run, its pending approvals, its parked calls and its
  * sign-in wait (fenced: a later sign-in never resumes it), in one batch. A call already being dispatched finishes and is recorded, but nothing new starts.
- * @throws DomainError('run_not_active') when the run already ended.
+ * A recipe-bound run is the owner's to cancel, not an agent's (issue 19).
+ * @throws DomainError('run_not_active') when the run already ended; DomainError('forbidden') for
+ *   an agent on a recipe-bound run.
  */
-export async function cancelRun(ports: Ports, run: RunRow): Promise<RunRow> {
+export async function cancelRun(ports: Ports, principal: Principal, run: RunRow): Promise<RunRow> {
+  if (run.recipeId !== null && principal.kind !== 'owner') {
+    throw new DomainError('forbidden', `run ${run.id} is carried out by the reviewed recipe ${run.recipeId}; only its owner cancels it`);
+  }
   const now = ports.clock.now();
   const [cancelled] = await ports.db.batch(fenceRunStatements(ports.db, { runId: run.id }, { reason: 'cancelled', endState: 'cancelled', now }));
   if (rowsChanged(cancelled) !== 1) throw new DomainError('run_not_active', `the run already ended (${run.state})`);

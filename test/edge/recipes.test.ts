@@ -167,6 +167,19 @@ describe('the recipe catalog', () => {
     ['seventeen steps', recipeOf(17)],
     ['no steps', recipeOf(0)],
     ['a phrase of punctuation only', recipeOf(1, { phrases: ['?!'] })],
+    ['a phrase of invisible characters only', recipeOf(1, { phrases: ['\u200b', '\u00ad\u200d'] })],
+    [
+      'a fullwidth password field',
+      recipeOf(1, { steps: [{ ...step, target: { role: 'textbox', name: 'Ｐａｓｓｗｏｒｄ' }, action: { kind: 'type', value: { text: 'x' } } }] }),
+    ],
+    [
+      'a password field named with an underscore',
+      recipeOf(1, { steps: [{ ...step, target: { role: 'textbox', name: 'Your_password' }, action: { kind: 'type', value: { text: 'x' } } }] }),
+    ],
+    [
+      'a German password field',
+      recipeOf(1, { steps: [{ ...step, target: { role: 'textbox', name: 'Kennwort' }, action: { kind: 'type', value: { text: 'x' } } }] }),
+    ],
     ['an action kind recipes do not take', recipeOf(1, { steps: [{ ...step, action: { kind: 'navigate' } as never }] })],
     ['a value read off the page', recipeOf(1, { steps: [{ ...step, action: { kind: 'type', value: { from_page: 'e4' } } as never }] })],
     ['an origin that is a URL', recipeOf(1, { origin: `${ORIGIN}/start` })],
@@ -187,6 +200,8 @@ describe('selection', () => {
     expect(normalizedIntent('  File the WEEKLY report!! ')).toBe('file the weekly report');
     expect(normalizedIntent('file—the weekly   report.')).toBe('file the weekly report');
     expect(normalizedIntent('file the monthly report')).not.toBe(normalizedIntent('file the weekly report'));
+    // Invisible characters are no part of a word.
+    expect(normalizedIntent('file\u200b the\u00ad weekly\u202e report')).toBe('file the weekly report');
   });
 
   async function created(intent: string, change: Record<string, unknown> = {}, token = parties.owner.token) {
@@ -227,6 +242,21 @@ describe('selection', () => {
     expect((await publish(rid('type-title'), typing)).body.fields).toEqual(['title']);
     expect((await created('Press go')).recipe).toBeNull();
     expect((await created('Press go', { fields: { title: '  ' } })).recipe).toBeNull();
+    // A value that makes a step's proof no valid predicate (predicate texts are at most 200 characters).
+    await publish(
+      rid('type-title'),
+      recipeOf(1, {
+        steps: [
+          {
+            ...recipeOf(1).steps[0]!,
+            target: { role: 'textbox', name: 'Title' },
+            action: { kind: 'type', value: { field: 'title' } },
+            postcondition: { success: { kind: 'text', text: 'Filed {{title}}' } },
+          },
+        ],
+      }),
+    );
+    expect((await created('Press go', { fields: { title: 'x'.repeat(201) } })).recipe).toBeNull();
     expect((await created('Press go', { fields: { title: 'Week 49' } })).recipe?.id).toBe(rid('type-title'));
     const byAgent = await callError('POST', '/v1/runs', {
       token: parties.agent.token,
@@ -316,6 +346,43 @@ describe('the recipe runner', () => {
     expect(approvals.results).toEqual([{ state: 'pending' }]);
     expect(host.calls.some((sent) => sent.method === 'page.act')).toBe(false);
     expect((await recipeRun(run.id)).steps[0]?.events.at(-1)?.kind).toBe('waiting_for_approval');
+  });
+
+  it('only the owner cancels a bound run; the timeline records the end at once', async () => {
+    await publish(rid('press-go'), recipeOf(1));
+    const ports = portsWith(siteHost());
+    const run = await boundRun(ports);
+    const byAgent = await callError('POST', `/v1/runs/${run.id}/cancel`, { token: parties.agent.token });
+    expect([byAgent.status, byAgent.body.error.code]).toEqual([403, 'forbidden']);
+    expect((await loadRun(ports, owner(), run.id)).state).toBe('queued');
+    expect((await call('POST', `/v1/runs/${run.id}/cancel`, { token: parties.owner.token })).status).toBe(200);
+    for (let attempt = 0; attempt < 50 && (await recipeRun(run.id)).outcome === null; attempt++) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await recipeRun(run.id)).outcome).toBe('cancelled');
+  });
+
+  it('a start page the host cannot load ends the run partial instead of trying until the deadline', async () => {
+    await publish(rid('press-go'), recipeOf(1));
+    const host = siteHost({
+      read: () => {
+        throw new HostCallError('navigation_failed', 'the page went to another origin while loading');
+      },
+    });
+    const ports = portsWith(host);
+    const run = await boundRun(ports);
+    expect(await driveToEnd(ports, run.id)).toBe('partial');
+    expect((await loadRun(ports, owner(), run.id)).reportSummary).toContain('navigation_failed');
+  });
+
+  it("the run's own deadline, when sooner, ends a parked run deadline_exceeded, not at the recipe's limit", async () => {
+    await publish(rid('press-go'), recipeOf(1));
+    const clock = { at: Date.now() };
+    const ports = portsWith(siteHost(), clock);
+    const run = await createRun(ports, owner(), { profile_id: 'recipes', intent: 'Press go', origins: [ORIGIN], deadline_ms: 20_000 });
+    expect(await driveToEnd(ports, run.id)).toBe('waiting_for_approval');
+    clock.at += 21_000;
+    await driveDueRecipeRuns(ports);
+    expect((await loadRun(ports, owner(), run.id)).state).toBe('deadline_exceeded');
+    expect((await recipeRun(run.id)).outcome).toBe('deadline_exceeded');
   });
 
   it("the owner's denial of a step's approval ends the run partial, with nothing sent", async () => {

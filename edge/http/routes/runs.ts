@@ -97,5 +97,8 @@ export const runRoutes = newRouter()
   })
   .openapi(cancel, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
-    return c.json(runView(await cancelRun(c.var.ports, run)), 200);
+    const cancelled = await cancelRun(c.var.ports, c.var.principal, run);
+    // A recipe-bound run's timeline records the end at once (issue 19).
+    if (cancelled.recipeId !== null) await kickRecipeRuns(c.var.ports, [cancelled.id]);
+    return c.json(runView(cancelled), 200);
   });
