@@ -60,7 +60,7 @@ const TargetName = z
  * the sign-in ceremony, never the recipe's).
  */
 const CREDENTIAL_FIELD =
-  /pass ?word|passcode|passphrase|passwort|kennwort|mot de passe|contrase[nñ]a|senha|wachtwoord|пароль|パスワード|密码|密碼|비밀번호|one ?time|otp|2fa|two ?factor|verification code|security code|secret|token|cvv|cvc|card number|(^| )pin( |$)/;
+  /pass ?word|passwd|pwd|passcode|passphrase|passwort|passwörd|kennwort|geheimzahl|has[lł]o|mot de passe|contrase[nñ]a|senha|wachtwoord|пароль|パスワード|密码|密碼|비밀번호|one ?time|otp|2fa|two ?factor|verification code|security code|secret|token|cvv|cvc|card number|(^| )pin( |$)/;
 
 /**
  * Whether an accessible name reads as a credential field (password, one-time code, PIN, card

@@ -128,8 +128,8 @@ export async function selectRecipe(
   const row = candidates[0]!;
   const body = RecipeBody.safeParse(row.body);
   if (!body.success) return undefined;
-  // A field the owner left blank is a field the owner did not give: nothing would be typed.
-  if (fieldsOfRecipe(body.data).some((field) => (fields?.[field] ?? '').trim() === '')) return undefined;
+  // A field the owner left blank (or invisible) is a field the owner did not give: nothing would be typed.
+  if (fieldsOfRecipe(body.data).some((field) => (fields?.[field] ?? '').replace(/[\p{Cf}\p{Cc}\p{Z}\s]+/gu, '') === '')) return undefined;
   // The steps as the owner's values make them must still be valid steps (a 1,000-character title
   // is no 200-character predicate): otherwise the recipe cannot prove anything for this message.
   if (

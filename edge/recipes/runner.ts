@@ -35,8 +35,9 @@ import { eventsOf, progressOf, recordRecipeEvent } from './progress.ts';
  *   satisfied, or, after a return to observation, when the evidence shows it took effect (its
  *   postcondition, or the next step's expected state).
  * - "Ambiguous outcomes return to observation instead of replay": an ambiguous target, an
- *   unproven or `uncertain` act goes back to a fresh read; a write whose outcome is uncertain is
- *   never sent again. Without evidence the run stops.
+ *   unproven or `uncertain` act goes back to a fresh read; an act that was sent and not proven
+ *   is never sent again, also when a sign-in wall answered it and the run resumed after the
+ *   sign-in. Without evidence the run stops.
  * - "Each recipe is limited to 16 steps, 64 calls and 15 minutes inside the existing run
  *   budget": past any of them the run ends `partial`.
  * - "Completion or uncertainty forces a tool-free final report": written from the recorded
@@ -144,8 +145,8 @@ export async function driveRecipeRun(ports: Ports, runId: string, budgetMs = REC
   }
 }
 
-/** Records on a bound run's progress how the run ended without the runner (its deadline, a cancel), once. */
-async function noteRecipeEnd(ports: Ports, run: RunRow): Promise<void> {
+/** Records on a bound run's progress how the run ended without the runner (its deadline, a cancel), once; nothing for another run. */
+export async function noteRecipeEnd(ports: Ports, run: RunRow): Promise<void> {
   const changed = await ports.db
     .update(recipeProgress)
     .set({ outcome: run.state, updatedAt: ports.clock.now() })
@@ -472,18 +473,18 @@ class RecipeDrive {
   }
 
   /**
-   * The acts step `index` already sent in this run: whether any was (so its effect may have
-   * happened), and the last one whose outcome is unknown, if any: sent, not proven, and not
-   * answered by a sign-in wall (the site refused it for want of a session; the step is executed
-   * again after the sign-in, from a fresh read).
+   * The acts step `index` already sent in this run: whether any was, and the last one, whose
+   * effect may have happened. Sent and not proven is never sent again, whatever answered it: a
+   * sign-in wall after a submit can follow a write the site accepted as well as one it refused,
+   * so after the sign-in only evidence moves the step on (ADR-0164: no duplicate effects after
+   * resumption).
    */
   private async actsOf(index: number): Promise<{ sent: boolean; unproven: string | undefined }> {
     const sent = (await eventsOf(this.ports, this.runId)).filter(
       (event) =>
         event.step === index && event.kind === 'call' && event.toolCallId !== null && event.evidence.tool === 'browser.act' && event.evidence.sent === true,
     );
-    const unproven = sent.filter((event) => event.evidence.sign_in_wall !== true).at(-1);
-    return { sent: sent.length > 0, unproven: unproven?.toolCallId ?? undefined };
+    return { sent: sent.length > 0, unproven: sent.at(-1)?.toolCallId ?? undefined };
   }
 
   /**

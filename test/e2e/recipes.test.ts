@@ -211,17 +211,17 @@ describe('reviewed recipes on the report/account fixture', () => {
   it('a sign-in wall in the middle parks the run; after the verified sign-in it resumes at the persisted step and files once', async () => {
     await grantActs();
     const before = site.counters();
-    // The session ends just as the submit arrives: the site refuses it and asks for sign-in.
+    // The recipe is under way (its start page read, step 1 found) when the session ends: the
+    // click on "New report" lands on the sign-in page.
     onRequest = (key) => {
-      if (key !== 'POST /reports') return;
+      if (key !== 'GET /reports/new') return;
       onRequest = undefined;
       site.expireSessions();
     };
     const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 52' } });
     const parked = await waitForState(run.id, ['waiting_for_authentication', ...ENDED]);
     expect(parked.state).toBe('waiting_for_authentication');
-    expect(site.counters().reports_filed).toBe(before.reports_filed);
-    expect((await recipeOf(run.id)).next_step).toBe(1);
+    expect((await recipeOf(run.id)).next_step).toBe(0);
     expect(await owner.waitForNotices(run.id)).toHaveLength(1);
     await signInAsPerson({ profileDir: await profileDir('weekly'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
     const ended = await waitForState(run.id, ENDED);
@@ -229,10 +229,33 @@ describe('reviewed recipes on the report/account fixture', () => {
     expect(site.counters().reports_filed).toBe(before.reports_filed + 1);
     const recipe = await recipeOf(run.id);
     expect(recipe.events.map((event) => event.kind)).toContain('resumed');
-    // Step 1 was never done again: one click on "New report" in the whole run.
+    // The click was never sent again: the fresh read of the page the sign-in was verified
+    // against proved step 1, and step 2 went on from there.
     const { runner } = await callsOf(run.id);
     expect(runner.filter((call) => call.action === 'click')).toHaveLength(1);
-    expect(recipe.steps[1]?.events.map((event) => event.kind)).toEqual(expect.arrayContaining(['waiting_for_sign_in', 'step_done']));
+    expect(recipe.steps[0]?.events.map((event) => event.kind)).toEqual(expect.arrayContaining(['waiting_for_sign_in', 'already_done']));
+    expect(recipe.steps[1]?.events.map((event) => event.kind)).toContain('step_done');
+  });
+
+  it('a submit answered by a sign-in wall may have landed: after the sign-in it is never sent again, and without evidence the run ends uncertain', async () => {
+    await grantActs();
+    const before = site.counters();
+    // The session ends just as the submit arrives: the site refuses it and asks for sign-in.
+    onRequest = (key) => {
+      if (key !== 'POST /reports') return;
+      onRequest = undefined;
+      site.expireSessions();
+    };
+    const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 53' } });
+    expect((await waitForState(run.id, ['waiting_for_authentication', ...ENDED])).state).toBe('waiting_for_authentication');
+    await owner.waitForNotices(run.id);
+    await signInAsPerson({ profileDir: await profileDir('weekly'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
+    const ended = await waitForState(run.id, ENDED);
+    expect(ended.state).toBe('uncertain');
+    expect(ended.summary).toContain('it was not sent again');
+    expect(site.counters().reports_filed).toBe(before.reports_filed);
+    const { runner } = await callsOf(run.id);
+    expect(runner.filter((call) => call.action === 'type')).toHaveLength(1);
   });
 
   it('a disabled recipe, an intent one word off, two recipes for one phrase, and an agent-created run all take the ordinary agent path', async () => {

@@ -1,6 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunView } from '../../../shared/api.ts';
-import { kickRecipeRuns } from '../../recipes/runner.ts';
+import { kickRecipeRuns, noteRecipeEnd } from '../../recipes/runner.ts';
 import { runActivity } from '../../runs/activity.ts';
 import { addMessage, cancelRun, createRun, loadRun, reportRun } from '../../runs/lifecycle.ts';
 import { runView } from '../../runs/view.ts';
@@ -99,6 +99,6 @@ export const runRoutes = newRouter()
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
     const cancelled = await cancelRun(c.var.ports, c.var.principal, run);
     // A recipe-bound run's timeline records the end at once (issue 19).
-    if (cancelled.recipeId !== null) await kickRecipeRuns(c.var.ports, [cancelled.id]);
+    if (cancelled.recipeId !== null) await noteRecipeEnd(c.var.ports, cancelled);
     return c.json(runView(cancelled), 200);
   });
