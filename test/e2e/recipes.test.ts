@@ -8,7 +8,7 @@ import { ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import { signInAsPerson } from '../../scripts/person-at-browser.ts';
 import { ApprovalList, GrantView, type RunView, RunView as RunViewSchema } from '../../shared/api.ts';
-import { RecipeList, RecipeRunView, RecipeView } from '../../shared/recipes.ts';
+import { MAX_RECIPE_CALLS, RecipeList, RecipeRunView, RecipeView } from '../../shared/recipes.ts';
 import { startFixtureServer } from '../support/fixture-server.ts';
 
 // Reviewed recipes (issue 19, ADR-0164 part 5) in real processes and real Chromium: the edge
@@ -299,6 +299,46 @@ describe('reviewed recipes on the report/account fixture', () => {
       expect(Number(rows?.[0]?.n)).toBe(0);
     } finally {
       await pages.close();
+    }
+  });
+
+  it(`with the browser host down, every read the runner tries counts against the recipe's ${MAX_RECIPE_CALLS} calls: the cron passes use them up and the run ends partial, nothing filed`, async () => {
+    // The operator enables the recipe again (the test before disabled it).
+    expect(await install('file-weekly-report', weeklyReportRecipe(site.origin))).toMatchObject({ version: 3, in_use: true });
+    const before = site.counters().reports_filed;
+    await stack.killHost();
+    try {
+      const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 60' } });
+      expect(run.recipe).not.toBeNull();
+      // The run's creation drives it once; then each cron pass drives it once (on Workers under
+      // ctx.waitUntil: the test waits for the pass's call before the next trigger).
+      let seen = 0;
+      let state = run.state;
+      for (let pass = 0; pass < MAX_RECIPE_CALLS + 8 && !ENDED.includes(state); pass++) {
+        const until = Date.now() + 15_000;
+        while (Date.now() < until) {
+          const recipe = await recipeOf(run.id);
+          state = (await owner.run(run.id)).state;
+          if (recipe.calls > seen || ENDED.includes(state)) {
+            seen = recipe.calls;
+            break;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        if (!ENDED.includes(state)) await stack.triggerCron();
+      }
+      const ended = await waitForState(run.id, ENDED, 20_000);
+      expect(ended.state).toBe('partial');
+      expect(ended.summary).toContain(`limit of ${MAX_RECIPE_CALLS} calls`);
+      const recipe = await recipeOf(run.id);
+      expect(recipe).toMatchObject({ calls: MAX_RECIPE_CALLS, steps_begun: 0, next_step: 0, outcome: 'partial' });
+      const { runner, agents } = await callsOf(run.id);
+      expect(runner).toHaveLength(MAX_RECIPE_CALLS);
+      expect(runner.every((call) => call.tool === 'browser.navigate' || call.tool === 'browser.observe')).toBe(true);
+      expect(agents).toBe(0);
+      expect(site.counters().reports_filed).toBe(before);
+    } finally {
+      await stack.startHost();
     }
   });
 });
