@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { ProposeBody } from '../../shared/api.ts';
+import type { Principal } from '../auth/principal.ts';
+import { DomainError } from '../domain-error.ts';
+import type { Ports } from '../ports.ts';
+import { admitProposal } from '../quotas/rates.ts';
+import { type ProposalOutcome, proposeOnRun } from './propose.ts';
+
+/**
+ * The one way a proposal enters the tool pipeline, for every caller that proposes: the HTTP
+ * route `POST /v1/runs/{id}/tool-calls`, the MCP browser tools and the recipe runner.
+ * In order: admission (the principal's and its owner's proposals per minute, counted before the
+ * envelope is looked at, so malformed proposals count too), the envelope `{tool, version,
+ * arguments}` validated by the shared {@link ProposeBody} schema (nesting depth included), then
+ * {@link proposeOnRun} for the run `runId`.
+ * @param envelope the proposal as received (unparsed JSON value).
+ * @returns the finished (200) or parked (202) call.
+ * @throws DomainError('rate_limited') with Retry-After past the proposal rates;
+ *   DomainError('invalid_arguments') with zod's wording for an envelope that fails its schema
+ *   (nothing stored); else as {@link proposeOnRun}.
+ */
+export async function enterProposal(ports: Ports, principal: Principal, runId: string, envelope: unknown): Promise<ProposalOutcome> {
+  await admitProposal(ports, principal);
+  const proposal = ProposeBody.safeParse(envelope);
+  if (!proposal.success) throw new DomainError('invalid_arguments', z.prettifyError(proposal.error));
+  return proposeOnRun(ports, principal, runId, proposal.data);
+}
