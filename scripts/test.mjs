@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// `npm test` after set-up: the lint (`npm run lint`: Biome's rules, format check and import
-// order), the typecheck, then every vitest project (edge in workerd, host in real Chromium, e2e
-// with real processes). A failing step does not hide the ones after it: all run, and the last
-// line counts the tests, `N passed, N failed`.
+// `npm test` after set-up: the lint (`npm run lint`: Biome's rules, format check, import order
+// and cycles, then the 400-line rule of scripts/check-file-sizes.mjs), the typecheck, then every
+// vitest project (edge in workerd, host in real Chromium, e2e with real processes). A failing
+// step does not hide the ones after it: all run, and the last line counts the tests,
+// `N passed, N failed`.
 //
 // The edge project (workerd and D1, no browser, no timing) runs beside the lint, the typecheck
 // and the host project, its output held back and printed whole when it ends; the e2e project runs
@@ -79,6 +80,8 @@ const edge = requested.includes('edge') ? startEdge() : Promise.resolve();
 console.log('\n== lint');
 const lint = spawnSync(bin('biome'), ['check', '.'], { cwd: root, stdio: 'inherit' });
 if (lint.status !== 0) problems.push('lint');
+const fileSizes = spawnSync(process.execPath, [join(root, 'scripts', 'check-file-sizes.mjs')], { cwd: root, stdio: 'inherit' });
+if (fileSizes.status !== 0) problems.push('file sizes');
 
 console.log('\n== typecheck');
 const typecheck = spawnSync(bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
