@@ -123,7 +123,7 @@ describe('the predicate schema', () => {
   });
 });
 
-describe('what no person can reach does not count (issue 14)', () => {
+describe('what no person can reach does not count as proof', () => {
   const MODAL = `- generic [ref=e1]:
   - button "Save" [inert] [ref=e2]
   - region "Archive" [inert] [ref=e3]:
@@ -149,7 +149,7 @@ describe('what no person can reach does not count (issue 14)', () => {
   });
 });
 
-describe('names YAML has to quote (issue 14)', () => {
+describe('accessible names that YAML has to quote', () => {
   const FEED = `- list "Posts" [ref=e1]:
   - listitem [ref=e2]:
     - 'heading "Post #10" [level=2] [ref=e3]'

@@ -162,7 +162,7 @@ describe('frames', () => {
   });
 });
 
-describe('confinement holds where a review found it open', () => {
+describe('confinement against sandboxed frames that redirect, ref-like text and WebRTC', () => {
   test('a frame in its own renderer (sandboxed) that navigates itself through a redirect is stopped as a frame', async ({ client, lease, fixtures }) => {
     const frame = fixtures.url(`confinement/later-redirect.html?to=${encodeURIComponent(`${other.origin}/sandboxed-doc`)}`);
     const page = await navigate(client, lease.lease_id, fixtures.url(`confinement/sandboxed.html?frame=${encodeURIComponent(frame)}`));

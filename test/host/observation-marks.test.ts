@@ -117,7 +117,7 @@ describe('content no person can reach', () => {
   });
 });
 
-describe('what the testers found (issue 14)', () => {
+describe('reachability under modal dialogs, ref-like text, inert parts and declarative closed roots', () => {
   test('text inside a modal that looks like refs does not make the controls behind it reachable, and a control without a ref behind it is marked too', async ({
     client,
     lease,
