@@ -1,7 +1,7 @@
 import { pruneArtifacts } from './artifacts/screenshots.ts';
 import { retryDueDeliveries } from './notifications/webhooks.ts';
 import type { Ports } from './ports.ts';
-import { driveDueRecipeRuns } from './recipes/runner.ts';
+import { driveDueRecipeRuns } from './recipes/scheduling.ts';
 import { fireDueSchedules } from './schedules/schedules.ts';
 import { removeOldLiveViewLinks } from './sign-in/live-view.ts';
 import { type ReconciliationReport, reconcileSignIns } from './sign-in/maintenance.ts';

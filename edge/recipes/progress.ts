@@ -1,6 +1,7 @@
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, eq, isNull } from 'drizzle-orm';
 import { MAX_RECIPE_DURATION_MS, type RecipeBody, type RecipeEventKind, type RecipeRunView } from '../../shared/recipes.ts';
 import { newId } from '../db/ids.ts';
+import { rowsChanged } from '../db/rows-changed.ts';
 import { type RecipeEventRow, type RecipeProgressRow, type RunRow, recipeEvents, recipeProgress } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
@@ -121,4 +122,14 @@ export async function boundRunsAmong(ports: Ports, runIds: readonly string[]): P
     if (progress && !bound.includes(runId)) bound.push(runId);
   }
   return bound;
+}
+
+/** Records on a bound run's progress how the run ended without the runner (its deadline, a cancel), once; nothing for another run. */
+export async function noteRecipeEnd(ports: Ports, run: RunRow): Promise<void> {
+  const changed = await ports.db
+    .update(recipeProgress)
+    .set({ outcome: run.state, updatedAt: ports.clock.now() })
+    .where(and(eq(recipeProgress.runId, run.id), isNull(recipeProgress.outcome)))
+    .run();
+  if (rowsChanged(changed) === 1) await recordRecipeEvent(ports, run.id, null, 'ended', `The run ended ${run.state.replaceAll('_', ' ')}.`);
 }

@@ -67,3 +67,25 @@ function sameDocument(a: string, b: string | null): boolean {
   const page = b === null ? undefined : canonicalPageUrl(b);
   return page !== undefined && canonicalPageUrl(a) === page;
 }
+
+/** The run's latest resolved sign-in wait and the page it protected, for a resumption to go back to. */
+export interface ResolvedSignIn {
+  readonly waitId: string;
+  readonly protectedUrl: string;
+}
+
+/**
+ * The run's most recently created sign-in wait that resolved (the owner's sign-in was verified),
+ * with the protected page of its episode; undefined when the run never had one. A resumption of a
+ * recipe-bound run goes back there (ADR-0164 part 3).
+ */
+export async function latestResolvedSignIn(ports: Ports, runId: string): Promise<ResolvedSignIn | undefined> {
+  return ports.db
+    .select({ waitId: signInWaits.id, protectedUrl: signInEpisodes.protectedUrl })
+    .from(signInWaits)
+    .innerJoin(signInEpisodes, eq(signInEpisodes.id, signInWaits.episodeId))
+    .where(and(eq(signInWaits.runId, runId), eq(signInWaits.state, 'resolved')))
+    .orderBy(desc(signInWaits.createdAt))
+    .limit(1)
+    .get();
+}

@@ -1,6 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunView } from '../../../shared/api.ts';
-import { kickRecipeRuns, noteRecipeEnd } from '../../recipes/runner.ts';
+import { noteRecipeEnd } from '../../recipes/progress.ts';
+import { kickRecipeRuns } from '../../recipes/scheduling.ts';
 import { runActivity } from '../../runs/activity.ts';
 import { addMessage, cancelRun, createRun, loadRun, reportRun } from '../../runs/lifecycle.ts';
 import { runView } from '../../runs/view.ts';

@@ -2,7 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { CeremonyEventReceipt, IdParam, NoticeList, ProfileBindingView, ProfileParam, SignInList, SignInListQuery, SignInView } from '../../../shared/api.ts';
 import { CeremonyEventDelivery } from '../../../shared/authentication.ts';
 import { revokeProfile } from '../../profiles/revocation.ts';
-import { kickRecipeRuns } from '../../recipes/runner.ts';
+import { kickRecipeRuns } from '../../recipes/scheduling.ts';
 import { applyCeremonyEvent } from '../../sign-in/events.ts';
 import { listNotices, listSignIns, restartSignIn } from '../../sign-in/owner-views.ts';
 import { requirePrincipal } from '../require-principal.ts';
