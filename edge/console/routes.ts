@@ -33,7 +33,6 @@ import type { Ports } from '../ports.ts';
 import { revokeProfile } from '../profiles/revocation.ts';
 import { listRecipes } from '../recipes/catalog.ts';
 import { eventsOf } from '../recipes/progress.ts';
-import { kickRecipeRuns } from '../recipes/runner.ts';
 import { claimLiveView, issueLiveViewLink, type LiveViewRelay, readLiveViewLink, relayLiveView } from '../sign-in/live-view.ts';
 import { listNotices, listSignIns, restartSignIn } from '../sign-in/owner-views.ts';
 import {
@@ -412,16 +411,17 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
     let notice: string;
     try {
       const owner = ownerOf(c.var.session);
-      const decided = await decideApproval(c.var.ports, owner, c.req.param('id'), decision === 'deny' ? 'deny' : 'approve');
+      let allowed = '';
+      // The grant lands before a recipe-bound run goes on, so its next act can use it.
+      const decided = await decideApproval(c.var.ports, owner, c.req.param('id'), decision === 'deny' ? 'deny' : 'approve', async ({ approval, call }) => {
+        if (allowance?.success && approval.state === 'approved') allowed = ` ${await allowTheSame(c.var.ports, owner, call, allowance.data)}`;
+      });
       notice =
         decision === 'deny'
           ? 'Denied: the agent was told.'
           : decided.approval.state === 'approved'
-            ? `Approved: the call ${decided.call.state}.`
+            ? `Approved: the call ${decided.call.state}.${allowed}`
             : `Not approved: the policy in force now ${decided.approval.state === 'denied' ? 'denies' : 'does not allow'} this call.`;
-      if (allowance?.success && decided.approval.state === 'approved') notice += ` ${await allowTheSame(c.var.ports, owner, decided.call, allowance.data)}`;
-      // A recipe-bound run goes on by itself once its step's call is decided (issue 19).
-      if (decided.recipeBound) await kickRecipeRuns(c.var.ports, [decided.call.runId]);
     } catch (error) {
       if (!(error instanceof DomainError) || !['already_decided', 'run_not_active', 'not_found'].includes(error.code)) throw error;
       notice = `Not decided: ${error.message}.`;

@@ -9,6 +9,7 @@ import { DomainError } from '../domain-error.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { approvalStance, decideForRun } from '../policy/decision-input.ts';
 import type { Ports } from '../ports.ts';
+import { kickRecipeRuns } from '../recipes/scheduling.ts';
 import { expireIfPastDeadline } from '../runs/lifecycle.ts';
 import { beginDispatch } from './begin-dispatch.ts';
 import { dispatchCall } from './dispatch.ts';
@@ -46,8 +47,9 @@ export async function listApprovals(
  * exact arguments hash and the current policy hash, then one batch moves approval, call and run
  * and commits the effect watermark; only the request whose batch wins dispatches, so an approved
  * call dispatches exactly once. Deny: the call ends `denied` with a result the agent can read.
- * `recipeBound` says whether the run is bound to a reviewed recipe, whose runner the caller
- * then kicks (edge/recipes/runner.ts `kickRecipeRuns`).
+ * Then, when the run is bound to a reviewed recipe, its runner is kicked to go on (issue 19,
+ * edge/recipes/scheduling.ts `kickRecipeRuns`), after `beforeResume`: what must land before the
+ * run goes on (the console's "approve and allow the same" grant), given the decided approval.
  * @throws DomainError('not_found') for an unknown approval or another owner's;
  *   DomainError('already_decided') when it is no longer pending; DomainError('run_not_active') when the
  *   run passed its deadline or was cancelled.
@@ -57,7 +59,19 @@ export async function decideApproval(
   principal: Principal,
   approvalId: string,
   decision: 'approve' | 'deny',
-): Promise<{ approval: ApprovalRow; call: ToolCallRow; recipeBound: boolean }> {
+  beforeResume?: (decided: DecidedApproval) => Promise<void>,
+): Promise<DecidedApproval> {
+  const decided = await decide(ports, principal, approvalId, decision);
+  if (beforeResume) await beforeResume(decided);
+  if (decided.recipeBound) await kickRecipeRuns(ports, [decided.call.runId]);
+  return decided;
+}
+
+/** A decided approval and its call after dispatch (or denial); `recipeBound` when a reviewed recipe drives the run. */
+export type DecidedApproval = { approval: ApprovalRow; call: ToolCallRow; recipeBound: boolean };
+
+/** {@link decideApproval} without the recipe kick. */
+async function decide(ports: Ports, principal: Principal, approvalId: string, decision: 'approve' | 'deny'): Promise<DecidedApproval> {
   // The approval, its call, its run and the run's policy profile in force, in one statement.
   const joined = await ports.db
     .select({
@@ -86,7 +100,7 @@ export async function decideApproval(
 
   const now = ports.clock.now();
   const phases = (call.phases ?? {}) as CallPhases;
-  // A recipe-bound run's runner goes on once the call is decided (the caller kicks it; issue 19).
+  // A recipe-bound run's runner goes on once the call is decided (issue 19).
   const recipeBound = run.recipeId !== null;
   if (decision === 'deny') {
     return { ...(await settleDenied(ports, principal, approval, call, run, phases, now, 'the owner denied this call')), recipeBound };

@@ -2,7 +2,6 @@ import { createRoute } from '@hono/zod-openapi';
 import { ApprovalList, ApprovalsQuery, DecisionBody, DecisionResponse, IdParam } from '../../../shared/api.ts';
 import { decideApproval, listApprovals } from '../../pipeline/approvals.ts';
 import { approvalView, toolCallView } from '../../pipeline/views.ts';
-import { kickRecipeRuns } from '../../recipes/runner.ts';
 import { requirePrincipal } from '../require-principal.ts';
 import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '../router.ts';
 
@@ -38,8 +37,6 @@ export const approvalRoutes = newRouter()
     return c.json({ approvals: rows.map(({ approval, call }) => approvalView(approval, call)) }, 200);
   })
   .openapi(decide, async (c) => {
-    const { approval, call, recipeBound } = await decideApproval(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json').decision);
-    // A recipe-bound run goes on by itself once its step's call is decided (issue 19).
-    if (recipeBound) await kickRecipeRuns(c.var.ports, [call.runId]);
+    const { approval, call } = await decideApproval(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json').decision);
     return c.json({ approval: approvalView(approval, call), tool_call: toolCallView(call, approval.id, c.var.ports.config.resultBudgetBytes) }, 200);
   });
