@@ -1,13 +1,12 @@
 import { z } from 'zod';
-import { ProposeBody, type RunView, type ToolCallView } from '../../shared/api.ts';
+import type { RunView, ToolCallView } from '../../shared/api.ts';
 import { CallStatusInput, MCP_TOOL_VERSION, MCP_TOOLS, RunClaimInput, RunReportInput } from '../../shared/mcp-tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { DomainError } from '../domain-error.ts';
-import { proposeOnRun } from '../pipeline/propose.ts';
+import { enterProposal } from '../pipeline/agent-entry.ts';
 import { readToolCall } from '../pipeline/read-call.ts';
 import { toolCallView } from '../pipeline/views.ts';
 import type { Ports } from '../ports.ts';
-import { admitProposal } from '../quotas/rates.ts';
 import { claimRun } from '../runs/claim.ts';
 import { loadRun, reportRun } from '../runs/lifecycle.ts';
 import { runView } from '../runs/view.ts';
@@ -40,11 +39,8 @@ export async function runMcpTool(ports: Ports, principal: Principal, name: strin
       const { run_id: runId, ...toolArguments } = args;
       if (typeof runId !== 'string' || runId === '' || runId.length > 64)
         throw new DomainError('invalid_arguments', 'run_id: a run id from run_claim is required');
-      await admitProposal(ports, principal);
-      // The HTTP API's envelope first (nesting depth included), exactly as its route validates it.
-      const proposal = ProposeBody.safeParse({ tool: definition.tool, version: MCP_TOOL_VERSION, arguments: toolArguments });
-      if (!proposal.success) throw new DomainError('invalid_arguments', z.prettifyError(proposal.error));
-      const outcome = await proposeOnRun(ports, principal, runId, proposal.data);
+      // The HTTP API's entry: admission, the same envelope schema, then the pipeline.
+      const outcome = await enterProposal(ports, principal, runId, { tool: definition.tool, version: MCP_TOOL_VERSION, arguments: toolArguments });
       return { kind: 'call', call: toolCallView(outcome.call, outcome.approvalId, ports.config.resultBudgetBytes) };
     }
     switch (name) {

@@ -14,13 +14,21 @@ import { type ProposalOutcome, proposeOnRun } from './propose.ts';
  * arguments}` validated by the shared {@link ProposeBody} schema (nesting depth included), then
  * {@link proposeOnRun} for the run `runId`.
  * @param envelope the proposal as received (unparsed JSON value).
+ * @param options.admitted the caller counted the proposal already: the HTTP route does it in its
+ *   middleware, before the framework reads the body, so a body that is not even JSON counts too.
  * @returns the finished (200) or parked (202) call.
  * @throws DomainError('rate_limited') with Retry-After past the proposal rates;
  *   DomainError('invalid_arguments') with zod's wording for an envelope that fails its schema
  *   (nothing stored); else as {@link proposeOnRun}.
  */
-export async function enterProposal(ports: Ports, principal: Principal, runId: string, envelope: unknown): Promise<ProposalOutcome> {
-  await admitProposal(ports, principal);
+export async function enterProposal(
+  ports: Ports,
+  principal: Principal,
+  runId: string,
+  envelope: unknown,
+  options: { readonly admitted?: boolean } = {},
+): Promise<ProposalOutcome> {
+  if (options.admitted !== true) await admitProposal(ports, principal);
   const proposal = ProposeBody.safeParse(envelope);
   if (!proposal.success) throw new DomainError('invalid_arguments', z.prettifyError(proposal.error));
   return proposeOnRun(ports, principal, runId, proposal.data);

@@ -46,7 +46,7 @@ export interface ProposalOutcome {
  *   DomainError('policy_denied') with the deciding rule; DomainError('run_not_active' |
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now; DomainError('profile_revoked')
  *   when the owner revoked the run's profile (the proposal rates are counted before, by the
- *   route: `admitProposal`); DomainError('profile_in_use' | 'quota_exceeded') when a needed lease cannot be had (see
+ *   agent entry, edge/pipeline/agent-entry.ts); DomainError('profile_in_use' | 'quota_exceeded') when a needed lease cannot be had (see
  *   `reserveLease`). Refusals before a call is stored change nothing.
  */
 export async function proposeToolCall(ports: Ports, principal: Principal, run: RunRow, body: ProposeBody): Promise<ProposalOutcome> {

@@ -3,7 +3,7 @@ import { createMiddleware } from 'hono/factory';
 import { z } from 'zod';
 import { IdParam, ProposeBody, ToolCallView, WaitQuery } from '../../../shared/api.ts';
 import { DomainError } from '../../domain-error.ts';
-import { proposeOnRun } from '../../pipeline/propose.ts';
+import { enterProposal } from '../../pipeline/agent-entry.ts';
 import { readToolCall } from '../../pipeline/read-call.ts';
 import { toolCallView } from '../../pipeline/views.ts';
 import { admitProposal } from '../../quotas/rates.ts';
@@ -13,7 +13,11 @@ import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '
 
 const security = [{ bearer: [] }];
 
-/** Middleware: counts the proposal against the agent's and its owner's per-minute rates (429 `rate_limited` past them). */
+/**
+ * Middleware: the agent entry's admission (edge/pipeline/agent-entry.ts), counting the proposal
+ * against the agent's and its owner's per-minute rates (429 `rate_limited` past them) before the
+ * framework reads and validates the body.
+ */
 const proposalAdmission = createMiddleware<AppEnv>(async function proposalAdmission(c, next) {
   await admitProposal(c.var.ports, c.var.principal);
   await next();
@@ -66,7 +70,7 @@ export const toolCallRoutes = newRouter()
   .openapi(
     propose,
     async (c) => {
-      const outcome = await proposeOnRun(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json'));
+      const outcome = await enterProposal(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json'), { admitted: true });
       const view = toolCallView(outcome.call, outcome.approvalId, c.var.ports.config.resultBudgetBytes);
       return outcome.status === 202 ? c.json(view, 202) : c.json(view, 200);
     },
