@@ -10,6 +10,8 @@ import { httpStatusOf } from '../../shared/errors.ts';
 import { MAX_VIEW_EDGE_PX } from '../../shared/live-view.ts';
 import { ActionKind } from '../../shared/tool-arguments.ts';
 import { ownerScreenshot, screenshotsOfCalls, screenshotsOfRun } from '../artifacts/screenshots.ts';
+import { principalForToken } from '../auth/bearer-token.ts';
+import { isLoopbackHostname } from '../auth/loopback.ts';
 import type { Principal } from '../auth/principal.ts';
 import {
   type ArtifactRow,
@@ -25,7 +27,7 @@ import {
 import { DomainError } from '../domain-error.ts';
 import { createGrant, listGrants, revokeGrant } from '../grants/grants.ts';
 import type { AppEnv } from '../http/app-env.ts';
-import { principalForToken, requirePrincipal } from '../http/require-principal.ts';
+import { requirePrincipal } from '../http/require-principal.ts';
 import { decideApproval, listApprovals } from '../pipeline/approvals.ts';
 import { callSummary } from '../pipeline/views.ts';
 import { profileInForce } from '../policy/profile.ts';
@@ -61,11 +63,6 @@ const COOKIE = 'console_session';
 
 type ConsoleEnv = AppEnv & { Variables: { session: ConsoleSessionRow } };
 
-function isLoopback(url: string): boolean {
-  const host = new URL(url).hostname;
-  return host === '127.0.0.1' || host === 'localhost' || host === '[::1]' || host.endsWith('.localhost');
-}
-
 /** Starts a session for `ownerId` and sets its cookie. */
 async function signIn(c: Context<ConsoleEnv>, ownerId: string): Promise<void> {
   const opened = await openSession(c.var.ports, ownerId);
@@ -73,7 +70,7 @@ async function signIn(c: Context<ConsoleEnv>, ownerId: string): Promise<void> {
     httpOnly: true,
     sameSite: 'Strict',
     path: '/console',
-    secure: !isLoopback(c.req.url),
+    secure: !isLoopbackHostname(new URL(c.req.url).hostname),
     maxAge: Math.floor(SESSION_TTL_MS / 1000),
   });
 }

@@ -5,11 +5,12 @@ import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validatio
 import { eq } from 'drizzle-orm';
 import { type Context, Hono } from 'hono';
 import { MCP_TOOLS } from '../../shared/mcp-tools.ts';
+import { principalForToken } from '../auth/bearer-token.ts';
+import { isLoopbackHostname } from '../auth/loopback.ts';
 import type { Principal } from '../auth/principal.ts';
 import { mcpClients } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
-import { principalForToken } from '../http/require-principal.ts';
 import type { Ports } from '../ports.ts';
 import { runMcpTool, runOfCall } from './tool-calls.ts';
 import { callResult, consoleLinks, refusalResult, runResult } from './tool-results.ts';
@@ -22,7 +23,6 @@ export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
 const SERVER_INFO = { name: 'governed-browser', title: 'Policy-governed browser', version: '1.0.0' };
 const INSTRUCTIONS =
   "A browser governed by its owner's policy. Call run_claim first; then browser_navigate, browser_observe and browser_act on that run (observe before you act: acts name element references of the latest revision). Calls that need the owner answer waiting_for_approval at once: poll call_status. End with run_report.";
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** The edge's public base URL: the configured one, else the request's own origin. */
 function baseUrlOf(c: Context<AppEnv>): string {
@@ -32,7 +32,7 @@ function baseUrlOf(c: Context<AppEnv>): string {
 /**
  * DNS-rebinding protection as the MCP SDK recommends: the `Host` must be the edge's public host
  * (`PUBLIC_URL`), or a loopback name when none is configured or the public host is itself a
- * loopback name (a local edge answers `localhost` and `127.0.0.1` alike, on its port); an `Origin`,
+ * loopback name (a local edge answers `localhost` and `127.0.0.1` alike, on its port; {@link isLoopbackHostname}); an `Origin`,
  * when a browser sends one, must be allowed the same way.
  * @throws DomainError('forbidden') for any other Host or Origin.
  */
@@ -46,9 +46,9 @@ function checkHostAndOrigin(c: Context<AppEnv>): void {
     } catch {
       return false;
     }
-    if (publicUrl === undefined) return LOOPBACK_HOSTS.has(parsed.hostname);
+    if (publicUrl === undefined) return isLoopbackHostname(parsed.hostname);
     if (parsed.host === publicUrl.host && (protocol === undefined || protocol === publicUrl.protocol)) return true;
-    return LOOPBACK_HOSTS.has(publicUrl.hostname) && LOOPBACK_HOSTS.has(parsed.hostname) && parsed.port === publicUrl.port;
+    return isLoopbackHostname(publicUrl.hostname) && isLoopbackHostname(parsed.hostname) && parsed.port === publicUrl.port;
   };
   const host = c.req.header('Host') ?? new URL(c.req.url).host;
   if (!allowed(host)) throw new DomainError('forbidden', `the MCP endpoint does not answer for host ${host.slice(0, 100)}`);
