@@ -55,7 +55,8 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
     return browser.recordCapture({ url, title, lines, frames: confined.frames, incomplete, settle });
   } catch (error) {
     capture.dispose();
-    await join(reading);
+    // Bounded: one still running after the grace period leaves the page invalidated, which is what matters.
+    await Deadline.waitAtMost(JOIN_GRACE_MS, reading);
     browser.invalidate(`a capture failed: ${firstLineOf(error)}`);
     const timedOut = deadline.expired || error instanceof errors.TimeoutError || (error instanceof HostError && error.code === 'deadline_exceeded');
     throw timedOut
@@ -63,22 +64,5 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
       : new HostError('page_changed', `the capture failed: ${firstLineOf(error)}`);
   } finally {
     capture.dispose();
-  }
-}
-
-/** Waits (bounded) for a cancelled capture to finish, whatever its outcome. */
-async function join(pending: Promise<unknown>): Promise<void> {
-  const grace = Deadline.after(JOIN_GRACE_MS);
-  try {
-    await grace.race(
-      pending.then(
-        () => {},
-        () => {},
-      ),
-    );
-  } catch {
-    // Still running after the grace period: the page stays invalidated, which is what matters.
-  } finally {
-    grace.dispose();
   }
 }

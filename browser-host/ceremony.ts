@@ -201,14 +201,8 @@ export class Ceremonies {
       if (record.claims === undefined) this.#finish(record, 'ended');
       if (record.loop !== undefined) loops.push(record.loop);
     }
-    const grace = Deadline.after(CLOSE_MS);
-    try {
-      await grace.race(Promise.all([...loops, ...this.#work]));
-    } catch {
-      // Whatever still runs is cut off by the browsers closing.
-    } finally {
-      grace.dispose();
-    }
+    // Whatever still runs after the grace period is cut off by the browsers closing.
+    await Deadline.waitAtMost(CLOSE_MS, Promise.all([...loops, ...this.#work]));
   }
 
   /**

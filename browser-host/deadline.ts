@@ -46,6 +46,23 @@ export class Deadline {
     return new Deadline(ms);
   }
 
+  /**
+   * Waits for `work` at most `ms`, whatever any operation's own deadline: a grace period for a
+   * cleanup step, a join or a close. Resolves `work`'s value when it resolves in time, undefined
+   * when it rejects or `ms` pass first (it is left to finish on its own). Never throws. The one
+   * bounded wait of the host.
+   */
+  static async waitAtMost<T>(ms: number, work: Promise<T>): Promise<T | undefined> {
+    const grace = new Deadline(ms);
+    try {
+      return await grace.race(work);
+    } catch {
+      return undefined;
+    } finally {
+      grace.dispose();
+    }
+  }
+
   /** A deadline `ms` from now or this one's end, whichever comes first; aborts with this one. */
   child(ms: number): Deadline {
     return new Deadline(ms, this);

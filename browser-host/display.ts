@@ -101,13 +101,13 @@ function readDisplayNumber(child: ChildProcess): Promise<string> {
 async function stop(child: ChildProcess, exited: Promise<void>): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGTERM');
-  const grace = Deadline.after(EXIT_GRACE_MS);
-  try {
-    await grace.race(exited);
-  } catch {
-    child.kill('SIGKILL');
-    await exited;
-  } finally {
-    grace.dispose();
-  }
+  if (
+    (await Deadline.waitAtMost(
+      EXIT_GRACE_MS,
+      exited.then(() => true),
+    )) === true
+  )
+    return;
+  child.kill('SIGKILL');
+  await exited;
 }

@@ -1,6 +1,7 @@
 import type { Page } from 'playwright-core';
 import { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
+import { withCdpSession } from './page/cdp-session.ts';
 
 /** Longest each way of closing a page may take (Playwright's close, then its target's), in ms. */
 const PAGE_CLOSE_MS = 2_000;
@@ -16,36 +17,35 @@ const PAGE_CLOSE_MS = 2_000;
 export async function closePage(page: Page): Promise<boolean> {
   if (page.isClosed()) return true;
   if (
-    await within(
+    (await Deadline.waitAtMost(
       PAGE_CLOSE_MS,
       page.close({ runBeforeUnload: false }).then(() => true),
-    )
+    )) === true
   )
     return true;
-  if (!(await within(PAGE_CLOSE_MS, closeTarget(page)))) return page.isClosed();
+  if (!(await closeTarget(page))) return page.isClosed();
   // The target is gone; Playwright reports the page closed a moment later.
   return (
     page.isClosed() ||
-    (await within(
+    (await Deadline.waitAtMost(
       PAGE_CLOSE_MS,
       page.waitForEvent('close', { timeout: PAGE_CLOSE_MS }).then(() => true),
-    ))
+    )) === true
   );
 }
 
-/** Closes the page's target over CDP: the browser process closes it, whatever the renderer does. */
+/**
+ * Closes the page's target over CDP: the browser process closes it, whatever the renderer does.
+ * True once the browser has done so within 2,000 ms; false otherwise. Never throws.
+ */
 async function closeTarget(page: Page): Promise<boolean> {
-  const session = await page.context().newCDPSession(page);
-  const { targetInfo } = (await session.send('Target.getTargetInfo')) as { targetInfo: { targetId: string } };
-  await session.send('Target.closeTarget', { targetId: targetInfo.targetId });
-  return true;
-}
-
-/** True when `work` resolves true within `ms`; false when it resolves false, rejects or takes longer. */
-async function within(ms: number, work: Promise<boolean>): Promise<boolean> {
-  const deadline = Deadline.after(ms);
+  const deadline = Deadline.after(PAGE_CLOSE_MS);
   try {
-    return await deadline.race(work);
+    return await withCdpSession(deadline, page, async (session) => {
+      const { targetInfo } = (await deadline.race(session.send('Target.getTargetInfo'))) as { targetInfo: { targetId: string } };
+      await deadline.race(session.send('Target.closeTarget', { targetId: targetInfo.targetId }));
+      return true;
+    });
   } catch {
     return false;
   } finally {

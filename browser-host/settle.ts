@@ -3,6 +3,7 @@ import type { Page } from 'playwright-core';
 import type { SettleReport } from '../shared/observation.ts';
 import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';
+import { isolatedWorldOf } from './page/isolated-world.ts';
 import type { PageTraffic, RequestSnapshot } from './page-traffic.ts';
 
 /**
@@ -31,10 +32,10 @@ export function enterSettling(traffic: PageTraffic, config: SettleConfig): Settl
   return { startedAt: performance.now(), requests: traffic.open(config.maxTrackedRequests) };
 }
 
-/** In-page: the document's readiness right now. */
+/** In the isolated world: the document's readiness right now. */
 const READY_STATE = `() => document.readyState`;
 
-/** In-page: resolves true once `document.readyState` is past `loading`, false after `maxMs`. */
+/** In the isolated world: resolves true once `document.readyState` is past `loading`, false after `maxMs`. */
 const WAIT_FOR_READINESS = `(maxMs) => new Promise((resolve) => {
   if (document.readyState !== 'loading') { resolve(true); return; }
   const timer = setTimeout(() => resolve(false), maxMs);
@@ -44,7 +45,7 @@ const WAIT_FOR_READINESS = `(maxMs) => new Promise((resolve) => {
 })`;
 
 /**
- * In-page: once the document is ready, resolves true after `quietMs` without any DOM mutation
+ * In the isolated world: once the document is ready, resolves true after `quietMs` without any DOM mutation
  * (subtree, child list, attributes, character data), or false when `maxMs` pass first.
  */
 const WAIT_FOR_DOM_QUIET = `({ quietMs, maxMs }) => new Promise((resolve) => {
@@ -138,8 +139,12 @@ async function settleWithin(budget: Deadline, page: Page, traffic: PageTraffic, 
   return false;
 }
 
+/**
+ * Runs one of the fixed functions above in the host's isolated world of the page, never in the
+ * page's own: a page that replaces `MutationObserver`, `performance`, `Promise`, timers or array
+ * methods, or shadows `document.readyState`, cannot make settling report quiet early. The
+ * functions are strings so no bundler helper leaks into the page.
+ */
 function inPage<T>(budget: Deadline, page: Page, fn: string, arg: unknown): Promise<T> {
-  // The functions are strings so no bundler helper leaks into the page; they are the host's
-  // own fixed code, never anything an agent or a page supplied.
-  return budget.race(page.evaluate(`(${fn})(${JSON.stringify(arg)})`) as Promise<T>);
+  return isolatedWorldOf(page).evaluate<T>(budget, `(${fn})(${JSON.stringify(arg)})`);
 }

@@ -2,6 +2,7 @@ import type { CDPSession, Page } from 'playwright-core';
 import { type AriaNode, nodeOfSnapshotLine, parseAriaSnapshot, rewriteAriaLine, walkAria } from '../shared/aria-snapshot.ts';
 import type { IncompleteReason } from '../shared/observation.ts';
 import type { Deadline } from './deadline.ts';
+import { type PiercedDomNode, walkPiercedDom } from './page/pierced-dom.ts';
 
 /**
  * What a person sees that Playwright's AI-mode snapshot leaves implicit, written into the
@@ -326,9 +327,9 @@ export class ClosedRootProbe {
       const session = this.#session;
       const reading = session.send('DOM.getDocument', { depth: -1, pierce: true });
       const probe = deadline.child(Math.max(1, Math.min(CLOSED_ROOT_PROBE_MS, deadline.remainingMs())));
-      let document: Awaited<typeof reading> | undefined;
+      let document: { root: PiercedDomNode } | undefined;
       try {
-        document = await probe.race(reading);
+        document = (await probe.race(reading)) as { root: PiercedDomNode };
       } catch {
         document = undefined;
       } finally {
@@ -344,20 +345,16 @@ export class ClosedRootProbe {
   }
 }
 
-interface DomNode {
-  shadowRootType?: string;
-  children?: DomNode[];
-  shadowRoots?: DomNode[];
-  contentDocument?: DomNode;
-}
-
-function countClosedRoots(root: DomNode): number {
+/** Closed shadow roots anywhere in a pierced DOM tree, frame documents included. */
+function countClosedRoots(root: PiercedDomNode): number {
   let count = 0;
-  const stack: DomNode[] = [root];
-  while (stack.length > 0) {
-    const node = stack.pop() as DomNode;
-    if (node.shadowRootType === 'closed') count++;
-    stack.push(...(node.children ?? []), ...(node.shadowRoots ?? []), ...(node.contentDocument ? [node.contentDocument] : []));
-  }
+  walkPiercedDom(
+    root,
+    (node) => {
+      if (node.shadowRootType === 'closed') count++;
+      return true;
+    },
+    { intoFrames: true },
+  );
   return count;
 }

@@ -5,6 +5,8 @@ import { canonicalPageUrl } from '../../shared/page-url.ts';
 import { returnUrlOf } from '../../shared/sign-in-return.ts';
 import { namesPasskey, namesSingleSignOn, readsAsSignIn, type SignInWords, signInReading } from '../../shared/sign-in-words.ts';
 import type { Deadline } from '../deadline.ts';
+import { withCdpSession } from '../page/cdp-session.ts';
+import { attributeOf, type PiercedDomNode, walkPiercedDom } from '../page/pierced-dom.ts';
 import type { DocumentTrail } from '../page-traffic.ts';
 
 /**
@@ -292,46 +294,27 @@ async function framedPasswordField(deadline: Deadline, page: Page): Promise<bool
   return counts.some((count) => count > 0);
 }
 
-interface CdpNode {
-  nodeId: number;
-  nodeName?: string;
-  attributes?: string[];
-  shadowRootType?: string;
-  children?: CdpNode[];
-  shadowRoots?: CdpNode[];
-}
-
 /** A visible `input[type=password]` inside a closed shadow root of the main document (one CDP read). */
 async function closedRootPasswordField(deadline: Deadline, page: Page): Promise<boolean> {
-  const session = await deadline.race(page.context().newCDPSession(page));
   try {
-    const { root } = (await deadline.race(session.send('DOM.getDocument', { depth: -1, pierce: true }))) as { root: CdpNode };
-    const found: number[] = [];
-    const stack: Array<{ node: CdpNode; closed: boolean }> = [{ node: root, closed: false }];
-    while (stack.length > 0 && found.length < MAX_IDENTIFIER_FIELDS) {
-      const { node, closed } = stack.pop() as { node: CdpNode; closed: boolean };
-      if (closed && node.nodeName === 'INPUT' && attributeOf(node, 'type')?.toLowerCase() === 'password') found.push(node.nodeId);
-      for (const child of node.children ?? []) stack.push({ node: child, closed });
-      for (const shadow of node.shadowRoots ?? []) stack.push({ node: shadow, closed: closed || shadow.shadowRootType === 'closed' });
-    }
-    for (const nodeId of found) {
-      const box = (await deadline.race(session.send('DOM.getBoxModel', { nodeId })).catch(() => undefined)) as
-        | { model?: { width: number; height: number } }
-        | undefined;
-      if (box?.model !== undefined && box.model.width > 0 && box.model.height > 0) return true;
-    }
-    return false;
+    return await withCdpSession(deadline, page, async (session) => {
+      const { root } = (await deadline.race(session.send('DOM.getDocument', { depth: -1, pierce: true }))) as { root: PiercedDomNode };
+      const found: number[] = [];
+      walkPiercedDom(root, (node, insideClosedRoot) => {
+        if (insideClosedRoot && node.nodeName === 'INPUT' && attributeOf(node, 'type')?.toLowerCase() === 'password') found.push(node.nodeId);
+        return found.length < MAX_IDENTIFIER_FIELDS;
+      });
+      for (const nodeId of found) {
+        const box = (await deadline.race(session.send('DOM.getBoxModel', { nodeId })).catch(() => undefined)) as
+          | { model?: { width: number; height: number } }
+          | undefined;
+        if (box?.model !== undefined && box.model.width > 0 && box.model.height > 0) return true;
+      }
+      return false;
+    });
   } catch {
     return false;
-  } finally {
-    void session.detach().catch(() => {});
   }
-}
-
-function attributeOf(node: CdpNode, name: string): string | undefined {
-  const attributes = node.attributes ?? [];
-  for (let index = 0; index + 1 < attributes.length; index += 2) if (attributes[index] === name) return attributes[index + 1];
-  return undefined;
 }
 
 function pathKey(url: string): string {

@@ -6,6 +6,7 @@ import { readPredicate } from '../../shared/predicate-evaluation.ts';
 import type { Admission, LoadReservation } from '../admission.ts';
 import { Deadline } from '../deadline.ts';
 import { firstLineOf, HostError } from '../host-error.ts';
+import { withCdpSession } from '../page/cdp-session.ts';
 import type { ProfileBrowser } from '../profile-browser.ts';
 import { type ControlBrowser, type LaunchOptions, launchControlBrowser } from '../profiles.ts';
 import { SerialLock } from '../serial-lock.ts';
@@ -337,13 +338,10 @@ const MAX_USER_AGENT_CHARS = 512;
  */
 async function browserUserAgent(deadline: Deadline, page: Page): Promise<string | undefined> {
   try {
-    const session = await deadline.race(page.context().newCDPSession(page));
-    try {
+    return await withCdpSession(deadline, page, async (session) => {
       const { userAgent } = (await deadline.race(session.send('Browser.getVersion'))) as { userAgent: string };
       return typeof userAgent === 'string' ? userAgent.slice(0, MAX_USER_AGENT_CHARS) : undefined;
-    } finally {
-      void session.detach().catch(() => {});
-    }
+    });
   } catch {
     return undefined;
   }
@@ -355,7 +353,7 @@ async function withTemporaryPage<T>(deadline: Deadline, browser: ProfileBrowser,
   try {
     return await use(page);
   } finally {
-    await bounded(page.close());
+    await Deadline.waitAtMost(CLEANUP_MS, page.close());
   }
 }
 
@@ -373,23 +371,6 @@ async function withControlBrowser<T>(
     page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
     return await use(page);
   } finally {
-    await bounded(control.close());
-  }
-}
-
-/** Waits for a cleanup step, at most {@link CLEANUP_MS}, whatever the operation's own deadline. */
-async function bounded(step: Promise<unknown>): Promise<void> {
-  const cleanup = Deadline.after(CLEANUP_MS);
-  try {
-    await cleanup.race(
-      step.then(
-        () => {},
-        () => {},
-      ),
-    );
-  } catch {
-    // A step still running after the grace period is left to finish on its own.
-  } finally {
-    cleanup.dispose();
+    await Deadline.waitAtMost(CLEANUP_MS, control.close());
   }
 }

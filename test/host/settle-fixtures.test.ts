@@ -177,3 +177,27 @@ describe('settling after an action (ADR-0159)', () => {
     expect(observed.settle).toEqual({ outcome: 'not_waited', elapsed_ms: 0, pending_at_entry: 0, overflow: false });
   });
 });
+
+describe("settling reads in the host's isolated world, which a page's scripts cannot reach", () => {
+  // tampered-clock.html changes its DOM every 50 ms and first replaces what an in-page check would
+  // lean on; a settle that read in the page's own world would report dom_quiet early.
+  for (const tamper of ['observer', 'clock', 'array', 'promise', 'ready-state', 'timers', 'all']) {
+    test(`a ticking page that tampers with ${tamper === 'all' ? 'all of them at once' : tamper} is still bound_expired at the budget after a navigation`, async ({
+      client,
+      lease,
+      fixtures,
+    }) => {
+      const page = await open(client, lease.lease_id, fixtures, `tampered-clock.html?tamper=${tamper}`);
+      expect(page.settle).toEqual({ outcome: 'bound_expired', expired_by: 'deadline', elapsed_ms: expect.any(Number), pending_at_entry: 0, overflow: false });
+      expectElapsedIn(page.settle, AT_BUDGET);
+      expect(page.snapshot).toContain('heading "Tampered clock"');
+    });
+  }
+
+  test('a click on a ticking page that tampers with everything is bound_expired at the budget', async ({ client, lease, fixtures }) => {
+    const page = await open(client, lease.lease_id, fixtures, 'tampered-clock.html?tamper=all');
+    const after = await click(client, lease.lease_id, page, 'button', 'Do nothing');
+    expect(after.settle).toMatchObject({ outcome: 'bound_expired', expired_by: 'deadline', overflow: false });
+    expectElapsedIn(after.settle, AT_BUDGET);
+  });
+});
