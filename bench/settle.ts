@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { DEFAULT_SETTLE_CONFIG } from '../browser-host/config.ts';
 import { Deadline } from '../browser-host/deadline.ts';
-import { PageTraffic } from '../browser-host/page-traffic.ts';
+import { PageTraffic } from '../browser-host/page/traffic.ts';
 import { CHROMIUM_ARGS } from '../browser-host/profiles.ts';
 import { enterSettling, settle } from '../browser-host/settle.ts';
 import type { SettleReport } from '../shared/observation.ts';

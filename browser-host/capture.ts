@@ -4,7 +4,7 @@ import { Deadline } from './deadline.ts';
 import { confineFrames } from './frame-confinement.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
-import { markSnapshot, readReach } from './snapshot-marks.ts';
+import { markSnapshot, readReach } from './snapshot/marks.ts';
 
 /** How long a cancelled capture gets to wind down before the host answers anyway, in ms. */
 const JOIN_GRACE_MS = 5_000;
@@ -41,7 +41,7 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
   // Its own signal, so the capture can be cancelled without ending the whole operation.
   const capture = deadline.child(deadline.remainingMs());
   const reading = browser.trackCapture(
-    // What a person cannot reach is read first: the page's own snapshot must be the last one taken (snapshot-marks.ts).
+    // What a person cannot reach is read first: the page's own snapshot must be the last one taken (snapshot/marks.ts).
     readReach(capture, page).then(async (reach) => {
       const text = await page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) });
       return { text, reach, title: await page.title() };

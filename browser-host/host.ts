@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import type { HostStatus } from '../shared/protocol.ts';
 import { Admission } from './admission.ts';
-import { Ceremonies } from './ceremony.ts';
+import { Ceremonies } from './ceremony/ceremonies.ts';
 import type { HostConfig } from './config.ts';
 import { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';

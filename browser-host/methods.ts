@@ -3,7 +3,7 @@ import type { HostMethod, HostParams, HostResult, HostStatus } from '../shared/p
 import { actOnPage } from './actions.ts';
 import type { Admission } from './admission.ts';
 import { captureRevision } from './capture.ts';
-import type { Ceremonies } from './ceremony.ts';
+import type { Ceremonies } from './ceremony/ceremonies.ts';
 import type { HostConfig } from './config.ts';
 import type { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';

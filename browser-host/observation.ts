@@ -7,7 +7,7 @@ import { HostError } from './host-error.ts';
 import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
 import { signInSignal } from './site-verification/sign-in-signal.ts';
-import { sliceWindow } from './snapshot-window.ts';
+import { sliceWindow } from './snapshot/window.ts';
 
 /** What shaping an observation for one lease needs: the window caps and the cursor sealer. */
 export interface ObservationContext {

@@ -5,14 +5,14 @@ import { Deadline } from './deadline.ts';
 import { Confinement, NO_EGRESS_SETTINGS } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
-import { PageDialogs } from './page-dialogs.ts';
-import { PageEvents } from './page-events.ts';
-import { closePage, pageAnswers } from './page-recovery.ts';
-import { PageTraffic } from './page-traffic.ts';
+import { PageDialogs } from './page/dialogs.ts';
+import { PageEvents } from './page/events.ts';
+import { closePage, pageAnswers } from './page/recovery.ts';
+import { PageTraffic } from './page/traffic.ts';
 import { type LaunchOptions, launchProfileContext } from './profiles.ts';
 import { ScreenshotShelf } from './screenshots.ts';
 import { SerialLock } from './serial-lock.ts';
-import { CLOSED_SHADOW_ROOTS_SCRIPT, ClosedRootProbe } from './snapshot-marks.ts';
+import { CLOSED_SHADOW_ROOTS_SCRIPT, ClosedRootProbe } from './snapshot/marks.ts';
 
 /** Longest opening the replacement of an ended page may take, in ms. */
 const SPARE_PAGE_MS = 5_000;
@@ -38,7 +38,7 @@ export interface CapturedRevision {
   readonly lines: readonly string[];
   /** The page's iframes, in snapshot order; foreign ones withheld from `lines` (frame-confinement.ts). */
   readonly frames: readonly FrameSummary[];
-  /** Why `lines` may hold less than a person sees (snapshot-marks.ts); empty when nothing is known missing. */
+  /** Why `lines` may hold less than a person sees (snapshot/marks.ts); empty when nothing is known missing. */
   readonly incomplete: readonly IncompleteReason[];
   readonly settle: SettleReport;
 }
@@ -66,7 +66,7 @@ export class ProfileBrowser {
   readonly events: PageEvents;
   /** The egress confinement of every page of this browser (README "Confinement"). */
   readonly confinement: Confinement;
-  /** Closed shadow roots the host could not open, counted once per document (snapshot-marks.ts). */
+  /** Closed shadow roots the host could not open, counted once per document (snapshot/marks.ts). */
   readonly closedRoots = new ClosedRootProbe();
   /** Screenshots taken right after acts and navigations, for the owner's console (issue 15). */
   readonly screenshots = new ScreenshotShelf();
@@ -134,7 +134,7 @@ export class ProfileBrowser {
     // Chromium crashed or quit: nothing is left to drive, and the egress proxy goes with it.
     context.once('close', () => void browser.close());
     try {
-      // Closed shadow roots opened to the host's own reads (snapshot-marks.ts), in every document from now on.
+      // Closed shadow roots opened to the host's own reads (snapshot/marks.ts), in every document from now on.
       await context.addInitScript(CLOSED_SHADOW_ROOTS_SCRIPT);
     } catch (error) {
       await browser.close();

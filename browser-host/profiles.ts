@@ -8,7 +8,7 @@ import type { Deadline } from './deadline.ts';
 import { Confinement, type EgressSettings, NO_EGRESS_SETTINGS } from './egress/confinement.ts';
 import { startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
-import { PageEvents } from './page-events.ts';
+import { PageEvents } from './page/events.ts';
 
 /**
  * The features Playwright 1.65 itself disables (its chromiumSwitches.ts): a `--disable-features`

@@ -4,7 +4,7 @@ import type { SettleReport } from '../shared/observation.ts';
 import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';
 import { isolatedWorldOf } from './page/isolated-world.ts';
-import type { PageTraffic, RequestSnapshot } from './page-traffic.ts';
+import type { PageTraffic, RequestSnapshot } from './page/traffic.ts';
 
 /**
  * The moment settling starts (ADR-0159): just before a navigation or an action is dispatched, so

@@ -5,7 +5,7 @@ import type { Deadline } from './deadline.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { httpOrigin } from './site-verification/sign-in-signal.ts';
-import { markNamesAndReach, type PageReach, readReach } from './snapshot-marks.ts';
+import { markNamesAndReach, type PageReach, readReach } from './snapshot/marks.ts';
 
 /**
  * Checks, right before an act's input, that the element `reference` names is still what the
@@ -16,7 +16,7 @@ import { markNamesAndReach, type PageReach, readReach } from './snapshot-marks.t
  * page may navigate to. The snapshot assigns refs afresh only to elements that changed, so the
  * revision's other references keep working. Sends no input.
  * Names from content and `[inert]` marks are written in first, as a capture writes them
- * (snapshot-marks.ts).
+ * (snapshot/marks.ts).
  * @throws HostError('target_changed') when the element is gone, relabelled, re-roled or now in
  *   another frame; HostError('not_actionable') when it is now inert (behind a modal dialog); HostError('outside_run_origins') when its frame is not of the run's origins;
  *   HostError('action_failed') when the check itself fails; nothing is sent in any case.
@@ -26,7 +26,7 @@ export async function checkTarget(deadline: Deadline, browser: ProfileBrowser, p
   let text: string;
   let reach: PageReach;
   try {
-    // What a person cannot reach first: the snapshot getByRef resolves against must be the last one (snapshot-marks.ts).
+    // What a person cannot reach first: the snapshot getByRef resolves against must be the last one (snapshot/marks.ts).
     const reading = readReach(deadline, page).then(async (found) => ({
       found,
       text: await page.ariaSnapshot({ mode: 'ai', timeout, signal: deadline.signal }),

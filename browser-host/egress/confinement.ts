@@ -1,6 +1,6 @@
 import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import type { BlockedKind, BlockedRequest } from '../../shared/observation.ts';
-import type { PageEvents } from '../page-events.ts';
+import type { PageEvents } from '../page/events.ts';
 import { isAddressLiteral, isLinkLocalAddress, isPublicAddress, type PinnedAddress, resolveChecked } from './address-policy.ts';
 
 /** Origins the operator configured for this host (README "Confinement"). */

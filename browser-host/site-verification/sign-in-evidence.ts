@@ -7,7 +7,7 @@ import { namesPasskey, namesSingleSignOn, readsAsSignIn, type SignInWords, signI
 import type { Deadline } from '../deadline.ts';
 import { withCdpSession } from '../page/cdp-session.ts';
 import { attributeOf, type PiercedDomNode, walkPiercedDom } from '../page/pierced-dom.ts';
-import type { DocumentTrail } from '../page-traffic.ts';
+import type { DocumentTrail } from '../page/traffic.ts';
 
 /**
  * The evidence that a page asks for sign-in, read from what a person sees (issue 17; ADR-0164

@@ -4,7 +4,7 @@ import { originOf } from '../../shared/origin.ts';
 import { readPredicate } from '../../shared/predicate-evaluation.ts';
 import { MAX_URL_LENGTH } from '../../shared/tool-arguments.ts';
 import type { Deadline } from '../deadline.ts';
-import type { DocumentTrail } from '../page-traffic.ts';
+import type { DocumentTrail } from '../page/traffic.ts';
 import type { SiteCatalog } from './catalog.ts';
 import { assessSignIn, trailReasons } from './sign-in-evidence.ts';
 

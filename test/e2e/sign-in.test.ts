@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DELIVERY_BACKOFF_MS } from '../../browser-host/ceremony-delivery.ts';
+import { DELIVERY_BACKOFF_MS } from '../../browser-host/ceremony/delivery.ts';
 import { hostProfileId } from '../../edge/profiles/bindings.ts';
 import { type AccountSite, accountSiteDefinition, startAccountSite } from '../../scripts/account-site.ts';
 import { ApiClient, observationOf } from '../../scripts/api-client.ts';

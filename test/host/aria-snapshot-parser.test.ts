@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
-import { withContentNames } from '../../browser-host/snapshot-marks.ts';
+import { withContentNames } from '../../browser-host/snapshot/marks.ts';
 import { type AriaNode, parseAriaSnapshot, renderAriaSnapshot, walkAria } from '../../shared/aria-snapshot.ts';
 
 // The snapshot reader (shared/aria-snapshot.ts) over every line form Playwright 1.65 emits. No

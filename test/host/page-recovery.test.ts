@@ -1,6 +1,6 @@
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { closePage, pageAnswers } from '../../browser-host/page-recovery.ts';
+import { closePage, pageAnswers } from '../../browser-host/page/recovery.ts';
 
 // The host's last resort for a page that stopped answering: it must close even when Playwright's
 // own close does not come back.

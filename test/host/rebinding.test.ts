@@ -11,7 +11,7 @@ vi.mock('node:dns/promises', () => ({
 }));
 
 const { Confinement } = await import('../../browser-host/egress/confinement.ts');
-const { PageEvents } = await import('../../browser-host/page-events.ts');
+const { PageEvents } = await import('../../browser-host/page/events.ts');
 
 function confinementFor(origins: string[]) {
   const confinement = new Confinement({ allow: [], deny: [], hostPorts: () => [] }, new PageEvents());

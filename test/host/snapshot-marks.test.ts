@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { markInert, ownRefOfLine } from '../../browser-host/snapshot-marks.ts';
+import { markInert, ownRefOfLine } from '../../browser-host/snapshot/marks.ts';
 import { parseAriaSnapshot, walkReachable } from '../../shared/aria-snapshot.ts';
 
-// The host's marks on snapshot lines (browser-host/snapshot-marks.ts) as pure functions: a line's
+// The host's marks on snapshot lines (browser-host/snapshot/marks.ts) as pure functions: a line's
 // own ref is never one its name, text or URL carries, and what a modal puts out of reach is
 // decided by the snapshot's structure.
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { ContinuationCursors } from '../../browser-host/continuation-cursor.ts';
 import { HostError } from '../../browser-host/host-error.ts';
-import { sliceWindow } from '../../browser-host/snapshot-window.ts';
+import { sliceWindow } from '../../browser-host/snapshot/window.ts';
 
 const lines = Array.from({ length: 10 }, (_, i) => `- listitem [ref=e${i + 1}]: Item ${i + 1}`);
 

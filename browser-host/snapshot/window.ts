@@ -1,4 +1,4 @@
-import type { WindowCaps } from './config.ts';
+import type { WindowCaps } from '../config.ts';
 
 /** A contiguous run of snapshot lines: `[start, end)` of `total`, joined with newlines. */
 export interface SnapshotWindow {

@@ -1,5 +1,5 @@
-import { type CeremonyEventClaims, type CeremonyEventDelivery, signCeremonyEvent } from '../shared/authentication.ts';
-import { Deadline } from './deadline.ts';
+import { type CeremonyEventClaims, type CeremonyEventDelivery, signCeremonyEvent } from '../../shared/authentication.ts';
+import { Deadline } from '../deadline.ts';
 
 /** Delays before each delivery attempt, in ms: at most three attempts. */
 export const DELIVERY_BACKOFF_MS: readonly number[] = [0, 500, 1_500];

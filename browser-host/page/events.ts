@@ -1,4 +1,4 @@
-import type { BlockedRequest, PageDialog } from '../shared/observation.ts';
+import type { BlockedRequest, PageDialog } from '../../shared/observation.ts';
 
 /** Most blocked requests kept between two observations; older ones are counted, not kept. */
 const MAX_BLOCKED = 64;

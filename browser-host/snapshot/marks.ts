@@ -1,8 +1,8 @@
 import type { CDPSession, Page } from 'playwright-core';
-import { type AriaNode, nodeOfSnapshotLine, parseAriaSnapshot, rewriteAriaLine, walkAria } from '../shared/aria-snapshot.ts';
-import type { IncompleteReason } from '../shared/observation.ts';
-import type { Deadline } from './deadline.ts';
-import { type PiercedDomNode, walkPiercedDom } from './page/pierced-dom.ts';
+import { type AriaNode, nodeOfSnapshotLine, parseAriaSnapshot, rewriteAriaLine, walkAria } from '../../shared/aria-snapshot.ts';
+import type { IncompleteReason } from '../../shared/observation.ts';
+import type { Deadline } from '../deadline.ts';
+import { type PiercedDomNode, walkPiercedDom } from '../page/pierced-dom.ts';
 
 /**
  * What a person sees that Playwright's AI-mode snapshot leaves implicit, written into the

@@ -1,8 +1,8 @@
-import type { Admission } from './admission.ts';
-import type { Ceremony } from './ceremony-record.ts';
-import type { ProfileBrowser } from './profile-browser.ts';
-import type { SiteCatalog } from './site-verification/catalog.ts';
-import { httpOrigin, passwordFieldVisible, signInWallSeen } from './site-verification/sign-in-signal.ts';
+import type { Admission } from '../admission.ts';
+import type { ProfileBrowser } from '../profile-browser.ts';
+import type { SiteCatalog } from '../site-verification/catalog.ts';
+import { httpOrigin, passwordFieldVisible, signInWallSeen } from '../site-verification/sign-in-signal.ts';
+import type { Ceremony } from './record.ts';
 
 // The person-facing side of a ceremony: the profile's headed window showing the sign-in page,
 // brought back when it went away, and read to tell whether the person got past the sign-in page.

@@ -1,9 +1,9 @@
-import type { CeremonyOutcome } from '../shared/authentication.ts';
-import type { Ceremony, CeremonyServices } from './ceremony-record.ts';
-import { holdSurface, readSurface } from './ceremony-window.ts';
-import type { Deadline } from './deadline.ts';
-import type { ProfileBrowser } from './profile-browser.ts';
-import type { SessionVerifier, VerificationResult } from './site-verification/verify.ts';
+import type { CeremonyOutcome } from '../../shared/authentication.ts';
+import type { Deadline } from '../deadline.ts';
+import type { ProfileBrowser } from '../profile-browser.ts';
+import type { SessionVerifier, VerificationResult } from '../site-verification/verify.ts';
+import type { Ceremony, CeremonyServices } from './record.ts';
+import { holdSurface, readSurface } from './window.ts';
 
 // When a ceremony's session is verified: once at `begin` (by Ceremonies), then whenever polling
 // finds the person past the sign-in page, with doubling waits while the same page stays inconclusive.

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Dialog, Page } from 'playwright-core';
-import { MAX_DIALOG_MESSAGE_LENGTH, PageDialog } from '../shared/observation.ts';
-import type { PageEvents } from './page-events.ts';
+import { MAX_DIALOG_MESSAGE_LENGTH, PageDialog } from '../../shared/observation.ts';
+import type { PageEvents } from './events.ts';
 
 /** More dialogs than this within {@link DIALOG_LOOP_WINDOW_MS} are a dialog loop. */
 const DIALOG_LOOP_LIMIT = 5;

@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core';
-import { Deadline } from './deadline.ts';
-import { HostError } from './host-error.ts';
-import { withCdpSession } from './page/cdp-session.ts';
+import { Deadline } from '../deadline.ts';
+import { HostError } from '../host-error.ts';
+import { withCdpSession } from './cdp-session.ts';
 
 /** Longest each way of closing a page may take (Playwright's close, then its target's), in ms. */
 const PAGE_CLOSE_MS = 2_000;

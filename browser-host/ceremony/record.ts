@@ -1,14 +1,14 @@
-import type { CeremonyEventClaims, CeremonyOutcome, CeremonyState } from '../shared/authentication.ts';
-import type { HostParams, HostResult } from '../shared/protocol.ts';
-import type { Admission } from './admission.ts';
-import type { Deadline } from './deadline.ts';
-import type { LeaseTable } from './lease.ts';
-import type { ProfileBrowser } from './profile-browser.ts';
-import type { SiteCatalog } from './site-verification/catalog.ts';
-import type { SessionVerifier } from './site-verification/verify.ts';
+import type { CeremonyEventClaims, CeremonyOutcome, CeremonyState } from '../../shared/authentication.ts';
+import type { HostParams, HostResult } from '../../shared/protocol.ts';
+import type { Admission } from '../admission.ts';
+import type { Deadline } from '../deadline.ts';
+import type { LeaseTable } from '../lease.ts';
+import type { ProfileBrowser } from '../profile-browser.ts';
+import type { SiteCatalog } from '../site-verification/catalog.ts';
+import type { SessionVerifier } from '../site-verification/verify.ts';
 
-// The shapes every part of a sign-in ceremony shares: the record Ceremonies (ceremony.ts) keeps
-// for each one, the person's window (ceremony-window.ts) and the verifications (ceremony-polling.ts).
+// The shapes every part of a sign-in ceremony shares: the record Ceremonies (ceremonies.ts) keeps
+// for each one, the person's window (window.ts) and the verifications (polling.ts).
 
 export type BeginParams = HostParams<'ceremony.begin'>;
 export type CeremonyAnswer = HostResult<'ceremony.begin'>;
@@ -47,7 +47,7 @@ export interface Ceremony {
   /** The surface URL last verified, and when (epoch ms). */
   checkedUrl: string | undefined;
   checkedAt: number;
-  /** The wait before the same page is verified again, in ms (see ceremony-polling.ts `RECHECK_MS`). */
+  /** The wait before the same page is verified again, in ms (see polling.ts `RECHECK_MS`). */
   recheckMs: number;
   /** The polling loop, once started. */
   loop: Promise<void> | undefined;

@@ -1,18 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { Page } from 'playwright-core';
-import { type CeremonyEventClaims, type CeremonyOutcome, signCeremonyEvent } from '../shared/authentication.ts';
-import { deliverCeremonyEvent } from './ceremony-delivery.ts';
-import { pollCeremony, RECHECK_MS, verifyCeremony } from './ceremony-polling.ts';
-import type { BeginParams, Ceremony, CeremonyAnswer, CeremonyServices } from './ceremony-record.ts';
-import { showSignIn } from './ceremony-window.ts';
-import { Deadline } from './deadline.ts';
-import { HostError } from './host-error.ts';
-import type { ProfileBrowser } from './profile-browser.ts';
-import type { SiteCatalog } from './site-verification/catalog.ts';
-import { httpOrigin } from './site-verification/sign-in-signal.ts';
-import type { VerificationResult } from './site-verification/verify.ts';
+import { type CeremonyEventClaims, type CeremonyOutcome, signCeremonyEvent } from '../../shared/authentication.ts';
+import { Deadline } from '../deadline.ts';
+import { HostError } from '../host-error.ts';
+import type { ProfileBrowser } from '../profile-browser.ts';
+import type { SiteCatalog } from '../site-verification/catalog.ts';
+import { httpOrigin } from '../site-verification/sign-in-signal.ts';
+import type { VerificationResult } from '../site-verification/verify.ts';
+import { deliverCeremonyEvent } from './delivery.ts';
+import { pollCeremony, RECHECK_MS, verifyCeremony } from './polling.ts';
+import type { BeginParams, Ceremony, CeremonyAnswer, CeremonyServices } from './record.ts';
+import { showSignIn } from './window.ts';
 
-export type { CeremonyServices } from './ceremony-record.ts';
+export type { CeremonyServices } from './record.ts';
 
 /** Ceremony records kept in memory; the oldest finished ones are forgotten first. */
 const MAX_RECORDS = 256;
