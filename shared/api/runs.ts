@@ -1,0 +1,123 @@
+import { z } from 'zod';
+import { SignInReason } from '../authentication.ts';
+import { Origin } from '../origin.ts';
+import { MessageFields, RecipeBinding } from '../recipes.ts';
+
+// Runs: creating one, its states and view, its messages, report and activity.
+// Part of the agent-facing HTTP API v1: shared/api.ts re-exports every resource's file.
+
+/** Longest run deadline, in ms (one hour). */
+export const MAX_RUN_DEADLINE_MS = 3_600_000;
+
+/** Default run deadline, in ms (five minutes). */
+export const DEFAULT_RUN_DEADLINE_MS = 300_000;
+
+/**
+ * A run's browser profile, named by its owner (at most 48 characters). The host keeps it apart
+ * from every other owner's profile of the same name (see edge/profiles/bindings.ts).
+ */
+export const RunProfileId = z.string().regex(/^[A-Za-z0-9_-]{1,48}$/, 'letters, digits, _ and -, at most 48');
+
+export const CreateRunBody = z
+  .strictObject({
+    profile_id: RunProfileId,
+    intent: z.string().min(1).max(2000),
+    origins: z.array(Origin).min(1).max(16),
+    deadline_ms: z.int().min(1_000).max(MAX_RUN_DEADLINE_MS).optional(),
+    /**
+     * Named values of the owner's message (shared/recipes.ts `MessageFields`) that a reviewed
+     * recipe may type, e.g. `{"title": "Week 49"}`. Only an owner's message carries them.
+     */
+    fields: MessageFields.optional(),
+  })
+  .meta({
+    examples: [{ profile_id: 'me', intent: 'Add "Buy oat milk" to my todo list', origins: ['http://127.0.0.1:8080'], deadline_ms: 300_000 }],
+  });
+
+export type CreateRunBody = z.infer<typeof CreateRunBody>;
+
+export const RunState = z.enum([
+  'queued',
+  'running',
+  'waiting_for_approval',
+  'waiting_for_authentication',
+  'completed',
+  'partial',
+  'uncertain',
+  'cancelled',
+  'failed',
+  'deadline_exceeded',
+]);
+
+export type RunState = z.infer<typeof RunState>;
+
+/** Run states after which nothing more happens on the run. */
+export const TERMINAL_RUN_STATES: readonly RunState[] = ['completed', 'partial', 'uncertain', 'cancelled', 'failed', 'deadline_exceeded'];
+
+/** Run states in which a run may still change: every state but the terminal ones. */
+export const ACTIVE_RUN_STATES = ['queued', 'running', 'waiting_for_approval', 'waiting_for_authentication'] as const satisfies readonly RunState[];
+
+export const RunView = z.strictObject({
+  id: z.string(),
+  state: RunState,
+  profile_id: z.string(),
+  intent: z.string(),
+  origins: z.array(z.string()),
+  /** ISO-8601 instants. */
+  deadline_at: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  latest_revision: z.int().nullable(),
+  summary: z.string().nullable(),
+  /** While `waiting_for_authentication`: the wait, its episode and what the owner is asked. */
+  authentication: z
+    .strictObject({
+      wait_id: z.string(),
+      episode_id: z.string(),
+      origin: z.string(),
+      question: z.string(),
+      generation: z.int().min(1),
+      /** Why the page was taken for a sign-in wall (issue 17): the evidence the host saw. */
+      reasons: z.array(SignInReason),
+    })
+    .nullable(),
+  /** The reviewed recipe the run is bound to (its id, version and hash), or null for the ordinary agent path. */
+  recipe: RecipeBinding.nullable(),
+});
+
+export type RunView = z.infer<typeof RunView>;
+
+export const MessageBody = z.strictObject({ text: z.string().min(1).max(10_000) }).meta({ examples: [{ text: 'Also tick it done once it is listed.' }] });
+
+export type MessageBody = z.infer<typeof MessageBody>;
+
+export const MessageView = z.strictObject({
+  id: z.string(),
+  run_id: z.string(),
+  trust: z.enum(['trusted', 'untrusted']),
+  text: z.string(),
+  created_at: z.string(),
+});
+
+export type MessageView = z.infer<typeof MessageView>;
+
+export const ReportBody = z
+  .strictObject({
+    status: z.enum(['completed', 'partial', 'uncertain', 'failed']),
+    summary: z.string().min(1).max(20_000),
+  })
+  .meta({ examples: [{ status: 'completed', summary: 'Added "Buy oat milk" to the todo list and ticked it done.' }] });
+
+export type ReportBody = z.infer<typeof ReportBody>;
+
+/** One entry of a run's passive activity record, oldest first. */
+export const ActivityEntry = z.strictObject({
+  at: z.string(),
+  kind: z.enum(['run_created', 'message', 'tool_call', 'approval', 'effect', 'sign_in_wait', 'ceremony_event', 'run_ended']),
+  id: z.string(),
+  summary: z.string(),
+});
+
+export const ActivityList = z.strictObject({ run_id: z.string(), activity: z.array(ActivityEntry) });
+
+export type ActivityList = z.infer<typeof ActivityList>;
