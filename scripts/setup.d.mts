@@ -6,5 +6,5 @@ export function readDevVars(): DevVars;
 export function prepareLocalDatabase(vars: DevVars, persistTo?: string): void;
 /** SQL that upserts the local owner, agent and operator with their hashed tokens. */
 export function localPrincipalsSql(vars: DevVars, now?: number): string;
-/** Copies the API reference's script and style sheet from swagger-ui-dist into `public/` (served at `/docs/assets/`). */
-export function ensureDocsAssets(): void;
+/** Copies the API reference's (swagger-ui-dist) and the owner console's (edge/console/assets/) static files into `public/`. */
+export function ensureStaticAssets(): void;

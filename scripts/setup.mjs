@@ -4,7 +4,8 @@
 //  1. npm packages, when node_modules is missing or older than package-lock.json;
 //  2. Debian's chromium and xvfb, when absent (apt-get as root; otherwise says what to run);
 //  3. `.dev.vars` with AGENT_TOKEN, OWNER_TOKEN, OPERATOR_TOKEN and HOST_SHARED_SECRET, when missing;
-//  4. the API reference's static files (`public/`, copied from the npm package swagger-ui-dist);
+//  4. the static files the edge serves (`public/`: the API reference's, copied from the npm
+//     package swagger-ui-dist, and the owner console's, copied from edge/console/assets/);
 //  5. the local D1: migrations applied and the three principals seeded (tokens stored hashed).
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -49,18 +50,27 @@ function ensureDebianPackages() {
 
 /** The files of swagger-ui-dist the API reference page (`/docs`) loads. */
 const DOCS_ASSET_FILES = ['swagger-ui.css', 'swagger-ui-bundle.js'];
+/** The owner console's static files (`edge/console/assets/`). */
+const CONSOLE_ASSET_FILES = ['console.css', 'console.js', 'live-view.js'];
 
 /**
- * Copies the API reference's script and style sheet from node_modules into `public/`, the
- * directory the Worker serves as static assets (wrangler.toml `[assets]`) and the Deno and Node
- * entries serve too, at `/docs/assets/swagger-ui-dist/...`: the page never needs a CDN.
- * Copies every time (two files, about 2 MB), so the copy always matches the installed package.
+ * Copies the static files the edge serves into `public/`, the directory the Worker serves as
+ * static assets (wrangler.toml `[assets]`) and the Deno and Node entries serve too: the API
+ * reference's script and style sheet from the npm package swagger-ui-dist (at
+ * `/docs/assets/swagger-ui-dist/...`: the page never needs a CDN), and the owner console's style
+ * sheet and scripts from `edge/console/assets/` (at `/console/assets/...`, so the console's pages
+ * carry no inline script or style). Copies every time (five files, about 2 MB), so the copy always
+ * matches the installed package and the repository's files.
  */
-export function ensureDocsAssets() {
-  const source = join(root, 'node_modules', 'swagger-ui-dist');
-  const target = join(root, 'public', 'docs', 'assets', 'swagger-ui-dist');
-  mkdirSync(target, { recursive: true });
-  for (const file of DOCS_ASSET_FILES) copyFileSync(join(source, file), join(target, file));
+export function ensureStaticAssets() {
+  const docsSource = join(root, 'node_modules', 'swagger-ui-dist');
+  const docsTarget = join(root, 'public', 'docs', 'assets', 'swagger-ui-dist');
+  mkdirSync(docsTarget, { recursive: true });
+  for (const file of DOCS_ASSET_FILES) copyFileSync(join(docsSource, file), join(docsTarget, file));
+  const consoleSource = join(root, 'edge', 'console', 'assets');
+  const consoleTarget = join(root, 'public', 'console', 'assets');
+  mkdirSync(consoleTarget, { recursive: true });
+  for (const file of CONSOLE_ASSET_FILES) copyFileSync(join(consoleSource, file), join(consoleTarget, file));
 }
 
 /** Reads `.dev.vars` (KEY=value lines) and adds whichever local secrets are missing. */
@@ -131,7 +141,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     ensureNodeModules();
     ensureDebianPackages();
     const vars = ensureDevVars();
-    ensureDocsAssets();
+    ensureStaticAssets();
     say('applying D1 migrations to the local database and seeding principals');
     prepareLocalDatabase(vars);
     say('ready');

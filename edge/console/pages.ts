@@ -5,70 +5,20 @@ import type { ActTarget } from '../../shared/act-target.ts';
 /** What a page of the console renders to (hono/html: every interpolation is escaped). */
 export type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
 
-/** The console's stylesheet, served from the edge itself (`/console/assets/console.css`). */
-export const CONSOLE_CSS = `
-:root { color-scheme: light dark; --ink: #1b1f24; --muted: #57606a; --line: #d0d7de; --accent: #0b5cad; --bad: #b42318; --paper: #ffffff; }
-@media (prefers-color-scheme: dark) { :root { --ink: #e6edf3; --muted: #9da7b1; --line: #30363d; --accent: #58a6ff; --bad: #ff7b72; --paper: #0d1117; } }
-* { box-sizing: border-box; }
-body { margin: 0; font: 16px/1.5 system-ui, sans-serif; color: var(--ink); background: var(--paper); }
-header { display: flex; gap: 1rem; align-items: center; justify-content: space-between; padding: .75rem 1.5rem; border-bottom: 1px solid var(--line); }
-header h1 { font-size: 1.1rem; margin: 0; }
-main { max-width: 56rem; margin: 0 auto; padding: 1.5rem; }
-a { color: var(--accent); }
-.skip { position: absolute; left: -999px; } .skip:focus { left: 1rem; top: 1rem; background: var(--paper); padding: .5rem; }
-.approval { border: 1px solid var(--line); border-radius: .5rem; padding: 1rem; margin: 0 0 1rem; }
-.approval h3 { margin: 0 0 .5rem; font-size: 1.05rem; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: .5rem 0 1rem; }
-dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
-.actions { display: flex; gap: .5rem; flex-wrap: wrap; }
-button { font: inherit; padding: .4rem 1rem; border-radius: .4rem; border: 1px solid var(--line); background: var(--paper); color: var(--ink); cursor: pointer; }
-button.approve { background: var(--accent); border-color: var(--accent); color: #fff; }
-button.deny { color: var(--bad); border-color: var(--bad); }
-button:focus-visible, a:focus-visible, input:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
-label { display: block; margin: 0 0 .25rem; }
-input[type=number] { font: inherit; width: 6rem; padding: .3rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--paper); color: var(--ink); }
-table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); }
-ol.timeline { list-style: none; padding: 0; }
-details { margin-top: .75rem; } summary { cursor: pointer; color: var(--accent); }
-input[type=password] { font: inherit; width: 100%; max-width: 32rem; padding: .4rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--paper); color: var(--ink); }
-.error { color: var(--bad); }
-figure.shot { margin: .5rem 0 1rem; } figure.shot figcaption { color: var(--muted); font-size: .9rem; }
-.frame { position: relative; display: inline-block; max-width: 100%; }
-.frame img { display: block; max-width: 100%; height: auto; border: 1px solid var(--line); }
-.frame svg { position: absolute; inset: 0; width: 100%; height: 100%; pointer-events: none; }
-.target-outline { fill: none; stroke: #ff7a00; stroke-width: 3px; vector-effect: non-scaling-stroke; }
-.live-view { position: relative; border: 1px solid var(--line); min-height: 8rem; }
-.live-view img { display: block; width: 100%; height: auto; cursor: crosshair; user-select: none; }
-.live-view:focus-within { outline: 3px solid var(--accent); outline-offset: 2px; }
-.live-keys { position: absolute; left: 0; top: 0; width: 1px; height: 1px; opacity: 0; border: 0; padding: 0; resize: none; }
-img.thumbnail { display: block; width: 16rem; max-width: 100%; height: auto; border: 1px solid var(--line); }
-.empty { color: var(--muted); }
-`;
+/**
+ * Where the console's style sheet and scripts are served (`edge/console/assets/`, copied into
+ * `public/` by scripts/setup.mjs and served as static files on every runtime).
+ */
+export const CONSOLE_ASSETS_PATH = '/console/assets';
 
 /**
- * The console's script, served from the edge (`/console/assets/console.js`): the inbox refreshes
- * itself every 3 s without a reload by fetching its own list (`/console/inbox`); without
- * JavaScript the page works the same, refreshed by hand.
+ * The Content-Security-Policy of every console page: only the console's own files may style or
+ * script it (no inline script, style or event handler), pictures come from the console or, for
+ * the live view's frames, `data:` URLs; it fetches and opens its socket only to itself, posts
+ * forms only to itself, and no other site may frame it.
  */
-export const CONSOLE_JS = `
-(() => {
-  const list = document.getElementById('inbox');
-  if (!list) return;
-  let shown;
-  const refresh = async () => {
-    if (list.contains(document.activeElement)) return;
-    try {
-      const response = await fetch('/console/inbox', { credentials: 'same-origin', headers: { Accept: 'text/html' } });
-      if (response.redirected || !response.ok) return;
-      const text = await response.text();
-      // The first answer is what the page was rendered with; only a change replaces the list.
-      if (shown !== undefined && text !== shown) list.innerHTML = text;
-      shown = text;
-    } catch {}
-  };
-  setInterval(refresh, 3000);
-})();
-`;
+export const CONSOLE_CONTENT_SECURITY_POLICY =
+  "default-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'";
 
 /** The frame of every console page: title, header with sign-out when signed in, and `body`. */
 export function layout(title: string, body: Page, signedIn?: { csrfToken: string }): Page {
@@ -78,8 +28,8 @@ export function layout(title: string, body: Page, signedIn?: { csrfToken: string
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Owner console</title>
-<link rel="stylesheet" href="/console/assets/console.css">
-<script src="/console/assets/console.js" defer></script>
+<link rel="stylesheet" href="${CONSOLE_ASSETS_PATH}/console.css">
+<script src="${CONSOLE_ASSETS_PATH}/console.js" defer></script>
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
@@ -373,107 +323,6 @@ ${
 }
 
 /**
- * The live view's script (`/console/assets/live-view.js`, issue 16): opens the view's socket
- * with the viewer's size, draws each frame and acknowledges it once drawn (so the host never
- * sends more than two ahead), and sends the person's pointer, wheel and keyboard input aimed at
- * the frame on screen. Keys go as key presses; an input method's composition and a paste go as
- * inserted text. Nothing typed is kept.
- */
-export const LIVE_VIEW_JS = `
-(() => {
-  const view = document.getElementById('live-view');
-  if (!view) return;
-  const frame = document.getElementById('live-frame');
-  const keys = document.getElementById('live-keys');
-  const status = document.getElementById('live-status');
-  const ratio = window.devicePixelRatio || 1;
-  const width = Math.max(64, Math.min(4096, Math.round(view.clientWidth * ratio)));
-  const height = Math.max(64, Math.min(4096, Math.round(window.innerHeight * 0.8 * ratio)));
-  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  const socket = new WebSocket(scheme + '//' + location.host + view.dataset.socket + '?w=' + width + '&h=' + height);
-  let shown = { seq: 0, width: 0, height: 0 };
-  let next;
-  const say = (text, state) => { status.textContent = text; view.dataset.state = state; };
-  const send = (message) => { if (socket.readyState === 1) socket.send(JSON.stringify(message)); };
-  const input = (events) => { if (shown.seq > 0 && view.dataset.state === 'live') send({ type: 'input', frame_seq: shown.seq, events }); };
-  socket.addEventListener('message', (event) => {
-    let message;
-    try { message = JSON.parse(event.data); } catch { return; }
-    if (message.type === 'frame') {
-      next = message;
-      frame.src = 'data:image/jpeg;base64,' + message.jpeg_base64;
-    } else if (message.type === 'ended') {
-      say('The live view ended: ' + message.message + '.', 'ended');
-    }
-  });
-  socket.addEventListener('open', () => send({ type: 'hello' }));
-  socket.addEventListener('close', () => { if (view.dataset.state !== 'ended') say('The live view ended: the connection closed.', 'ended'); });
-  frame.addEventListener('load', () => {
-    if (!next) return;
-    shown = { seq: next.seq, width: next.width, height: next.height };
-    next = undefined;
-    if (view.dataset.state === 'connecting') say('Live: you are using the sign-in window. Click into it or use the keyboard; the agent waits until you are done.', 'live');
-    send({ type: 'ack', seq: shown.seq });
-  });
-  const at = (event) => {
-    const box = frame.getBoundingClientRect();
-    const x = ((event.clientX - box.left) / box.width) * shown.width;
-    const y = ((event.clientY - box.top) / box.height) * shown.height;
-    return { x: Math.max(0, Math.min(shown.width, x)), y: Math.max(0, Math.min(shown.height, y)) };
-  };
-  const BUTTONS = ['left', 'middle', 'right'];
-  frame.addEventListener('pointerdown', (event) => {
-    event.preventDefault();
-    keys.focus();
-    input([{ type: 'mouse', action: 'down', ...at(event), button: BUTTONS[event.button] || 'left', click_count: Math.max(1, Math.min(3, event.detail || 1)) }]);
-  });
-  frame.addEventListener('pointerup', (event) => {
-    event.preventDefault();
-    input([{ type: 'mouse', action: 'up', ...at(event), button: BUTTONS[event.button] || 'left', click_count: Math.max(1, Math.min(3, event.detail || 1)) }]);
-  });
-  let lastMove = 0;
-  frame.addEventListener('pointermove', (event) => {
-    const now = performance.now();
-    if (now - lastMove < 50) return;
-    lastMove = now;
-    input([{ type: 'mouse', action: 'move', ...at(event) }]);
-  });
-  frame.addEventListener('wheel', (event) => {
-    event.preventDefault();
-    input([{ type: 'wheel', ...at(event), delta_x: event.deltaX, delta_y: event.deltaY }]);
-  }, { passive: false });
-  frame.addEventListener('contextmenu', (event) => event.preventDefault());
-  const pasting = (event) => (event.ctrlKey || event.metaKey) && (event.key === 'v' || event.key === 'V');
-  keys.addEventListener('keydown', (event) => {
-    if (event.isComposing || event.key === 'Process' || event.key === 'Unidentified' || pasting(event)) return;
-    event.preventDefault();
-    input([{ type: 'key', action: 'down', key: event.key }]);
-  });
-  keys.addEventListener('keyup', (event) => {
-    if (event.isComposing || event.key === 'Process' || event.key === 'Unidentified' || pasting(event)) return;
-    event.preventDefault();
-    input([{ type: 'key', action: 'up', key: event.key }]);
-  });
-  let composing = false;
-  keys.addEventListener('compositionstart', () => { composing = true; });
-  keys.addEventListener('compositionend', (event) => {
-    composing = false;
-    if (event.data) input([{ type: 'text', text: event.data }]);
-    keys.value = '';
-  });
-  keys.addEventListener('paste', (event) => {
-    event.preventDefault();
-    const text = event.clipboardData ? event.clipboardData.getData('text/plain') : '';
-    if (text) input([{ type: 'text', text: text.slice(0, 10000) }]);
-  });
-  // Whatever reaches the field itself (not a key sent as a press, not a composition) is not kept.
-  keys.addEventListener('input', () => { if (!composing) keys.value = ''; });
-  document.getElementById('live-close').addEventListener('click', () => { send({ type: 'close' }); });
-  window.addEventListener('pagehide', () => socket.close());
-})();
-`;
-
-/**
  * The live view of a sign-in window (issue 16): the frames of the ceremony's page, a focusable
  * keyboard target, a status line that says what is going on, and a button that ends the view.
  * The socket (`/console/live/<token>/socket`) uses the link once.
@@ -491,7 +340,7 @@ export function liveViewPage(token: string, origin: string, csrfToken: string): 
 <textarea id="live-keys" class="live-keys" autocomplete="off" autocapitalize="off" spellcheck="false"></textarea>
 </div>
 <p><button type="button" id="live-close">Close the live view</button></p>
-<script src="/console/assets/live-view.js" defer></script>`,
+<script src="${CONSOLE_ASSETS_PATH}/live-view.js" defer></script>`,
     { csrfToken },
   );
 }

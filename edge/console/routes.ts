@@ -38,13 +38,11 @@ import { eventsOf } from '../recipes/progress.ts';
 import { claimLiveView, issueLiveViewLink, type LiveViewRelay, readLiveViewLink, relayLiveView } from '../sign-in/live-view.ts';
 import { listNotices, listSignIns, restartSignIn } from '../sign-in/owner-views.ts';
 import {
-  CONSOLE_CSS,
-  CONSOLE_JS,
+  CONSOLE_CONTENT_SECURITY_POLICY,
   humanDuration,
   type InboxItem,
   inboxList,
   inboxPage,
-  LIVE_VIEW_JS,
   type ListedThing,
   layout,
   linkPage,
@@ -124,15 +122,16 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .use('/console/*', csrf())
   .use('/console/*', async (c, next) => {
     await next();
-    // Pages of one owner's session: never cached, never framed.
+    // Nothing the console answers is sniffed into another type, and no address of it leaves as a referrer.
+    c.header('X-Content-Type-Options', 'nosniff');
+    c.header('Referrer-Policy', 'no-referrer');
+    // Pages of one owner's session: never cached, never framed, and only the console's own files
+    // run or style them, so even an escaping mistake could not run what a page put in its text.
     if (c.res.headers.get('Content-Type')?.startsWith('text/html')) {
       c.header('Cache-Control', 'no-store');
-      c.header('Content-Security-Policy', "frame-ancestors 'none'");
+      c.header('Content-Security-Policy', CONSOLE_CONTENT_SECURITY_POLICY);
     }
   })
-  .get('/console/assets/console.css', (c) => c.body(CONSOLE_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'max-age=300' }))
-  .get('/console/assets/live-view.js', (c) => c.body(LIVE_VIEW_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'max-age=300' }))
-  .get('/console/assets/console.js', (c) => c.body(CONSOLE_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'max-age=300' }))
   .get('/console/sign-in', (c) => c.html(signInPage()))
   .post('/console/sign-in', async (c) => {
     const form = await formOf(c);

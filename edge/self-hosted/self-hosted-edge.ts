@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { UpgradeWebSocket } from 'hono/ws';
 import { createApp, DOCS_ASSETS_PATH } from '../app.ts';
+import { CONSOLE_ASSETS_PATH } from '../console/pages.ts';
 import { cronPass } from '../cron-pass.ts';
 import { openSqliteDatabase } from '../db/sqlite.ts';
 import { standardWebSocketConnector, type WebSocketConstructor } from '../host/standard-websocket-connector.ts';
@@ -15,7 +16,8 @@ export interface RuntimeParts {
   readonly WebSocket: WebSocketConstructor;
   /**
    * Serves `public/`, the directory Workers serves as static assets (wrangler.toml `[assets]`):
-   * the API reference's script and style sheet under {@link DOCS_ASSETS_PATH}.
+   * the API reference's script and style sheet under {@link DOCS_ASSETS_PATH} and the owner
+   * console's under {@link CONSOLE_ASSETS_PATH}.
    */
   readonly staticAssets: MiddlewareHandler;
   /** Absolute path of the SQLite file. */
@@ -65,6 +67,7 @@ export async function startSelfHostedEdge(settings: SelfHostedSettings, parts: R
   // Where Workers answers from its static assets before the Worker runs; a miss falls through
   // to the app's typed 404.
   app.use(`${DOCS_ASSETS_PATH}/*`, parts.staticAssets);
+  app.use(`${CONSOLE_ASSETS_PATH}/*`, parts.staticAssets);
   if (settings.testScheduled) {
     // Only the operator may run the cron pass on demand (on Workers only the trigger itself runs it).
     app.get('/__scheduled', requirePrincipal('operator'), async (c) => c.text(`Ran scheduled event: ${await cronPassAt(Date.now())} run(s) queued`));

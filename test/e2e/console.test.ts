@@ -66,7 +66,8 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
   }
 
   async function seriousViolations(): Promise<string[]> {
-    await page.addScriptTag({ content: AXE_SOURCE });
+    // Evaluated, not added as a script tag: the console's Content-Security-Policy refuses inline scripts.
+    await page.evaluate(AXE_SOURCE);
     const results = (await page.evaluate(() => (window as unknown as { axe: { run: () => Promise<unknown> } }).axe.run())) as {
       violations: Array<{ id: string; impact: string | null; help: string }>;
     };
@@ -186,6 +187,53 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await expect.poll(colours, { timeout: 20_000 }).toEqual(['red', 'green']);
     expect(await seriousViolations()).toEqual([]);
     await agent.report(run.id, 'completed', 'paid');
+  });
+
+  it('serves every page under a strict Content-Security-Policy, and shows markup from a page as text without running it', async () => {
+    const HOSTILE = '<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script><style>body{display:none}</style>';
+    const run = await owner.createRun({ profile_id: 'console-e2e', intent: 'Press the button named in markup', origins: [site.origin] });
+    const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('console/hostile-names.html') }, '1.4.0')).body);
+    const proposal = await agent.propose(
+      run.id,
+      'browser.act',
+      { action: 'click', revision: opened.revision, reference: refOf(opened.snapshot, 'button', HOSTILE) },
+      '1.4.0',
+    );
+    expect(proposal.status).toBe(202);
+    // Every violation the console's pages report, from before their own scripts run.
+    await page.addInitScript(() => {
+      const seen: string[] = [];
+      (window as unknown as { __violations: string[] }).__violations = seen;
+      document.addEventListener('securitypolicyviolation', (event) => seen.push(`${event.violatedDirective} ${event.blockedURI}`));
+    });
+    const response = await page.goto(`${stack.edgeUrl}/console`);
+    const headers = response?.headers() ?? {};
+    expect(headers['content-security-policy']).toBe(
+      "default-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'",
+    );
+    expect(headers['referrer-policy']).toBe('no-referrer');
+    expect(headers['x-content-type-options']).toBe('nosniff');
+    const entry = page.getByRole('article').filter({ hasText: 'Press the button named in markup' });
+    await expect.poll(() => entry.count()).toBe(1);
+    // The name is shown as the words it is; nothing of it became an element or ran.
+    expect(await entry.textContent()).toContain(HOSTILE);
+    const effects = await page.evaluate(() => ({
+      pwned: (window as unknown as { __pwned?: unknown }).__pwned ?? null,
+      injected: document.querySelectorAll('main img[src="x"], main script, main style').length,
+      visible: getComputedStyle(document.body).display,
+      violations: (window as unknown as { __violations: string[] }).__violations,
+    }));
+    expect(effects).toEqual({ pwned: null, injected: 0, visible: 'block', violations: [] });
+    // The console's own style sheet and script still apply under the policy: styled, and the inbox refreshes itself.
+    expect(await page.locator('header').evaluate((header) => getComputedStyle(header).display)).toBe('flex');
+    await owner.decide(proposal.body.approval_id!, 'deny');
+    await expect.poll(() => entry.count(), { timeout: 10_000 }).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations)).toEqual([]);
+    await page.goto(`${stack.edgeUrl}/console/runs/${run.id}`);
+    expect(await page.locator('main').textContent()).toContain(HOSTILE);
+    expect(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations)).toEqual([]);
+    expect(await seriousViolations()).toEqual([]);
+    await agent.report(run.id, 'failed', 'denied by the owner').catch(() => undefined);
   });
 
   it("denying from the console ends the agent's call denied", async () => {
