@@ -150,6 +150,26 @@ describe('console sign-in', () => {
   });
 });
 
+describe('console response headers', () => {
+  it('sends every page with a strict Content-Security-Policy, no referrer, nosniff and no-store; pages hold no inline script or style', async () => {
+    const { request } = consoleApp();
+    const { cookie } = await signedIn(request);
+    for (const path of ['/console/sign-in', '/console', '/console/runs', '/console/grants', '/console/sign-ins', '/console/profiles', '/console/recipes']) {
+      const answer = await request('GET', path, { cookie });
+      expect(answer.status, path).toBe(200);
+      expect(answer.headers.get('Content-Security-Policy'), path).toBe(
+        "default-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'",
+      );
+      expect(answer.headers.get('Referrer-Policy'), path).toBe('no-referrer');
+      expect(answer.headers.get('X-Content-Type-Options'), path).toBe('nosniff');
+      expect(answer.headers.get('Cache-Control'), path).toBe('no-store');
+      const page = await answer.text();
+      expect(page, path).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>|<style\b|\sstyle=|\son[a-z]+=/i);
+      expect(page, path).toContain('<link rel="stylesheet" href="/console/assets/console.css">');
+    }
+  });
+});
+
 describe('bad forms', () => {
   it('answers a body that is not a form with 400, not 500, and a profile id that cannot be one as not done', async () => {
     const { request, revision } = consoleApp();

@@ -1,0 +1,107 @@
+import { desc, eq } from 'drizzle-orm';
+import { Hono } from 'hono';
+import { html } from 'hono/html';
+import type { CallPhases } from '../../shared/api.ts';
+import { screenshotsOfRun } from '../artifacts/screenshots.ts';
+import { notices, runs, signInWaits, toolCalls } from '../db/schema.ts';
+import { callSummary } from '../pipeline/views.ts';
+import type { Ports } from '../ports.ts';
+import { eventsOf } from '../recipes/progress.ts';
+import { layout, runPage, runsPage, type TimelineEntry } from './pages.ts';
+import { pictureOf } from './pictures.ts';
+import type { ConsoleEnv } from './session-guard.ts';
+
+/** Most runs the runs page lists. */
+export const RUNS_LISTED = 100;
+
+/** Most calls a run's timeline shows: the newest ones. */
+const TIMELINE_CALLS = 500;
+
+/** A run's timeline, oldest first: its calls (each with the picture of the page after it, when kept), sign-in waits and notices. */
+async function timelineOf(ports: Ports, runId: string, ownerId: string): Promise<TimelineEntry[]> {
+  const [calls, waits, runNotices, pictures] = await Promise.all([
+    ports.db
+      .select({
+        id: toolCalls.id,
+        tool: toolCalls.tool,
+        version: toolCalls.version,
+        arguments: toolCalls.arguments,
+        state: toolCalls.state,
+        phases: toolCalls.phases,
+        errorCode: toolCalls.errorCode,
+        errorMessage: toolCalls.errorMessage,
+        createdAt: toolCalls.createdAt,
+      })
+      .from(toolCalls)
+      .where(eq(toolCalls.runId, runId))
+      .orderBy(desc(toolCalls.createdAt))
+      .limit(TIMELINE_CALLS),
+    ports.db.select().from(signInWaits).where(eq(signInWaits.runId, runId)).orderBy(signInWaits.createdAt),
+    ports.db.select().from(notices).where(eq(notices.runId, runId)).orderBy(notices.createdAt),
+    screenshotsOfRun(ports, ownerId, runId),
+  ]);
+  const recipeSteps = await eventsOf(ports, runId);
+  const entries: TimelineEntry[] = [
+    ...calls.map((call): TimelineEntry => {
+      const phases = (call.phases ?? {}) as CallPhases;
+      const details: Array<readonly [string, string]> = [['State', call.state.replaceAll('_', ' ')]];
+      if (phases.decision) details.push(['Decision', `${phases.decision.effect} by rule ${phases.decision.rule}`]);
+      if (phases.approval) details.push(['Approval', `${phases.approval.decision} at ${phases.approval.at}`]);
+      if (phases.watermark) details.push(['Watermark', `effect ${phases.watermark.effect_id} committed at ${phases.watermark.committed_at}`]);
+      if (phases.dispatch)
+        details.push([
+          'Dispatch',
+          `${phases.dispatch.outcome ?? 'started'}${phases.dispatch.elapsed_ms !== undefined ? ` in ${phases.dispatch.elapsed_ms} ms` : ''}`,
+        ]);
+      if (phases.settle) details.push(['Settle', `${phases.settle.outcome} after ${phases.settle.elapsed_ms} ms`]);
+      if (phases.postcondition) details.push(['Postcondition', `${phases.postcondition.status} after ${phases.postcondition.observations} observation(s)`]);
+      if (call.errorCode) details.push(['Error', `${call.errorCode}: ${call.errorMessage ?? ''}`]);
+      const thumbnail = pictureOf(pictures.get(call.id)?.after);
+      return { at: call.createdAt, what: callSummary(call), details, ...(thumbnail ? { thumbnail } : {}) };
+    }),
+    ...waits.map(
+      (wait): TimelineEntry => ({
+        at: wait.createdAt,
+        what: `Waiting for sign-in on ${wait.origin}`,
+        details: [['State', wait.state], ...(wait.fenceReason ? ([['Ended', wait.fenceReason]] as const) : [])],
+      }),
+    ),
+    ...runNotices.map((notice): TimelineEntry => ({ at: notice.createdAt, what: 'Notice to you', details: [['Text', notice.text]] })),
+    // A recipe-bound run's steps, with their evidence and calls (issue 19).
+    ...recipeSteps.map(
+      (event): TimelineEntry => ({
+        at: event.createdAt,
+        what: `Recipe${event.step === null ? '' : ` step ${event.step + 1}`}: ${event.summary}`,
+        details: [
+          ['Kind', event.kind.replaceAll('_', ' ')],
+          ...(event.toolCallId ? ([['Call', event.toolCallId]] as const) : []),
+          ...(Object.keys(event.evidence).length > 0 ? ([['Evidence', JSON.stringify(event.evidence).slice(0, 400)]] as const) : []),
+        ],
+      }),
+    ),
+  ];
+  return entries.sort((a, b) => a.at - b.at);
+}
+
+/** The runs section: the owner's runs, newest first, and each run's timeline. */
+export const runsSection = new Hono<ConsoleEnv>()
+  .get('/console/runs', async (c) => {
+    const rows = await c.var.ports.db
+      .select({ id: runs.id, intent: runs.intent, state: runs.state, createdAt: runs.createdAt, deadlineAt: runs.deadlineAt })
+      .from(runs)
+      .where(eq(runs.ownerId, c.var.session.ownerId))
+      .orderBy(desc(runs.createdAt))
+      .limit(RUNS_LISTED);
+    return c.html(runsPage(rows, c.var.session.csrfToken, c.var.ports.clock.now()));
+  })
+  .get('/console/runs/:id', async (c) => {
+    const run = await c.var.ports.db
+      .select()
+      .from(runs)
+      .where(eq(runs.id, c.req.param('id')))
+      .get();
+    if (!run || run.ownerId !== c.var.session.ownerId)
+      return c.html(layout('Not found', html`<p>No such run.</p>`, { csrfToken: c.var.session.csrfToken }), 404);
+    const recipe = run.recipeId === null ? null : `${run.recipeId} version ${run.recipeVersion} (hash ${run.recipeHash?.slice(0, 12)})`;
+    return c.html(runPage({ ...run, report: run.reportSummary, recipe }, await timelineOf(c.var.ports, run.id, run.ownerId), c.var.session.csrfToken));
+  });
