@@ -57,11 +57,11 @@ export async function actOnPage(
   stillLeased: () => void = () => {},
   expected?: ExpectedTarget,
 ): Promise<CapturedRevision> {
-  if (action.revision !== browser.revision) {
-    throw new HostError('stale_revision', `revision ${action.revision} is not the page's latest (${browser.revision}); nothing was dispatched`);
+  if (action.revision !== browser.revisions.current) {
+    throw new HostError('stale_revision', `revision ${action.revision} is not the page's latest (${browser.revisions.current}); nothing was dispatched`);
   }
-  if (browser.invalidation !== undefined) {
-    throw new HostError('page_changed', `observe again before acting: ${browser.invalidation}; nothing was dispatched`);
+  if (browser.revisions.invalidation !== undefined) {
+    throw new HostError('page_changed', `observe again before acting: ${browser.revisions.invalidation}; nothing was dispatched`);
   }
   const page = await browser.page(deadline);
   const target = page.getByRef(action.reference);
@@ -111,7 +111,7 @@ export async function actOnPage(
     } catch (error) {
       entry.requests.dispose();
       // The input may have changed the page: its earlier references are void until a fresh capture.
-      browser.invalidate(`an action's outcome is unknown: ${firstLineOf(error)}`);
+      browser.revisions.invalidate(`an action's outcome is unknown: ${firstLineOf(error)}`);
       throw error;
     }
   } finally {
@@ -123,7 +123,7 @@ export async function actOnPage(
     const report = await settle(settleDeadline, page, browser.traffic, entry, config);
     return await captureRevision(deadline, browser, report);
   } catch (error) {
-    browser.invalidate(`no usable observation followed an action: ${firstLineOf(error)}`);
+    browser.revisions.invalidate(`no usable observation followed an action: ${firstLineOf(error)}`);
     throw new HostError('outcome_unknown', `the action was dispatched but no usable observation followed: ${firstLineOf(error)}`);
   } finally {
     settleDeadline.dispose();

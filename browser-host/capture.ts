@@ -52,12 +52,12 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
     const url = page.url();
     const confined = await capture.race(confineFrames(capture, page, text === '' ? [] : text.split('\n'), browser.confinement));
     const { lines, incomplete } = await capture.race(markSnapshot(capture, page, confined.lines, reach, browser.closedRoots));
-    return browser.recordCapture({ url, title, lines, frames: confined.frames, incomplete, settle });
+    return browser.revisions.record({ url, title, lines, frames: confined.frames, incomplete, settle });
   } catch (error) {
     capture.dispose();
     // Bounded: one still running after the grace period leaves the page invalidated, which is what matters.
     await Deadline.waitAtMost(JOIN_GRACE_MS, reading);
-    browser.invalidate(`a capture failed: ${firstLineOf(error)}`);
+    browser.revisions.invalidate(`a capture failed: ${firstLineOf(error)}`);
     const timedOut = deadline.expired || error instanceof errors.TimeoutError || (error instanceof HostError && error.code === 'deadline_exceeded');
     throw timedOut
       ? new HostError('deadline_exceeded', 'the capture ran out of time and was cancelled; earlier references are void')

@@ -89,7 +89,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     const deadline = Deadline.after(config.launchTimeoutMs);
     try {
       const browser = await ProfileBrowser.launch(deadline, profileId, launchOptions, lastRevisions.get(profileId) ?? revisionBase);
-      browser.onClosed(() => lastRevisions.set(profileId, browser.revision));
+      browser.onClosed(() => lastRevisions.set(profileId, browser.revisions.current));
       return browser;
     } finally {
       deadline.dispose();

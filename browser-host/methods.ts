@@ -124,7 +124,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     browser.screenshots.shelve(
       leaseId,
       captured.revision,
-      () => (browser.invalidation === undefined ? browser.revision : -1),
+      () => (browser.revisions.invalidation === undefined ? browser.revisions.current : -1),
       () => browser.openPage,
       config.screenshots,
     );
@@ -143,7 +143,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
           `profile ${profile_id} is leased by run ${holder.run_id} until ${new Date(holder.expires_at_ms).toISOString()} (or until that run ends)`,
         );
       });
-      if (browser.latest !== undefined) browser.invalidate('a new lease began');
+      if (browser.revisions.latest !== undefined) browser.revisions.invalidate('a new lease began');
       const grant = leases.grant(profile_id, ttl_ms, run_id);
       // The new run's page starts with its own record and its own origins (README "Confinement").
       browser.events.drain();
@@ -193,8 +193,8 @@ export function methodHandlers(services: HostServices): MethodHandlers {
         }
       }
       return onLeasedPage(lease_id, timeout_ms, async (deadline, browser) => {
-        if (browser.revision !== revision || browser.invalidation !== undefined) {
-          throw new HostError('stale_revision', `revision ${revision} is not the page's latest (${browser.revision}); it can no longer be pictured`);
+        if (browser.revisions.current !== revision || browser.revisions.invalidation !== undefined) {
+          throw new HostError('stale_revision', `revision ${revision} is not the page's latest (${browser.revisions.current}); it can no longer be pictured`);
         }
         const page = await browser.page(deadline);
         const box = reference === undefined ? null : await boxOf(page.getByRef(reference), deadline);

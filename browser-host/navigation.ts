@@ -49,7 +49,7 @@ export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, 
     await browser.hostNavigation(() => page.goto(target.href, { waitUntil: 'commit', timeout: Math.max(1, load.remainingMs()), signal: load.signal }));
   } catch (error) {
     entry.requests.dispose();
-    browser.invalidate('a navigation failed');
+    browser.revisions.invalidate('a navigation failed');
     await errorPageCommitted(deadline, page);
     // Chromium's own error text (connection refused or reset, name not resolved) would tell a
     // page's redirects apart: a port-scan oracle. The agent gets the code; the operator's log the detail.

@@ -84,11 +84,11 @@ export async function hostObservationOf(
 export function continueObservation(browser: ProfileBrowser, cursor: string, context: ObservationContext): Observation {
   const position = context.cursors.open(cursor);
   if (position.leaseId !== context.leaseId) throw new HostError('invalid_params', 'continuation: issued to another lease');
-  const latest = browser.latest;
+  const latest = browser.revisions.latest;
   if (latest === undefined || position.revision !== latest.revision) {
-    throw new HostError('stale_revision', `continuation is for revision ${position.revision}; the latest is ${browser.revision}`);
+    throw new HostError('stale_revision', `continuation is for revision ${position.revision}; the latest is ${browser.revisions.current}`);
   }
-  if (browser.invalidation !== undefined) throw new HostError('page_changed', `observe again: ${browser.invalidation}`);
+  if (browser.revisions.invalidation !== undefined) throw new HostError('page_changed', `observe again: ${browser.revisions.invalidation}`);
   if (position.start >= latest.lines.length) throw new HostError('invalid_params', 'continuation: points past the end of the snapshot');
   return observationOf(latest, position.start, context);
 }

@@ -1,18 +1,21 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import type { ErrorCode } from '../shared/errors.ts';
-import type { FrameSummary, IncompleteReason, SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
 import { Confinement, NO_EGRESS_SETTINGS } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import { PageDialogs } from './page/dialogs.ts';
 import { PageEvents } from './page/events.ts';
+import { OwnPages } from './page/own-pages.ts';
 import { closePage, pageAnswers } from './page/recovery.ts';
 import { PageTraffic } from './page/traffic.ts';
 import { type LaunchOptions, launchProfileContext } from './profiles.ts';
 import { ScreenshotShelf } from './screenshots.ts';
 import { SerialLock } from './serial-lock.ts';
+import { RevisionLedger } from './snapshot/captured-revision.ts';
 import { CLOSED_SHADOW_ROOTS_SCRIPT, ClosedRootProbe } from './snapshot/marks.ts';
+
+export type { CapturedRevision } from './snapshot/captured-revision.ts';
 
 /** Longest opening the replacement of an ended page may take, in ms. */
 const SPARE_PAGE_MS = 5_000;
@@ -27,23 +30,6 @@ const LIFECYCLE_TIMEOUT_MS = 5_000;
 const HUNG_PAGE_MS = 5_000;
 
 /**
- * One full capture of the page: the revision it was given, the document's URL and title, the
- * AI-mode aria snapshot split into lines (one line is one node), its frames and the report of the
- * settling that preceded it (`not_waited` for a plain observe).
- */
-export interface CapturedRevision {
-  readonly revision: number;
-  readonly url: string;
-  readonly title: string;
-  readonly lines: readonly string[];
-  /** The page's iframes, in snapshot order; foreign ones withheld from `lines` (frame-confinement.ts). */
-  readonly frames: readonly FrameSummary[];
-  /** Why `lines` may hold less than a person sees (snapshot/marks.ts); empty when nothing is known missing. */
-  readonly incomplete: readonly IncompleteReason[];
-  readonly settle: SettleReport;
-}
-
-/**
  * One profile's browser (a persistent context) and the page the host drives in it, with the
  * state every page operation shares: the serial lock, the traffic tracker for settling, the
  * latest capture and whether earlier references may no longer be trusted.
@@ -55,13 +41,15 @@ export interface CapturedRevision {
  * (crashed or quit): it then closes itself, admission forgets it and interrupts its lease, and the
  * next `lease.acquire` launches a new one.
  *
- * Revisions are per page and monotonic; they continue from `firstRevision` so a relaunched
- * profile never reuses a number.
+ * Revisions are per page and monotonic ({@link revisions}); they continue from `firstRevision`
+ * so a relaunched profile never reuses a number.
  */
 export class ProfileBrowser {
   readonly profileId: string;
   readonly lock = new SerialLock();
   readonly traffic = new PageTraffic();
+  /** The driven page's captures: the latest revision and whether its references still hold. */
+  readonly revisions: RevisionLedger;
   /** What the page tried that the host blocked or answered, until the next observation reports it. */
   readonly events: PageEvents;
   /** The egress confinement of every page of this browser (README "Confinement"). */
@@ -73,11 +61,8 @@ export class ProfileBrowser {
   readonly #context: BrowserContext;
   readonly #proxy: EgressProxy;
   /** Pages the host opened itself; any other page is a popup and is closed. */
-  readonly #ownPages = new WeakSet<Page>();
+  readonly #ownPages: OwnPages;
   readonly #dialogs: PageDialogs;
-  #opening = 0;
-  /** Pages that appeared while the host was opening one of its own: popups unless an opening claims them. */
-  readonly #unclaimed = new Set<Page>();
   #lifecycle: Promise<void> = Promise.resolve();
   /** The page opened to replace one that was ended, until the next operation adopts it. */
   #spare: Page | undefined;
@@ -93,16 +78,14 @@ export class ProfileBrowser {
   #lostIn: object | undefined;
   /** The check that the page still answers after a failed operation, while it runs. */
   #probing: Promise<void> | undefined;
-  #revision: number;
-  #latest: CapturedRevision | undefined;
-  #invalidation: string | undefined;
   #closing: Promise<void> | undefined;
   #capturesRunning = 0;
 
   private constructor(profileId: string, context: BrowserContext, firstRevision: number, confinement: Confinement, proxy: EgressProxy) {
     this.profileId = profileId;
     this.#context = context;
-    this.#revision = firstRevision;
+    this.#ownPages = new OwnPages(context);
+    this.revisions = new RevisionLedger(firstRevision);
     this.confinement = confinement;
     this.events = confinement.events;
     this.#dialogs = new PageDialogs(this.events);
@@ -140,8 +123,6 @@ export class ProfileBrowser {
       await browser.close();
       throw new HostError('host_unavailable', `the page scripts of profile ${profileId} could not be installed: ${firstLineOf(error)}`);
     }
-    for (const page of context.pages()) browser.#ownPages.add(page);
-    context.on('page', (page) => browser.#onNewPage(page));
     try {
       await confinement.refusePopups(context);
     } catch (error) {
@@ -153,46 +134,9 @@ export class ProfileBrowser {
     return browser;
   }
 
-  /**
-   * A new page is the host's own only if it is the page one of the host's openings resolved to;
-   * any other is a popup, closed here once Playwright has set it up (its documents never load:
-   * see `Confinement.refusePopups`). A page that appears while the host opens one of its own
-   * waits until every opening has resolved, then is closed unless it was claimed.
-   */
-  #onNewPage(page: Page): void {
-    if (this.#ownPages.has(page)) return;
-    if (this.#opening > 0) {
-      this.#unclaimed.add(page);
-      return;
-    }
-    // (A window that never asks for a document, an about:blank one the page scripts, is closed
-    // without a report: there is no origin to name.)
-    void page.close().catch(() => {});
-  }
-
-  /** Opens a page of the host's own, guarded like the first. */
-  async #openOwnPage(deadline: Deadline): Promise<Page> {
-    this.#opening += 1;
-    // Claimed before anything else hears of it resolving (the sweep below runs after this).
-    const opening = this.#context.newPage().then((page) => {
-      this.#ownPages.add(page);
-      return page;
-    });
-    void opening
-      .catch(() => undefined)
-      .finally(() => {
-        this.#opening -= 1;
-        if (this.#opening > 0) return;
-        for (const page of this.#unclaimed) if (!this.#ownPages.has(page)) void page.close().catch(() => {});
-        this.#unclaimed.clear();
-      });
-    try {
-      return await deadline.race(opening);
-    } catch (error) {
-      // A page that opens after the race was lost is closed, never left behind.
-      void opening.then((late) => late.close()).catch(() => {});
-      throw error;
-    }
+  /** Opens a page of the host's own ({@link OwnPages.open}), guarded like the first. */
+  #openOwnPage(deadline: Deadline): Promise<Page> {
+    return this.#ownPages.open(deadline);
   }
 
   /** Calls `listener` once when the browser goes away (closed by us, crashed or quit). */
@@ -258,7 +202,7 @@ export class ProfileBrowser {
       this.#spare = undefined;
       const page = spare !== undefined && !spare.isClosed() ? spare : await this.#openOwnPage(deadline);
       await this.#adopt(page);
-      this.invalidate(`${why}; a fresh page was opened`);
+      this.revisions.invalidate(`${why}; a fresh page was opened`);
       this.#handedTo = this.#operation;
       return page;
     } catch (error) {
@@ -331,38 +275,6 @@ export class ProfileBrowser {
     }
   }
 
-  /** The latest full capture's revision (0 before the first). */
-  get revision(): number {
-    return this.#revision;
-  }
-
-  /** The latest full capture, the only one continuations may read. */
-  get latest(): CapturedRevision | undefined {
-    return this.#latest;
-  }
-
-  /** Records a successful full capture as the next revision; clears any invalidation. */
-  recordCapture(capture: Omit<CapturedRevision, 'revision'>): CapturedRevision {
-    this.#revision += 1;
-    this.#latest = { ...capture, revision: this.#revision };
-    this.#invalidation = undefined;
-    return this.#latest;
-  }
-
-  /**
-   * Marks the references of the latest revision untrustworthy (ADR-0159: a capture failed or
-   * was cancelled, the page was replaced, or a new lease began): acts and continuation reads fail
-   * `page_changed` until a fresh full capture succeeds.
-   */
-  invalidate(reason: string): void {
-    this.#invalidation = reason;
-  }
-
-  /** Why the latest references cannot be used, if they cannot. */
-  get invalidation(): string | undefined {
-    return this.#invalidation;
-  }
-
   /**
    * Ends the driven page's activity when a lease ends (README "Confinement": no page outlives its
    * lease): the page leaves for `about:blank` (a `beforeunload` dialog accepted), so its scripts,
@@ -382,7 +294,7 @@ export class ProfileBrowser {
       await this.#probing;
       const page = this.openPage;
       if (page === undefined || this.closed || page.url() === 'about:blank') return;
-      this.invalidate('the last lease ended');
+      this.revisions.invalidate('the last lease ended');
       try {
         await this.hostNavigation(() => page.goto('about:blank', { timeout: LIFECYCLE_TIMEOUT_MS }));
       } catch {
@@ -447,7 +359,7 @@ export class ProfileBrowser {
     if (this.#page !== page) return false;
     this.#page = undefined;
     this.#ended = why;
-    this.invalidate(why);
+    this.revisions.invalidate(why);
     if (this.#operation !== undefined && this.#handedTo === this.#operation) this.#lostIn = this.#operation;
     return true;
   }

@@ -1,7 +1,8 @@
+import { httpOrigin } from '../../shared/origin.ts';
 import type { Admission } from '../admission.ts';
 import type { ProfileBrowser } from '../profile-browser.ts';
 import type { SiteCatalog } from '../site-verification/catalog.ts';
-import { httpOrigin, passwordFieldVisible, signInWallSeen } from '../site-verification/sign-in-signal.ts';
+import { passwordFieldVisible, signInWallSeen } from '../site-verification/sign-in-signal.ts';
 import type { Ceremony } from './record.ts';
 
 // The person-facing side of a ceremony: the profile's headed window showing the sign-in page,
@@ -18,7 +19,7 @@ export async function showSignIn(record: Ceremony, browser: ProfileBrowser): Pro
   try {
     await browser.lock.run(show, async () => {
       const page = await browser.page(show);
-      browser.invalidate('a person took the page over for sign-in');
+      browser.revisions.invalidate('a person took the page over for sign-in');
       await show.race(
         browser.hostNavigation(() => page.goto(record.params.sign_in_url, { waitUntil: 'domcontentloaded', timeout: Math.max(1, show.remainingMs()) })),
       );

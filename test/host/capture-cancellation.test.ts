@@ -144,7 +144,7 @@ describe('captureRevision', () => {
       } finally {
         setup.dispose();
       }
-      const revision = browser.revision;
+      const revision = browser.revisions.current;
 
       const tight = Deadline.after(100);
       const failure = await captureRevision(tight, browser, NOT_WAITED).then(
@@ -156,8 +156,8 @@ describe('captureRevision', () => {
       expect(browser.capturesRunning).toBe(0);
       expect(failure).toBeInstanceOf(HostError);
       expect((failure as HostError).code).toBe('deadline_exceeded');
-      expect(browser.revision).toBe(revision);
-      expect(browser.invalidation).toMatch(/capture failed/);
+      expect(browser.revisions.current).toBe(revision);
+      expect(browser.revisions.invalidation).toMatch(/capture failed/);
     } finally {
       await browser.close();
       await profiles.remove();
