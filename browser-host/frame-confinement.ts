@@ -1,8 +1,8 @@
 import type { Page } from 'playwright-core';
 import type { FrameSummary } from '../shared/observation.ts';
+import { httpOrigin } from '../shared/origin.ts';
 import type { Deadline } from './deadline.ts';
 import type { Confinement } from './egress/confinement.ts';
-import { httpOrigin } from './site-verification/sign-in-signal.ts';
 
 /** Most iframes whose origin one capture looks up; any beyond are withheld unseen. */
 const MAX_FRAMES_RESOLVED = 32;

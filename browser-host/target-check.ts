@@ -1,10 +1,10 @@
 import type { Page } from 'playwright-core';
 import { nodeOfSnapshotLine } from '../shared/aria-snapshot.ts';
+import { httpOrigin } from '../shared/origin.ts';
 import type { ExpectedTarget } from '../shared/protocol.ts';
 import type { Deadline } from './deadline.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
-import { httpOrigin } from './site-verification/sign-in-signal.ts';
 import { markNamesAndReach, type PageReach, readReach } from './snapshot/marks.ts';
 
 /**

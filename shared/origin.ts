@@ -29,6 +29,16 @@ export function originOf(url: string): string | undefined {
   }
 }
 
+/**
+ * The origin of `url` (as {@link originOf}) when the URL itself is http(s), else undefined: a
+ * `blob:` or `about:` URL has no page origin of its own here.
+ */
+export function httpOrigin(url: string): string | undefined {
+  // The URL's own scheme must be http(s): a blob: URL, say, has the origin of its creator.
+  const scheme = /^\s*([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  return scheme === 'http' || scheme === 'https' ? originOf(url) : undefined;
+}
+
 /** Whether `url` is a page of one of `origins` (exact origins, as {@link originOf} gives them). */
 export function withinOrigins(url: string, origins: readonly string[]): boolean {
   const origin = originOf(url);

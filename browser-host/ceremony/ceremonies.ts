@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { type CeremonyEventClaims, type CeremonyOutcome, signCeremonyEvent } from '../../shared/authentication.ts';
+import { httpOrigin } from '../../shared/origin.ts';
 import { Deadline } from '../deadline.ts';
 import { HostError } from '../host-error.ts';
 import type { ProfileBrowser } from '../profile-browser.ts';
 import type { SiteCatalog } from '../site-verification/catalog.ts';
-import { httpOrigin } from '../site-verification/sign-in-signal.ts';
 import type { VerificationResult } from '../site-verification/verify.ts';
 import { deliverCeremonyEvent } from './delivery.ts';
 import { pollCeremony, RECHECK_MS, verifyCeremony } from './polling.ts';

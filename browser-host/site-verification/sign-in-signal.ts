@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import type { SignInReason, SignInReasonCode, SignInSignal, SiteVerificationDefinition } from '../../shared/authentication.ts';
-import { originOf } from '../../shared/origin.ts';
+import { httpOrigin } from '../../shared/origin.ts';
 import { readPredicate } from '../../shared/predicate-evaluation.ts';
 import { MAX_URL_LENGTH } from '../../shared/tool-arguments.ts';
 import type { Deadline } from '../deadline.ts';
@@ -29,13 +29,6 @@ export async function passwordFieldVisible(deadline: Deadline, page: Page): Prom
   } finally {
     check.dispose();
   }
-}
-
-/** The origin of `url` when it is an http(s) URL, else undefined. */
-export function httpOrigin(url: string): string | undefined {
-  // The URL's own scheme must be http(s): a blob: URL, say, has the origin of its creator.
-  const scheme = /^\s*([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
-  return scheme === 'http' || scheme === 'https' ? originOf(url) : undefined;
 }
 
 /** True when some challenge predicate of `definition` has a candidate in the snapshot. */

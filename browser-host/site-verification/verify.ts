@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { type AriaNode, parseAriaSnapshot, textOf, walkAria } from '../../shared/aria-snapshot.ts';
 import type { SiteVerificationDefinition } from '../../shared/authentication.ts';
+import { httpOrigin } from '../../shared/origin.ts';
 import { readPredicate } from '../../shared/predicate-evaluation.ts';
 import type { Admission, LoadReservation } from '../admission.ts';
 import { Deadline } from '../deadline.ts';
@@ -12,7 +13,7 @@ import { type ControlBrowser, type LaunchOptions, launchControlBrowser } from '.
 import { SerialLock } from '../serial-lock.ts';
 import type { SiteCatalog } from './catalog.ts';
 import { bindAccount } from './seal.ts';
-import { challengeSeen, httpOrigin, signInWallSeen } from './sign-in-signal.ts';
+import { challengeSeen, signInWallSeen } from './sign-in-signal.ts';
 
 /** Temporary loads every remote verification reserves (ADR-0164; DESIGN.md section 11). */
 export const VERIFICATION_LOADS = 2;

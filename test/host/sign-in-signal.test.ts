@@ -4,9 +4,9 @@ import { describe, expect, test as plain } from 'vitest';
 import { ConfigError, parseHostConfig } from '../../browser-host/config.ts';
 import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
 import { BUILT_IN_SITE_DEFINITIONS, SiteCatalog } from '../../browser-host/site-verification/catalog.ts';
-import { httpOrigin } from '../../browser-host/site-verification/sign-in-signal.ts';
 import { type AccountSite, accountSiteDefinition, startAccountSite } from '../../scripts/account-site.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
+import { httpOrigin } from '../../shared/origin.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 
