@@ -3,10 +3,10 @@ import { Hono } from 'hono';
 import { html } from 'hono/html';
 import type { CallPhases } from '../../shared/api.ts';
 import { screenshotsOfRun } from '../artifacts/screenshots.ts';
-import { notices, runs, signInWaits, toolCalls } from '../db/schema.ts';
+import { type RunRow, runs } from '../db/schema.ts';
 import { callSummary } from '../pipeline/views.ts';
 import type { Ports } from '../ports.ts';
-import { eventsOf } from '../recipes/progress.ts';
+import { type RunRecord, runRecordOf } from '../runs/record.ts';
 import { layout, runPage, runsPage, type TimelineEntry } from './pages.ts';
 import { pictureOf } from './pictures.ts';
 import type { ConsoleEnv } from './session-guard.ts';
@@ -14,33 +14,10 @@ import type { ConsoleEnv } from './session-guard.ts';
 /** Most runs the runs page lists. */
 export const RUNS_LISTED = 100;
 
-/** Most calls a run's timeline shows: the newest ones. */
-const TIMELINE_CALLS = 500;
-
-/** A run's timeline, oldest first: its calls (each with the picture of the page after it, when kept), sign-in waits and notices. */
-async function timelineOf(ports: Ports, runId: string, ownerId: string): Promise<TimelineEntry[]> {
-  const [calls, waits, runNotices, pictures] = await Promise.all([
-    ports.db
-      .select({
-        id: toolCalls.id,
-        tool: toolCalls.tool,
-        version: toolCalls.version,
-        arguments: toolCalls.arguments,
-        state: toolCalls.state,
-        phases: toolCalls.phases,
-        errorCode: toolCalls.errorCode,
-        errorMessage: toolCalls.errorMessage,
-        createdAt: toolCalls.createdAt,
-      })
-      .from(toolCalls)
-      .where(eq(toolCalls.runId, runId))
-      .orderBy(desc(toolCalls.createdAt))
-      .limit(TIMELINE_CALLS),
-    ports.db.select().from(signInWaits).where(eq(signInWaits.runId, runId)).orderBy(signInWaits.createdAt),
-    ports.db.select().from(notices).where(eq(notices.runId, runId)).orderBy(notices.createdAt),
-    screenshotsOfRun(ports, ownerId, runId),
-  ]);
-  const recipeSteps = await eventsOf(ports, runId);
+/** The owner's view of a run's record ({@link RunRecord}), oldest first: its calls (each with the picture of the page after it, when kept), sign-in waits, notices and recipe steps. */
+async function timelineOf(ports: Ports, run: RunRow): Promise<TimelineEntry[]> {
+  const [record, pictures] = await Promise.all([runRecordOf(ports, run), screenshotsOfRun(ports, run.ownerId, run.id)]);
+  const { calls, signInWaits: waits, notices: runNotices, recipeEvents: recipeSteps } = record;
   const entries: TimelineEntry[] = [
     ...calls.map((call): TimelineEntry => {
       const phases = (call.phases ?? {}) as CallPhases;
@@ -103,5 +80,5 @@ export const runsSection = new Hono<ConsoleEnv>()
     if (!run || run.ownerId !== c.var.session.ownerId)
       return c.html(layout('Not found', html`<p>No such run.</p>`, { csrfToken: c.var.session.csrfToken }), 404);
     const recipe = run.recipeId === null ? null : `${run.recipeId} version ${run.recipeVersion} (hash ${run.recipeHash?.slice(0, 12)})`;
-    return c.html(runPage({ ...run, report: run.reportSummary, recipe }, await timelineOf(c.var.ports, run.id, run.ownerId), c.var.session.csrfToken));
+    return c.html(runPage({ ...run, report: run.reportSummary, recipe }, await timelineOf(c.var.ports, run), c.var.session.csrfToken));
   });

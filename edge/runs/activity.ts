@@ -1,22 +1,21 @@
-import { asc, eq } from 'drizzle-orm';
 import { type ActivityList, TERMINAL_RUN_STATES } from '../../shared/api.ts';
-import { approvals, effects, messages, type RunRow, toolCalls } from '../db/schema.ts';
+import type { RunRow } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import type { Ports } from '../ports.ts';
-import { signInActivity } from '../sign-in/activity.ts';
+import { type RunRecord, runRecordOf } from './record.ts';
 
 /**
  * The run's passive activity record, oldest first: messages, calls, approvals, effects, sign-in
  * waits and ceremony events. Routine recovery is recorded here, never as an owner notice.
  */
 export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityList> {
-  const signIn = await signInActivity(ports, run.id);
-  const [messageRows, callRows, approvalRows, effectRows] = await ports.db.batch([
-    ports.db.select().from(messages).where(eq(messages.runId, run.id)).orderBy(asc(messages.createdAt)),
-    ports.db.select().from(toolCalls).where(eq(toolCalls.runId, run.id)).orderBy(asc(toolCalls.createdAt)),
-    ports.db.select().from(approvals).where(eq(approvals.runId, run.id)).orderBy(asc(approvals.createdAt)),
-    ports.db.select().from(effects).where(eq(effects.runId, run.id)).orderBy(asc(effects.committedAt)),
-  ]);
+  return activityOf(await runRecordOf(ports, run));
+}
+
+/** The agent's view of a run's record ({@link RunRecord}): one summary line per entry, oldest first. */
+export function activityOf(record: RunRecord): ActivityList {
+  const { run, messages: messageRows, calls: callRows, approvals: approvalRows, effects: effectRows } = record;
+  const signIn = { waits: record.signInWaits, events: record.ceremonyEvents };
   const entries: ActivityList['activity'] = [
     { at: iso(run.createdAt), kind: 'run_created', id: run.id, summary: `run for profile ${run.profileId}: ${run.intent}` },
     ...messageRows.map((m) => ({ at: iso(m.createdAt), kind: 'message' as const, id: m.id, summary: `${m.trust} message: ${m.text.slice(0, 200)}` })),

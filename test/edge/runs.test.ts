@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import { RUN_RECORD_ROWS } from '../../edge/runs/record.ts';
 import type { ActivityList, MessageView, RunView } from '../../shared/api.ts';
 import { call, callError, type ErrorBody, partiesForEachTest, row } from './support/edge-client.ts';
 import { ORIGIN, runFixture } from './support/run-fixture.ts';
@@ -31,6 +32,21 @@ describe('runs', () => {
       const answer = await callError('GET', `/v1/runs/${run.id}`, { token });
       expect([answer.status, answer.body.error.code]).toEqual([404, 'not_found']);
     }
+  });
+
+  it("a long run's activity holds its newest 1 000 messages, oldest first", async () => {
+    const run = await newRun(parties.owner.token);
+    const base = Date.now() + 60_000;
+    const insert = env.DB.prepare('INSERT INTO messages (id, run_id, principal_id, trust, text, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+    const rows = Array.from({ length: RUN_RECORD_ROWS + 5 }, (_, index) =>
+      insert.bind(`msg_long_${index}`, run.id, parties.owner.id, 'trusted', `note ${index}`, base + index),
+    );
+    for (let start = 0; start < rows.length; start += 100) await env.DB.batch(rows.slice(start, start + 100));
+    const activity = await call<ActivityList>('GET', `/v1/runs/${run.id}/activity`, { token: parties.owner.token });
+    const notes = activity.body.activity.filter((entry) => entry.summary.startsWith('trusted message: note '));
+    expect(notes).toHaveLength(RUN_RECORD_ROWS);
+    expect(notes[0]!.summary).toBe('trusted message: note 5');
+    expect(notes.at(-1)!.summary).toBe(`trusted message: note ${RUN_RECORD_ROWS + 4}`);
   });
 
   it('origins are normalised and the intent becomes the first message', async () => {
