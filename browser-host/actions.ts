@@ -5,8 +5,9 @@ import { captureReserveMs, captureRevision } from './capture.ts';
 import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';
 import { firstLineOf, HostError } from './host-error.ts';
-import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import type { ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, type SettleEntry, settle } from './settle.ts';
+import type { CapturedRevision } from './snapshot/captured-revision.ts';
 import { checkTarget } from './target-check.ts';
 
 /** How much earlier than the deadline Playwright's action timeout fires, in ms. */

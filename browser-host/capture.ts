@@ -3,7 +3,8 @@ import type { SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
 import { confineFrames } from './frame-confinement.ts';
 import { firstLineOf, HostError } from './host-error.ts';
-import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import type { ProfileBrowser } from './profile-browser.ts';
+import type { CapturedRevision } from './snapshot/captured-revision.ts';
 import { markSnapshot, readReach } from './snapshot/marks.ts';
 
 /** How long a cancelled capture gets to wind down before the host answers anyway, in ms. */

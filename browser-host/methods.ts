@@ -13,9 +13,10 @@ import type { LiveViews } from './live-view.ts';
 import { navigatePage } from './navigation.ts';
 import { continueObservation, hostObservationOf, NOT_WAITED, type ObservationContext } from './observation.ts';
 import type { ObservationLog } from './observation-log.ts';
-import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import type { ProfileBrowser } from './profile-browser.ts';
 import { boxOf, takeScreenshot } from './screenshots.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
+import type { CapturedRevision } from './snapshot/captured-revision.ts';
 import type { WireConnection } from './wire-connection.ts';
 
 /** Failures that guarantee nothing was dispatched; when the lease ended meanwhile, they read as `lease_lost`. */

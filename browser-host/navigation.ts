@@ -3,8 +3,9 @@ import { captureReserveMs, captureRevision } from './capture.ts';
 import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';
 import { firstLineOf, HostError } from './host-error.ts';
-import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import type { ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, settle } from './settle.ts';
+import type { CapturedRevision } from './snapshot/captured-revision.ts';
 
 /** Longest the host waits for Chromium's error page after a failed load, in ms. */
 const ERROR_PAGE_WAIT_MS = 1_000;

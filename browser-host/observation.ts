@@ -4,9 +4,10 @@ import type { WindowCaps } from './config.ts';
 import type { ContinuationCursors } from './continuation-cursor.ts';
 import type { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
-import type { CapturedRevision, ProfileBrowser } from './profile-browser.ts';
+import type { ProfileBrowser } from './profile-browser.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
 import { signInSignal } from './site-verification/sign-in-signal.ts';
+import type { CapturedRevision } from './snapshot/captured-revision.ts';
 import { sliceWindow } from './snapshot/window.ts';
 
 /** What shaping an observation for one lease needs: the window caps and the cursor sealer. */

@@ -15,8 +15,6 @@ import { SerialLock } from './serial-lock.ts';
 import { RevisionLedger } from './snapshot/captured-revision.ts';
 import { CLOSED_SHADOW_ROOTS_SCRIPT, ClosedRootProbe } from './snapshot/marks.ts';
 
-export type { CapturedRevision } from './snapshot/captured-revision.ts';
-
 /** Longest opening the replacement of an ended page may take, in ms. */
 const SPARE_PAGE_MS = 5_000;
 

@@ -15,7 +15,6 @@ export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityLi
 /** The agent's view of a run's record ({@link RunRecord}): one summary line per entry, oldest first. */
 export function activityOf(record: RunRecord): ActivityList {
   const { run, messages: messageRows, calls: callRows, approvals: approvalRows, effects: effectRows } = record;
-  const signIn = { waits: record.signInWaits, events: record.ceremonyEvents };
   const entries: ActivityList['activity'] = [
     { at: iso(run.createdAt), kind: 'run_created', id: run.id, summary: `run for profile ${run.profileId}: ${run.intent}` },
     ...messageRows.map((m) => ({ at: iso(m.createdAt), kind: 'message' as const, id: m.id, summary: `${m.trust} message: ${m.text.slice(0, 200)}` })),
@@ -32,7 +31,7 @@ export function activityOf(record: RunRecord): ActivityList {
       summary: `approval for ${a.toolCallId}: ${a.state}`,
     })),
     ...effectRows.map((e) => ({ at: iso(e.finishedAt ?? e.committedAt), kind: 'effect' as const, id: e.id, summary: `effect of ${e.toolCallId}: ${e.state}` })),
-    ...signIn.waits.flatMap((w) => [
+    ...record.signInWaits.flatMap((w) => [
       {
         at: iso(w.createdAt),
         kind: 'sign_in_wait' as const,
@@ -53,7 +52,7 @@ export function activityOf(record: RunRecord): ActivityList {
             },
           ]),
     ]),
-    ...signIn.events.map((e) => ({
+    ...record.ceremonyEvents.map((e) => ({
       at: iso(e.receivedAt),
       kind: 'ceremony_event' as const,
       id: e.eventId,

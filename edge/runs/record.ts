@@ -1,6 +1,18 @@
 import { desc, eq } from 'drizzle-orm';
-import type { CeremonyEventRow, NoticeRow, RecipeEventRow, SignInWaitRow } from '../db/schema.ts';
-import { approvals, effects, messages, notices, type RunRow, toolCalls } from '../db/schema.ts';
+import {
+  type ApprovalRow,
+  approvals,
+  type CeremonyEventRow,
+  effects,
+  messages,
+  type NoticeRow,
+  notices,
+  type RecipeEventRow,
+  type RunRow,
+  type SignInWaitRow,
+  type ToolCallRow,
+  toolCalls,
+} from '../db/schema.ts';
 import type { Ports } from '../ports.ts';
 import { eventsOf } from '../recipes/progress.ts';
 import { signInActivity } from '../sign-in/activity.ts';
@@ -9,8 +21,6 @@ import { signInActivity } from '../sign-in/activity.ts';
 export const RUN_RECORD_ROWS = 1_000;
 
 type MessageRow = typeof messages.$inferSelect;
-type CallRow = typeof toolCalls.$inferSelect;
-type ApprovalRow = typeof approvals.$inferSelect;
 type EffectRow = typeof effects.$inferSelect;
 
 /**
@@ -23,7 +33,7 @@ type EffectRow = typeof effects.$inferSelect;
 export interface RunRecord {
   readonly run: RunRow;
   readonly messages: readonly MessageRow[];
-  readonly calls: readonly CallRow[];
+  readonly calls: readonly ToolCallRow[];
   readonly approvals: readonly ApprovalRow[];
   readonly effects: readonly EffectRow[];
   readonly signInWaits: readonly SignInWaitRow[];
