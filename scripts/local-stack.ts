@@ -73,6 +73,11 @@ export interface LocalStack {
    * effect, not for this promise.
    */
   triggerCron(): Promise<void>;
+  /**
+   * The last lines (at most 400 each, oldest first) the running host and edge wrote to stdout and
+   * stderr, each prefixed `[host]` or `[edge]`: what a failing test prints to say what happened.
+   */
+  recentOutput(): string[];
   /** Stops everything it started (process groups, SIGTERM then SIGKILL) and removes temp dirs. */
   stop(): Promise<void>;
 }
@@ -309,6 +314,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       killHost,
       cutHostConnections: () => relay?.cut() ?? 0,
       startHost,
+      recentOutput: () => [...(host?.output.map((line) => `[host] ${line}`) ?? []), ...(edge?.output.map((line) => `[edge] ${line}`) ?? [])],
       triggerCron: async () => {
         // The self-hosted edges serve it to the operator only; wrangler dev ignores the header.
         const response = await fetch(`${edgeUrl}/__scheduled?cron=${encodeURIComponent('* * * * *')}`, {

@@ -39,7 +39,14 @@ export async function signInThroughLiveView(person: LiveViewPerson): Promise<Liv
     page.setDefaultTimeout(timeout);
     const opened = await openLiveView(page, timeout);
     await typeCredentials(page, person);
-    await page.locator('#live-view[data-state="ended"]').waitFor({ timeout });
+    await page
+      .locator('#live-view[data-state="ended"]')
+      .waitFor({ timeout })
+      .catch(async (error: unknown) => {
+        const state = await page.locator('#live-view').getAttribute('data-state');
+        const status = await page.locator('#live-status').textContent();
+        throw new Error(`the live view did not end within ${timeout} ms: it is ${state ?? 'gone'}, saying "${status ?? ''}"`, { cause: error });
+      });
     return { firstFrameMs: opened, ended: (await page.locator('#live-status').textContent()) ?? '' };
   } finally {
     await owner.close();

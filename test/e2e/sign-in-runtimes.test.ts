@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type AccountSite, startAccountSite } from '../../scripts/account-site.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
 import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
@@ -24,6 +24,10 @@ describe.each(['node', 'deno'] as const)('a sign-in episode, edge on %s', (runti
       echo: process.env.E2E_ECHO === '1',
       hostVars: { HOST_CEREMONY_POLL_MS: '500' },
     });
+  });
+
+  beforeEach(({ onTestFailed }) => {
+    onTestFailed(() => console.error(`what the ${runtime} stack said last:\n${stack.recentOutput().slice(-120).join('\n')}`));
   });
 
   afterAll(async () => {
