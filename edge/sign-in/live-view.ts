@@ -12,8 +12,11 @@ import type { Ports } from '../ports.ts';
 export const LIVE_VIEW_LINK_MS = 5 * 60_000;
 /** How long the record of a live-view link is kept after it expired, in ms (a day). */
 export const LIVE_VIEW_RECORD_MS = 24 * 3_600_000;
-/** Most host calls (input, acknowledgements) one view has in flight; past it, input is dropped. */
-const MAX_CALLS_IN_FLIGHT = 16;
+/**
+ * Most input events one view keeps waiting for the host (16 calls of {@link MAX_INPUT_EVENTS});
+ * past it, input is dropped rather than queued without bound.
+ */
+export const MAX_WAITING_INPUT_EVENTS = 16 * MAX_INPUT_EVENTS;
 /** Longest the host may take to open a view or answer one call, in ms. */
 const HOST_CALL_MS = 10_000;
 
@@ -164,9 +167,11 @@ export interface LiveViewRelay {
  * connection of its own, asks for `liveview.open` of the grant's ceremony with frames at most
  * `maxWidth` x `maxHeight` px, forwards every frame to the owner's page as a {@link ViewerMessage}
  * (frames that come before the open's answer wait for it) and the page's input to the host
- * (`liveview.input`, in order, at most 16 waiting: input past that is dropped, never queued
- * without bound) and its acknowledgements (never dropped: the newest is sent once the previous
- * one has answered). The view ends, and both
+ * (`liveview.input`, in order, one call at a time; what arrives meanwhile waits, gathered into
+ * calls of at most {@link MAX_INPUT_EVENTS} events aimed at one frame, so a person typing faster
+ * than the host answers loses no key; past {@link MAX_WAITING_INPUT_EVENTS} waiting events input
+ * is dropped, never queued without bound) and its acknowledgements (never dropped: the newest is
+ * sent once the previous one has answered). The view ends, and both
  * sockets close, when the host ends it (the ceremony's outcome, a restart), when the owner's page
  * closes or asks to, or when the host connection drops. Nothing typed is logged.
  */
@@ -174,7 +179,6 @@ export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: 
   let ended = false;
   let session: HostSession | undefined;
   let viewId: string | undefined;
-  let inFlight = 0;
   const say = (message: ViewerMessage) => {
     try {
       viewer.send(JSON.stringify(message));
@@ -201,10 +205,11 @@ export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: 
       // already closed
     }
   };
-  // Input is applied in the order the person gave it, one call after the other, at most 16
-  // waiting (more is dropped). Acknowledgements are never dropped: the newest is sent as soon as
-  // the one before has answered (the host sends nothing more until it has one).
-  let inputs: Promise<unknown> = Promise.resolve();
+  // Input is applied in the order the person gave it, one call after the other. What arrives
+  // while a call is out waits, gathered into calls of at most MAX_INPUT_EVENTS events aimed at one
+  // frame; past MAX_WAITING_INPUT_EVENTS waiting, more is dropped. Acknowledgements are never
+  // dropped: the newest is sent as soon as the one before has answered (the host sends nothing
+  // more until it has one).
   const hostCall = (params: { ack?: number; frame_seq?: number; events: Extract<ViewerCommand, { type: 'input' }>['events'] }) => {
     const open = session;
     const view = viewId;
@@ -216,10 +221,30 @@ export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: 
         if (error instanceof HostCallError && error.code === 'not_found') end('ended', 'the live view has ended');
       });
   };
-  const sendInput = (frameSeq: number, events: Extract<ViewerCommand, { type: 'input' }>['events']) => {
-    if (ended || inFlight >= MAX_CALLS_IN_FLIGHT) return;
-    inFlight += 1;
-    inputs = inputs.then(() => hostCall({ frame_seq: frameSeq, events }).finally(() => (inFlight -= 1)));
+  type InputEvents = Extract<ViewerCommand, { type: 'input' }>['events'];
+  const waiting: Array<{ frameSeq: number; events: InputEvents }> = [];
+  let waitingEvents = 0;
+  let sending = false;
+  const sendWaiting = () => {
+    const next = waiting.shift();
+    if (ended || next === undefined) {
+      sending = false;
+      return;
+    }
+    sending = true;
+    waitingEvents -= next.events.length;
+    void hostCall({ frame_seq: next.frameSeq, events: next.events }).finally(sendWaiting);
+  };
+  const sendInput = (frameSeq: number, events: InputEvents) => {
+    if (ended) return;
+    const room = MAX_WAITING_INPUT_EVENTS - waitingEvents;
+    for (const event of events.slice(0, Math.max(0, room))) {
+      const last = waiting.at(-1);
+      if (last !== undefined && last.frameSeq === frameSeq && last.events.length < MAX_INPUT_EVENTS) last.events.push(event);
+      else waiting.push({ frameSeq, events: [event] });
+      waitingEvents += 1;
+    }
+    if (!sending) sendWaiting();
   };
   let newestAck = 0;
   let sentAck = 0;
