@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm test` after set-up: the lint (`npm run lint`: Biome's rules, format check, import order
-// and cycles, then the 400-line rule of scripts/check-file-sizes.mjs), the typecheck, then every
+// and cycles, then the 400-line rule of scripts/check-file-sizes.mjs), the check that drizzle/
+// matches the schema (scripts/check-migrations.mjs), the typecheck, then every
 // vitest project (edge in workerd, host in real Chromium, e2e with real processes). A failing
 // step does not hide the ones after it: all run, and the last line counts the tests,
 // `N passed, N failed`.
@@ -82,6 +83,8 @@ const lint = spawnSync(bin('biome'), ['check', '.'], { cwd: root, stdio: 'inheri
 if (lint.status !== 0) problems.push('lint');
 const fileSizes = spawnSync(process.execPath, [join(root, 'scripts', 'check-file-sizes.mjs')], { cwd: root, stdio: 'inherit' });
 if (fileSizes.status !== 0) problems.push('file sizes');
+const migrationsMatch = spawnSync(process.execPath, [join(root, 'scripts', 'check-migrations.mjs')], { cwd: root, stdio: 'inherit' });
+if (migrationsMatch.status !== 0) problems.push('migrations');
 
 console.log('\n== typecheck');
 const typecheck = spawnSync(bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
