@@ -3,6 +3,7 @@ import { PageScreenshot } from '../../shared/protocol.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { type ArtifactRow, artifacts } from '../db/schema.ts';
+import { Deadline } from '../deadline.ts';
 import { HostCallError, HostNoAnswer, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { type ArtifactKey, screenshotKey } from './artifact-store.ts';
@@ -67,11 +68,12 @@ export async function keepScreenshot(ports: Ports, request: ScreenshotRequest): 
 
 /** The host's picture for `request`, or undefined when it has none to give. */
 async function fetchScreenshot(ports: Ports, request: ScreenshotRequest): Promise<PageScreenshot | undefined> {
-  const startedAt = ports.clock.now();
+  const deadline = Deadline.after(ports.clock, SCREENSHOT_WAIT_MS);
   let session: Awaited<ReturnType<Ports['host']['connect']>> | undefined;
   try {
-    session = await ports.host.connect(SCREENSHOT_WAIT_MS);
-    const timeoutMs = Math.max(100, SCREENSHOT_WAIT_MS - (ports.clock.now() - startedAt) - 500);
+    session = await ports.host.connect(deadline.remaining());
+    // The host's own timeout ends half a second before ours, so its typed answer arrives first.
+    const timeoutMs = Math.max(100, deadline.remaining() - 500);
     const answer = await session.call(
       'page.screenshot',
       { lease_id: request.leaseId, revision: request.revision, timeout_ms: timeoutMs, ...(request.reference ? { reference: request.reference } : {}) },

@@ -9,6 +9,7 @@ import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
 import { callTraits, type ToolCommand, type ToolInvocation } from '../../shared/tools.ts';
 import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { RunRow, ToolCallRow } from '../db/schema.ts';
+import { Deadline, HOST_ANSWER_MARGIN_MS, HOST_CONNECT_MS } from '../deadline.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
@@ -32,8 +33,7 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
   const traits = callTraits(invocation);
   const { isWrite } = traits;
   const startedAt = ports.clock.now();
-  const deadlineAt = Math.min(call.deadlineAt ?? startedAt + ports.config.toolDeadlineMs, run.deadlineAt);
-  const remaining = () => Math.max(0, deadlineAt - ports.clock.now());
+  const deadline = Deadline.at(ports.clock, Math.min(call.deadlineAt ?? startedAt + ports.config.toolDeadlineMs, run.deadlineAt));
 
   let outcome: DispatchOutcome;
   let session: HostSession | undefined;
@@ -42,10 +42,10 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
   // The page an act or navigation answered with: the host keeps a picture of it for the owner.
   let answered: { leaseId: string; revision: number } | undefined;
   try {
-    session = await ports.host.connect(Math.min(remaining(), 10_000));
-    const lease = await ensureLease(ports, session, run, isWrite, remaining());
+    session = await ports.host.connect(deadline.upTo(HOST_CONNECT_MS));
+    const lease = await ensureLease(ports, session, run, isWrite, deadline);
     if (!lease.expiryRecorded) leaseExpiry = { leaseId: lease.lease_id, expiresAtMs: lease.expires_at_ms };
-    const timeout = Math.max(100, Math.min(remaining(), MAX_OPERATION_TIMEOUT_MS));
+    const timeout = Math.max(100, deadline.upTo(MAX_OPERATION_TIMEOUT_MS));
     sent = true;
     const target = (call.phases as CallPhases).target;
     const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, traits.command, timeout, target));
@@ -64,7 +64,7 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
     if (observation.url === BLANK_PAGE) outcome = isWrite ? outcome : onBlankPage(outcome, run.latestUrl);
     else if (!withinOrigins(observation.url, run.origins)) outcome = withheld(outcome, observation, isWrite);
     else if (signIn && withinOrigins(`${signIn.origin}/`, run.origins)) outcome = atSignInWall(outcome, signIn, isWrite);
-    else if (traits.condition) outcome = await withCondition(ports, session, lease.lease_id, traits.condition, outcome, deadlineAt, isWrite);
+    else if (traits.condition) outcome = await withCondition(ports, session, lease.lease_id, traits.condition, outcome, deadline, isWrite);
   } catch (error) {
     outcome = classifyFailure(inAgentTerms(error, traits.hostRefusesOwnArgument), isWrite, sent);
     // No lease came of it (the host was unreachable, say): the reservation is given back.
@@ -93,19 +93,21 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
 }
 
 /**
- * Sends the call's one host command with the lease and timeout of this dispatch; an act carries
- * the role, name and frame its target must still have (`target_changed` otherwise).
+ * Sends the call's one host command with the lease and timeout (ms) of this dispatch, waiting
+ * {@link HOST_ANSWER_MARGIN_MS} longer for the answer; an act carries the role, name and frame
+ * its target must still have (`target_changed` otherwise).
  */
 function sendCommand(session: HostSession, leaseId: string, command: ToolCommand, timeoutMs: number, target: ActTarget | undefined): Promise<Observation> {
   const wire = { lease_id: leaseId, timeout_ms: timeoutMs };
+  const answerWithinMs = timeoutMs + HOST_ANSWER_MARGIN_MS;
   switch (command.method) {
     case 'page.navigate':
-      return session.call(command.method, { ...wire, ...command.params }, timeoutMs + 1_000);
+      return session.call(command.method, { ...wire, ...command.params }, answerWithinMs);
     case 'page.observe':
-      return session.call(command.method, { ...wire, ...command.params }, timeoutMs + 1_000);
+      return session.call(command.method, { ...wire, ...command.params }, answerWithinMs);
     case 'page.act': {
       const expected = target === undefined ? {} : { target: { role: target.role, name: target.name, frame_origin: target.frame_origin } };
-      return session.call(command.method, { ...wire, ...command.params, ...expected }, timeoutMs + 1_000);
+      return session.call(command.method, { ...wire, ...command.params, ...expected }, answerWithinMs);
     }
   }
 }
@@ -122,11 +124,11 @@ async function withCondition(
   leaseId: string,
   condition: Condition,
   answered: DispatchOutcome,
-  deadlineAt: number,
+  deadline: Deadline,
   isWrite: boolean,
 ): Promise<DispatchOutcome> {
   try {
-    const { observation, report } = await awaitCondition(ports.clock, session, leaseId, condition, answered.observation!, deadlineAt);
+    const { observation, report } = await awaitCondition(ports.clock, session, leaseId, condition, answered.observation!, deadline);
     return { ...answered, observation: { ...observation, condition: report }, condition: report };
   } catch (error) {
     const deadline = error instanceof ConditionDeadlineExceeded;

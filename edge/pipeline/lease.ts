@@ -1,6 +1,7 @@
 import { and, eq, isNull, or } from 'drizzle-orm';
 import type { LeaseGrant } from '../../shared/protocol.ts';
 import { type RunRow, runs } from '../db/schema.ts';
+import { Deadline } from '../deadline.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { hostProfileId } from '../profiles/bindings.ts';
@@ -13,7 +14,7 @@ import { hostProfileId } from '../profiles/bindings.ts';
  * (`lease_expires_at`: how long the profile stays in use, see `assertLeaseAvailable`): at once,
  * or, when the expiry on record outlasts the tool deadline, by the caller with the call's outcome
  * (`expiryRecorded: false`; see record-outcome.ts).
- * @param timeoutMs time available for the lease commands, in ms.
+ * @param deadline the dispatch's deadline: each lease command gets what is left of it.
  * @throws HostCallError('lease_lost') for a write whose lease is gone;
  *   HostCallError('admission_full') when no browser slot frees up in time; and whatever
  *   {@link HostSession.call} throws.
@@ -23,11 +24,11 @@ export async function ensureLease(
   session: HostSession,
   run: RunRow,
   forWrite: boolean,
-  timeoutMs: number,
+  deadline: Deadline,
 ): Promise<LeaseGrant & { readonly expiryRecorded: boolean }> {
   if (run.leaseId !== null) {
     try {
-      const renewed = await session.call('lease.renew', { lease_id: run.leaseId, ttl_ms: ports.config.leaseTtlMs }, timeoutMs);
+      const renewed = await session.call('lease.renew', { lease_id: run.leaseId, ttl_ms: ports.config.leaseTtlMs }, deadline.remaining());
       // The expiry on record outlasts any call (the tool deadline): the new one is recorded with
       // the call's outcome, in its batch (one statement fewer per call).
       if ((run.leaseExpiresAt ?? 0) - ports.clock.now() > ports.config.toolDeadlineMs) return { ...renewed, expiryRecorded: false };
@@ -47,7 +48,7 @@ export async function ensureLease(
   } else if (forWrite) {
     throw new HostCallError('lease_lost', 'the run holds no lease; observe the page first');
   }
-  const grant = await acquire(ports, session, run, timeoutMs);
+  const grant = await acquire(ports, session, run, deadline.remaining());
   await ports.db
     .update(runs)
     .set({ leaseId: grant.lease_id, leaseGeneration: grant.generation, leaseExpiresAt: grant.expires_at_ms, updatedAt: ports.clock.now() })
@@ -88,8 +89,8 @@ export async function giveBackReservation(ports: Ports, runId: string): Promise<
     .where(and(eq(runs.id, runId), isNull(runs.leaseId)));
 }
 
-/** Lease commands and the release on a run's end get at most this long, in ms. */
-const RELEASE_TIMEOUT_MS = 3_000;
+/** The release on a run's end (connecting, then `lease.release`) gets at most this long, in ms. */
+const RELEASE_WITHIN_MS = 3_000;
 
 /**
  * Releases the run's lease on the host, best effort: a host that is down or already forgot the
@@ -105,9 +106,10 @@ export async function releaseLease(ports: Ports, run: RunRow): Promise<void> {
     return;
   }
   let session: HostSession | undefined;
+  const deadline = Deadline.after(ports.clock, RELEASE_WITHIN_MS);
   try {
-    session = await ports.host.connect(RELEASE_TIMEOUT_MS);
-    await session.call('lease.release', { lease_id: run.leaseId }, RELEASE_TIMEOUT_MS);
+    session = await ports.host.connect(deadline.remaining());
+    await session.call('lease.release', { lease_id: run.leaseId }, deadline.remaining());
   } catch {
     // best effort: the lease lapses by its TTL
   } finally {

@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { FINISHED_CALL_STATES } from '../../shared/api.ts';
 import type { Principal } from '../auth/principal.ts';
 import { approvals, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { Deadline } from '../deadline.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 import { settleIfLost } from './lost-dispatch.ts';
@@ -26,10 +27,10 @@ export async function readToolCall(
   const run = await ports.db.select({ ownerId: runs.ownerId }).from(runs).where(eq(runs.id, first.runId)).get();
   if (!run || run.ownerId !== principal.ownerId) throw new DomainError('not_found', `no tool call ${callId}`);
 
-  const until = ports.clock.now() + waitMs;
+  const deadline = Deadline.after(ports.clock, waitMs);
   let call = await settleIfLost(ports, first);
-  while (!FINISHED_CALL_STATES.includes(call.state) && ports.clock.now() < until) {
-    await ports.clock.sleep(Math.min(POLL_SPACING_MS, Math.max(0, until - ports.clock.now())));
+  while (!FINISHED_CALL_STATES.includes(call.state) && !deadline.passed()) {
+    await ports.clock.sleep(deadline.upTo(POLL_SPACING_MS));
     call = await settleIfLost(ports, (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, callId)).get()) ?? call);
   }
   const approval = await ports.db.select({ id: approvals.id }).from(approvals).where(eq(approvals.toolCallId, call.id)).get();

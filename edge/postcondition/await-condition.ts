@@ -2,6 +2,7 @@ import { splitSignIn } from '../../shared/authentication.ts';
 import type { ConditionResult, Observation } from '../../shared/observation.ts';
 import { type Condition, DEFAULT_PREDICATE_TIMEOUT_MS } from '../../shared/predicate.ts';
 import { conditionStatus } from '../../shared/predicate-evaluation.ts';
+import { type Deadline, HOST_CALL_MS } from '../deadline.ts';
 import type { HostSession } from '../host/host-session.ts';
 import type { Clock } from '../ports.ts';
 
@@ -9,6 +10,9 @@ import type { Clock } from '../ports.ts';
 export const MIN_READ_SPACING_MS = 250;
 /** Most reads after the initial observation (DESIGN.md section 11). */
 export const MAX_READS = 20;
+
+/** Of each read's time, what is kept for its answer on the wire, in ms. */
+const ANSWER_MARGIN_MS = 200;
 
 /** The outer (tool or run) deadline passed while reading: the caller decides what that means. */
 export class ConditionDeadlineExceeded extends Error {
@@ -24,11 +28,12 @@ export class ConditionDeadlineExceeded extends Error {
  * at most 20 times, until the
  * condition's budget (`timeout_ms`, default 2,000 ms) ends (ADR-0159, ADR-0164 part 1). The
  * window is never expanded to search. Reads that the outer deadline cuts short throw.
- * @param outerDeadlineAt epoch ms of the tool deadline (already capped by the run deadline).
+ * @param deadline the tool deadline (already capped by the run deadline); each read gets what is
+ *   left of it, at most {@link HOST_CALL_MS}, less a 200 ms margin for the answer.
  * @returns the last observation read, with the initial observation's settle report (how the
  *   command itself settled) and what every read reported the page tried (`blocked`, `dialogs`,
  *   the newest 64 and 32), and the report (reads counted, elapsed ms).
- * @throws ConditionDeadlineExceeded when `outerDeadlineAt` passes before the budget ends or a
+ * @throws ConditionDeadlineExceeded when `deadline` passes before the budget ends or a
  *   read fails; errors of the session otherwise.
  */
 export async function awaitCondition(
@@ -37,7 +42,7 @@ export async function awaitCondition(
   leaseId: string,
   condition: Condition,
   initial: Observation,
-  outerDeadlineAt: number,
+  deadline: Deadline,
 ): Promise<{ observation: Observation; report: ConditionResult }> {
   const startedAt = clock.now();
   const budgetEnd = startedAt + (condition.timeout_ms ?? DEFAULT_PREDICATE_TIMEOUT_MS);
@@ -55,14 +60,16 @@ export async function awaitCondition(
   while (status === 'not_observed' && observations <= MAX_READS) {
     const nextReadAt = lastAnswerAt + MIN_READ_SPACING_MS;
     if (nextReadAt > budgetEnd) break;
-    if (nextReadAt >= outerDeadlineAt) throw new ConditionDeadlineExceeded(observations);
+    if (nextReadAt >= deadline.endsAt) throw new ConditionDeadlineExceeded(observations);
     await clock.sleep(Math.max(0, nextReadAt - clock.now()));
-    const timeoutMs = Math.min(outerDeadlineAt - clock.now(), 10_000);
+    const timeoutMs = deadline.upTo(HOST_CALL_MS);
     if (timeoutMs < 100) throw new ConditionDeadlineExceeded(observations);
     try {
-      latest = splitSignIn(await session.call('page.observe', { lease_id: leaseId, timeout_ms: Math.max(100, timeoutMs - 200) }, timeoutMs)).observation;
+      latest = splitSignIn(
+        await session.call('page.observe', { lease_id: leaseId, timeout_ms: Math.max(100, timeoutMs - ANSWER_MARGIN_MS) }, timeoutMs),
+      ).observation;
     } catch (error) {
-      if (clock.now() >= outerDeadlineAt - 200) throw new ConditionDeadlineExceeded(observations);
+      if (deadline.passed(ANSWER_MARGIN_MS)) throw new ConditionDeadlineExceeded(observations);
       throw error;
     }
     lastAnswerAt = clock.now();

@@ -6,6 +6,7 @@ import { MAX_RECIPE_CALLS, type RecipeBody, type RecipeStep, withFields } from '
 import type { Principal } from '../auth/principal.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { type RecipeProgressRow, type RunRow, recipeProgress, runs, type ToolCallRow } from '../db/schema.ts';
+import type { Deadline } from '../deadline.ts';
 import { DomainError } from '../domain-error.ts';
 import { enterProposal } from '../pipeline/agent-entry.ts';
 import type { Ports } from '../ports.ts';
@@ -54,8 +55,8 @@ export class DriveContext {
     readonly runId: string,
     /** The driver slot's token (`rdr_...`) this drive took. */
     private readonly token: string,
-    /** When the drive stops starting new calls, ms since the epoch. */
-    readonly budgetEndsAt: number,
+    /** When the drive stops starting new calls. */
+    readonly budget: Deadline,
   ) {}
 
   principal(): Principal {

@@ -3,6 +3,7 @@ import { TERMINAL_RUN_STATES } from '../../shared/api.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { messages, recipeProgress } from '../db/schema.ts';
+import { Deadline } from '../deadline.ts';
 import type { Ports } from '../ports.ts';
 import { boundRecipe } from './catalog.ts';
 import { DriveContext, type DriveOutcome, DriveStop } from './drive-context.ts';
@@ -61,7 +62,7 @@ export async function driveRecipeRun(ports: Ports, runId: string, budgetMs = REC
     .run();
   if (rowsChanged(taken) !== 1) return (await progressOf(ports, runId)) ? 'busy' : 'not_bound';
   try {
-    return await drive(new DriveContext(ports, runId, token, now + budgetMs));
+    return await drive(new DriveContext(ports, runId, token, Deadline.at(ports.clock, now + budgetMs)));
   } finally {
     await ports.db
       .update(recipeProgress)
@@ -94,7 +95,7 @@ async function drive(run: DriveContext): Promise<DriveOutcome> {
       if ((TERMINAL_RUN_STATES as readonly string[]).includes(run.run.state)) return await run.noteEnded();
       if (run.run.state === 'waiting_for_approval' || run.run.state === 'waiting_for_authentication') return 'parked';
       if (ports.clock.now() >= run.progress.endsBy) return await run.end('partial', "the recipe's 15-minute limit was reached");
-      if (ports.clock.now() >= run.budgetEndsAt) return 'later';
+      if (run.budget.passed()) return 'later';
       if (run.progress.pendingCallId !== null || run.progress.actSince !== null) {
         const settled = await settlePending(run);
         if (settled !== undefined) return settled;

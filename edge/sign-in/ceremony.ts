@@ -5,6 +5,7 @@ import { newId } from '../db/ids.ts';
 import { selectedRow } from '../db/insert-select.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { notices, type SignInEpisodeRow, signInEpisodes } from '../db/schema.ts';
+import { HOST_CONNECT_MS } from '../deadline.ts';
 import type { HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { applyCeremonyEvent } from './events.ts';
@@ -52,7 +53,7 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, opt
     // A profile has one window: while another episode's ceremony is live in it, this one waits
     // (the maintenance pass begins it once the window is free) instead of ending the other.
     if (!(await claimWindow(ports, episode, options))) throw new WindowTaken();
-    session = await ports.host.connect(10_000);
+    session = await ports.host.connect(HOST_CONNECT_MS);
     const answer = await session.call(
       'ceremony.begin',
       {

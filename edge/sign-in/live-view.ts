@@ -3,6 +3,7 @@ import { jwtVerify, SignJWT } from 'jose';
 import { type LiveViewNotification, MAX_INPUT_EVENTS, ViewerCommand, type ViewerMessage } from '../../shared/live-view.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { type ConsoleSessionRow, liveViews, signInEpisodes } from '../db/schema.ts';
+import { HOST_CALL_MS, HOST_CONNECT_MS } from '../deadline.ts';
 import { DomainError } from '../domain-error.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import { sha256Hex } from '../policy/canonical-hash.ts';
@@ -17,8 +18,6 @@ export const LIVE_VIEW_RECORD_MS = 24 * 3_600_000;
  * past it, input is dropped rather than queued without bound.
  */
 export const MAX_WAITING_INPUT_EVENTS = 16 * MAX_INPUT_EVENTS;
-/** Longest the host may take to open a view or answer one call, in ms. */
-const HOST_CALL_MS = 10_000;
 
 const TOKEN = { issuer: 'governed-browser-edge', audience: 'owner-console', typ: 'live-view' } as const;
 
@@ -275,7 +274,7 @@ export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: 
   };
 
   try {
-    session = await ports.host.connect(HOST_CALL_MS);
+    session = await ports.host.connect(HOST_CONNECT_MS);
     session.onNotification(onNotification);
     session.onClose(() => end('unavailable', 'the connection to the browser host was lost'));
     const opened = await session.call(

@@ -1,6 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { notices, runs, type SignInEpisodeRow, type SignInWaitRow, signInEpisodes, signInWaits } from '../db/schema.ts';
+import { HOST_CALL_MS, HOST_CONNECT_MS } from '../deadline.ts';
 import { DomainError } from '../domain-error.ts';
 import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
@@ -52,12 +53,12 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
     try {
       if (live === 0) {
         abandoned += await abandonEpisode(ports, episode);
-        session = await ports.host.connect(10_000);
-        await session.call('ceremony.end', { ceremony_id: episode.ceremonyId }, 10_000);
+        session = await ports.host.connect(HOST_CONNECT_MS);
+        await session.call('ceremony.end', { ceremony_id: episode.ceremonyId }, HOST_CALL_MS);
         continue;
       }
-      session = await ports.host.connect(10_000);
-      const status = await session.call('ceremony.status', { ceremony_id: episode.ceremonyId }, 10_000);
+      session = await ports.host.connect(HOST_CONNECT_MS);
+      const status = await session.call('ceremony.status', { ceremony_id: episode.ceremonyId }, HOST_CALL_MS);
       if (status.event) {
         const receipt = await applyCeremonyEvent(ports, status.event, 'reconciliation');
         if (receipt.applied) resolved += 1;
