@@ -74,7 +74,15 @@ export interface HostConfig {
    * The operator's egress origins (README "Confinement"): `allow`, origins pages may reach as
    * subresources even on a non-public address; `deny`, origins pages never reach.
    */
-  readonly egress: { readonly allow: readonly string[]; readonly deny: readonly string[] };
+  readonly egress: {
+    readonly allow: readonly string[];
+    readonly deny: readonly string[];
+    /**
+     * Origins a person's sign-in window may go to besides the ceremony's own (identity providers,
+     * DESIGN.md section 18); undefined: any origin on a public address.
+     */
+    readonly signIn?: readonly string[];
+  };
   /**
    * How long an act's target may take to become able to receive the input (visible, stable,
    * enabled, not covered) before it fails `not_actionable` with nothing sent, in ms.
@@ -145,6 +153,7 @@ const EnvSchema = z.object({
   HOST_CEREMONY_POLL_MS: integer(100, 60_000).default(1_000),
   HOST_EGRESS_ALLOW: originList.default([]),
   HOST_EGRESS_DENY: originList.default([]),
+  HOST_SIGN_IN_ORIGINS: originList.optional(),
   HOST_ACTIONABILITY_MS: integer(100, 60_000).default(DEFAULT_ACTIONABILITY_MS),
   NODE_ENV: z.string().optional(),
   HOST_SCREENSHOTS: flag.default(DEFAULT_SCREENSHOT_CONFIG.enabled),
@@ -170,7 +179,8 @@ const EnvSchema = z.object({
  * refused with `NODE_ENV=production`)
  * and `HOST_CEREMONY_POLL_MS` (default 1,000 ms, 100-60,000); for the confinement (README
  * "Confinement"): `HOST_EGRESS_ALLOW` and `HOST_EGRESS_DENY` (comma-separated origins; default
- * none) and `HOST_ACTIONABILITY_MS` (default 5,000 ms, 100-60,000); for the owner's console's
+ * none), `HOST_SIGN_IN_ORIGINS` (comma-separated origins a sign-in window may go to, such as
+ * identity providers; default any origin on a public address) and `HOST_ACTIONABILITY_MS` (default 5,000 ms, 100-60,000); for the owner's console's
  * screenshots: `HOST_SCREENSHOTS=0` (default on) and `HOST_SCREENSHOT_QUALITY` (JPEG, default 60, 10-95).
  * @throws ConfigError naming every invalid variable or unknown flag, or a catalog file that cannot
  *   be read or does not validate.
@@ -220,7 +230,7 @@ export function parseHostConfig(env: Readonly<Record<string, string | undefined>
     edgeUrl: e.HOST_EDGE_URL,
     personDebugging: e.HOST_PERSON_DEBUGGING,
     ceremonyPollMs: e.HOST_CEREMONY_POLL_MS,
-    egress: { allow: e.HOST_EGRESS_ALLOW, deny: e.HOST_EGRESS_DENY },
+    egress: { allow: e.HOST_EGRESS_ALLOW, deny: e.HOST_EGRESS_DENY, ...(e.HOST_SIGN_IN_ORIGINS === undefined ? {} : { signIn: e.HOST_SIGN_IN_ORIGINS }) },
     actionabilityMs: e.HOST_ACTIONABILITY_MS,
     screenshots: { enabled: e.HOST_SCREENSHOTS, quality: e.HOST_SCREENSHOT_QUALITY },
   };

@@ -69,7 +69,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
   }
   // The host's own port, known once the wire server listens, is never reachable from a page.
   const hostPorts: number[] = [];
-  const egress = { allow: config.egress.allow, deny: config.egress.deny, hostPorts: () => hostPorts };
+  const egress = { allow: config.egress.allow, deny: config.egress.deny, signIn: config.egress.signIn, hostPorts: () => hostPorts };
   const launchOptions = {
     egress,
     chromiumPath: config.chromiumPath,
@@ -118,6 +118,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
   const liveViews = new LiveViews();
   const ceremonies = new Ceremonies({
     onFinished: (ceremonyId, outcome) => liveViews.endCeremony(ceremonyId, outcome === 'challenge' ? 'ended' : outcome),
+    onNotice: (ceremonyId, sentence) => liveViews.notice(ceremonyId, sentence),
     hostId: config.hostId,
     sharedSecret: config.sharedSecret,
     edgeUrl: config.edgeUrl,

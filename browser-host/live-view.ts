@@ -183,6 +183,11 @@ class LiveView {
     this.#connection.notify({ method: 'liveview.ended', params: { view_id: this.id, reason } });
     this.#onEnded(this);
   }
+
+  /** Tells the viewer a sentence (`liveview.notice`), e.g. what the sign-in window refused; nothing once ended. */
+  notice(sentence: string): void {
+    if (!this.#ended) this.#connection.notify({ method: 'liveview.notice', params: { view_id: this.id, message: sentence } });
+  }
 }
 
 /**
@@ -258,6 +263,11 @@ export class LiveViews {
   /** Ends every view of `ceremonyId` with `reason` (the ceremony's outcome, or `ended`). */
   endCeremony(ceremonyId: string, reason: ViewEndReason): void {
     for (const view of this.#views.values()) if (view.ceremonyId === ceremonyId) view.end(reason);
+  }
+
+  /** Tells every view of `ceremonyId` a sentence for the person (see LiveView `notice`). */
+  notice(ceremonyId: string, sentence: string): void {
+    for (const view of this.#views.values()) if (view.ceremonyId === ceremonyId) view.notice(sentence);
   }
 
   /** Ends every view (host shutdown). */

@@ -208,7 +208,10 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     'ceremony.end': async ({ ceremony_id }) => ({ ended: ceremonies.end(ceremony_id) }),
     'liveview.open': async ({ ceremony_id, profile_id, origin, generation, max_width, max_height }, connection) => {
       const page = ceremonies.surfaceOf(ceremony_id, profile_id, origin, generation);
-      return { view_id: await liveViews.open(ceremony_id, page, connection, max_width, max_height) };
+      const viewId = await liveViews.open(ceremony_id, page, connection, max_width, max_height);
+      // What the sign-in window refused before this view opened is told to it too.
+      for (const sentence of ceremonies.noticesOf(ceremony_id)) liveViews.notice(ceremony_id, sentence);
+      return { view_id: viewId };
     },
     'liveview.input': async ({ view_id, ack, frame_seq, events }) => {
       const view = liveViews.get(view_id);

@@ -148,6 +148,9 @@ export type CeremonyOutcome = z.infer<typeof CeremonyOutcome>;
 export const CeremonyState = z.enum(['unknown', 'awaiting_person', 'verifying', ...CeremonyOutcome.options]);
 export type CeremonyState = z.infer<typeof CeremonyState>;
 
+/** Most origins one ceremony's record of where the person's window went keeps (the newest). */
+export const MAX_VISITED_ORIGINS = 32;
+
 /** The claims of a signed ceremony outcome event. `event_id` is stable across re-deliveries. */
 export const CeremonyEventClaims = z.strictObject({
   event_id: z.string().regex(/^cev_[A-Za-z0-9_-]{8,64}$/),
@@ -167,6 +170,12 @@ export const CeremonyEventClaims = z.strictObject({
     .optional(),
   /** Epoch ms at which the host decided the outcome. */
   decided_at_ms: z.int().min(0),
+  /**
+   * Where the person's window went during the ceremony (DESIGN.md section 18): the origins of
+   * its top-level documents in order, a repeat of the one before folded, origins only (never a
+   * path or query), the newest {@link MAX_VISITED_ORIGINS}. Absent from hosts that do not record it.
+   */
+  visited_origins: z.array(Origin).max(MAX_VISITED_ORIGINS).optional(),
 });
 export type CeremonyEventClaims = z.infer<typeof CeremonyEventClaims>;
 

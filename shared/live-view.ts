@@ -84,10 +84,18 @@ export type ViewFrame = z.infer<typeof ViewFrame>;
 export const ViewEndReason = z.enum(['verified', 'account_mismatch', 'not_verified', 'ended', 'page_gone', 'closed', 'host_closing']);
 export type ViewEndReason = z.infer<typeof ViewEndReason>;
 
+/**
+ * A sentence for the person about something the window refused while they signed in: a
+ * navigation to an address or origin the host does not allow, a window a page tried to open.
+ * Plain text, shown as it is (never markup).
+ */
+export const ViewNoticeMessage = z.string().min(1).max(500);
+
 /** What the host sends on a view's connection without being asked. */
 export const LiveViewNotification = z.discriminatedUnion('method', [
   z.strictObject({ method: z.literal('liveview.frame'), params: ViewFrame }),
   z.strictObject({ method: z.literal('liveview.ended'), params: z.strictObject({ view_id: LiveViewId, reason: ViewEndReason }) }),
+  z.strictObject({ method: z.literal('liveview.notice'), params: z.strictObject({ view_id: LiveViewId, message: ViewNoticeMessage }) }),
 ]);
 export type LiveViewNotification = z.infer<typeof LiveViewNotification>;
 
@@ -145,5 +153,6 @@ export type ViewerCommand = z.infer<typeof ViewerCommand>;
 export const ViewerMessage = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('frame'), seq: z.int().min(1), jpeg_base64: z.string(), width: z.int(), height: z.int() }),
   z.strictObject({ type: z.literal('ended'), reason: z.union([ViewEndReason, z.literal('unavailable')]), message: z.string().max(500) }),
+  z.strictObject({ type: z.literal('notice'), message: ViewNoticeMessage }),
 ]);
 export type ViewerMessage = z.infer<typeof ViewerMessage>;

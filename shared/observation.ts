@@ -74,7 +74,7 @@ export type BlockedKind = z.infer<typeof BlockedKind>;
 export const BlockedRequest = z.strictObject({
   origin: z.string().max(300),
   kind: BlockedKind,
-  reason: z.enum(['outside_run_origins', 'forbidden_address', 'operator_denied', 'popup_refused']),
+  reason: z.enum(['outside_run_origins', 'forbidden_address', 'operator_denied', 'popup_refused', 'outside_sign_in_origins']),
   at: z.string().max(40),
 });
 export type BlockedRequest = z.infer<typeof BlockedRequest>;

@@ -10,7 +10,7 @@ import type { VerificationResult } from '../site-verification/verify.ts';
 import { deliverCeremonyEvent } from './delivery.ts';
 import { pollCeremony, RECHECK_MS, verifyCeremony } from './polling.ts';
 import type { BeginParams, Ceremony, CeremonyAnswer, CeremonyServices } from './record.ts';
-import { showSignIn } from './window.ts';
+import { returnWindow, showSignIn, visitedOrigins } from './window.ts';
 
 export type { CeremonyServices } from './record.ts';
 
@@ -104,6 +104,10 @@ export class Ceremonies {
       checkedAt: 0,
       recheckMs: RECHECK_MS,
       loop: undefined,
+      window: undefined,
+      visited: [],
+      notices: [],
+      notify: (sentence) => this.#services.onNotice?.(params.ceremony_id, sentence),
     };
     this.#records.set(params.ceremony_id, record);
     this.#prune();
@@ -137,7 +141,8 @@ export class Ceremonies {
       return this.#answer(record);
     }
     record.hold = browser;
-    // The person may go through the site's sign-in page, on its own or an identity provider's origin.
+    // The session check may load the site's sign-in page, on its own or an identity provider's
+    // origin; the window follows the person's sign-in further only once it is shown (showSignIn).
     browser.confinement.ceremonyOrigins = [params.origin, ...(httpOrigin(params.sign_in_url) ?? [])];
 
     const check = await verifyCeremony(record, browser, this.#services.verifier, INITIAL_CHECK_MS);
@@ -227,10 +232,13 @@ export class Ceremonies {
       ...(result?.account_sha256 !== undefined ? { account_sha256: result.account_sha256 } : {}),
       decided_at_ms: Date.now(),
     };
+    const visited = visitedOrigins(record, record.hold);
+    if (visited.length > 0) record.claims.visited_origins = visited;
     record.state = outcome;
     record.life.dispose();
     const { admission } = this.#services;
-    if (record.hold !== undefined) record.hold.confinement.ceremonyOrigins = [];
+    // Taken back before the profile is released, so the window's lock is queued ahead of any lease's first command.
+    if (record.hold !== undefined) this.#track(returnWindow(record, record.hold));
     if (record.hold !== undefined && admission.browserOf(params.profile_id) === record.hold) admission.release(params.profile_id);
     record.hold = undefined;
     if (!this.#closing.signal.aborted && this.#services.edgeUrl !== undefined) this.#deliver(this.#services.edgeUrl, record.claims);
@@ -239,9 +247,18 @@ export class Ceremonies {
   }
 
   #deliver(edgeUrl: string, claims: CeremonyEventClaims): void {
-    const delivery = deliverCeremonyEvent(edgeUrl, this.#services.sharedSecret, claims, this.#closing.signal);
-    this.#work.add(delivery);
-    void delivery.finally(() => this.#work.delete(delivery));
+    this.#track(deliverCeremonyEvent(edgeUrl, this.#services.sharedSecret, claims, this.#closing.signal));
+  }
+
+  /** Work that shutdown waits for. */
+  #track(work: Promise<void>): void {
+    this.#work.add(work);
+    void work.finally(() => this.#work.delete(work));
+  }
+
+  /** The sentences told to the person of ceremony `ceremonyId` so far (for a live view opened later). */
+  noticesOf(ceremonyId: string): readonly string[] {
+    return this.#records.get(ceremonyId)?.notices ?? [];
   }
 
   async #answer(record: Ceremony): Promise<CeremonyAnswer> {

@@ -2,6 +2,7 @@ import type { CeremonyEventClaims, CeremonyOutcome, CeremonyState } from '../../
 import type { HostParams, HostResult } from '../../shared/protocol.ts';
 import type { Admission } from '../admission.ts';
 import type { Deadline } from '../deadline.ts';
+import type { SignInWindow } from '../egress/confinement.ts';
 import type { LeaseTable } from '../lease.ts';
 import type { ProfileBrowser } from '../profile-browser.ts';
 import type { SiteCatalog } from '../site-verification/catalog.ts';
@@ -30,6 +31,8 @@ export interface CeremonyServices {
   readonly catalog: SiteCatalog;
   /** Called once when a ceremony gets its final outcome (its live views end with it). */
   readonly onFinished?: (ceremonyId: string, outcome: CeremonyOutcome) => void;
+  /** Called with a sentence for the person when their sign-in window refused something (its live views show it). */
+  readonly onNotice?: (ceremonyId: string, sentence: string) => void;
 }
 
 /** One ceremony, from `begin` on; final once `claims` is set. */
@@ -51,4 +54,15 @@ export interface Ceremony {
   recheckMs: number;
   /** The polling loop, once started. */
   loop: Promise<void> | undefined;
+  /** The person's sign-in window's hooks (window.ts `openSignInWindow`), once shown. */
+  window: SignInWindow | undefined;
+  /**
+   * Origins of the top-level documents the person's window loaded, in order, a repeat of the one
+   * before folded, the newest `MAX_VISITED_ORIGINS` (shared/authentication.ts).
+   */
+  readonly visited: string[];
+  /** The sentences told to the person (each once), the newest few, for a live view opened later. */
+  readonly notices: string[];
+  /** Tells the person a sentence through the ceremony's live views. */
+  readonly notify: (sentence: string) => void;
 }

@@ -1,5 +1,7 @@
+import { MAX_VISITED_ORIGINS } from '../../shared/authentication.ts';
 import { httpOrigin } from '../../shared/origin.ts';
 import type { Admission } from '../admission.ts';
+import { Deadline } from '../deadline.ts';
 import type { ProfileBrowser } from '../profile-browser.ts';
 import type { SiteCatalog } from '../site-verification/catalog.ts';
 import { passwordFieldVisible, signInWallSeen } from '../site-verification/sign-in-signal.ts';
@@ -12,9 +14,76 @@ import type { Ceremony } from './record.ts';
 const SHOW_SIGN_IN_MS = 10_000;
 /** Longest reading the surface (URL, password field) may take, in ms. */
 const SURFACE_READ_MS = 2_000;
+/** Longest taking the window back from the person at the ceremony's end may take, in ms. */
+const RETURN_WINDOW_MS = 5_000;
+/** Most sentences a ceremony keeps for its live views. */
+const MAX_NOTICES = 8;
+
+/**
+ * Gives the person the profile's window for the sign-in (DESIGN.md section 18): the ceremony's
+ * origins become navigable, and the window may follow the sign-in top-level to other origins
+ * (`Confinement.signInWindow`), each origin it loads noted in `record.visited` and each refusal
+ * told to the person once through `record.notify` (the ceremony's live views). Done again on a
+ * relaunched browser; a no-op when this browser already has it.
+ */
+export function openSignInWindow(record: Ceremony, browser: ProfileBrowser): void {
+  browser.confinement.ceremonyOrigins = [record.params.origin, ...(httpOrigin(record.params.sign_in_url) ?? [])];
+  record.window ??= {
+    onDocument: (origin) => {
+      if (record.visited.at(-1) === origin) return;
+      record.visited.push(origin);
+      if (record.visited.length > MAX_VISITED_ORIGINS) record.visited.shift();
+    },
+    onRefused: (sentence) => {
+      if (record.notices.includes(sentence)) return;
+      record.notices.push(sentence);
+      if (record.notices.length > MAX_NOTICES) record.notices.shift();
+      record.notify(sentence);
+    },
+  };
+  if (browser.confinement.signInWindowOf !== record.window) browser.confinement.signInWindow = record.window;
+}
+
+/**
+ * Where the person's window went (`CeremonyEventClaims.visited_origins`): the origins it loaded,
+ * less those it could not reach, a repeat folded again; read before the window is closed.
+ */
+export function visitedOrigins(record: Ceremony, browser: ProfileBrowser | undefined): string[] {
+  const reached = record.visited.filter((origin) => browser === undefined || !browser.confinement.signInRefused(origin));
+  return reached.filter((origin, index) => index === 0 || reached[index - 1] !== origin);
+}
+
+/**
+ * Takes the window back from the person when the ceremony ends (DESIGN.md section 18): nothing
+ * is navigable for the sign-in any more, and a window left anywhere but the ceremony's origin
+ * (an identity provider's page, say) goes to `about:blank`, so no page of the sign-in is there for
+ * the agent's next lease, whose first read is a fresh one. What the window's pages did meanwhile
+ * (refusals, dialogs) is dropped, not reported to the agent. Never throws.
+ */
+export async function returnWindow(record: Ceremony, browser: ProfileBrowser): Promise<void> {
+  browser.confinement.ceremonyOrigins = [];
+  if (browser.confinement.signInWindowOf === record.window) browser.confinement.signInWindow = undefined;
+  const deadline = Deadline.after(RETURN_WINDOW_MS);
+  try {
+    await browser.lock.run(deadline, async () => {
+      const page = browser.openPage;
+      const url = page?.url();
+      if (page !== undefined && url !== 'about:blank' && httpOrigin(url ?? '') !== record.params.origin.toLowerCase()) {
+        browser.revisions.invalidate('the sign-in window was taken back');
+        await deadline.race(browser.hostNavigation(() => page.goto('about:blank', { timeout: Math.max(1, deadline.remainingMs()) })));
+      }
+      browser.events.drain();
+    });
+  } catch {
+    // The browser went away or did not answer in time: a relaunched one starts blank anyway.
+  } finally {
+    deadline.dispose();
+  }
+}
 
 /** Shows `sign_in_url` in the profile's page (the headed window); failures are left to polling. */
 export async function showSignIn(record: Ceremony, browser: ProfileBrowser): Promise<void> {
+  openSignInWindow(record, browser);
   const show = record.life.child(SHOW_SIGN_IN_MS);
   try {
     await browser.lock.run(show, async () => {

@@ -11,6 +11,23 @@ export interface EgressSettings {
   readonly deny: readonly string[];
   /** The host's own listening ports: never reachable from a page on a non-public address. */
   readonly hostPorts: () => readonly number[];
+  /**
+   * Origins a person's sign-in window may go to besides the ceremony's own (`HOST_SIGN_IN_ORIGINS`);
+   * undefined: any origin (its address is still checked like any page's).
+   */
+  readonly signIn?: readonly string[];
+}
+
+/**
+ * The person's sign-in window while a ceremony waits for them (DESIGN.md section 18): its
+ * documents may follow the sign-in top-level to other origins (an identity provider, MFA,
+ * consent, back to the site), which stay un-navigable for everything else.
+ */
+export interface SignInWindow {
+  /** Told each refusal while the window is open, in a sentence for the person (live view). */
+  readonly onRefused: (sentence: string) => void;
+  /** Told the origin of each top-level document the window is allowed to load (redirect hops included). */
+  readonly onDocument: (origin: string) => void;
 }
 
 /** No operator-configured origins and no known host ports. */
@@ -49,6 +66,11 @@ export class Confinement {
   /** Host names that resolved to public addresses only during this lease (rebinding guard). */
   #publicNames = new Set<string>();
   #ceremonyOrigins: readonly string[] = [];
+  #signInWindow: SignInWindow | undefined;
+  /** The origin of the sign-in window's latest top-level document allowed to load. */
+  #signInTopLevel: string | undefined;
+  /** Origins the sign-in window could not reach while it was open. */
+  readonly #signInRefused = new Set<string>();
   /** Main frame ids of the host's guarded pages: their blocked documents are navigations or forms, any other frame's are frames. */
   readonly #guardedMainFrames = new Set<string>();
 
@@ -66,6 +88,28 @@ export class Confinement {
   /** The open ceremony's origins (its origin and its sign-in page's); `[]` when none is open. */
   set ceremonyOrigins(origins: readonly string[]) {
     this.#ceremonyOrigins = origins.map(canonical);
+  }
+
+  /**
+   * Opens (or, with undefined, closes) the person's sign-in window: while it is open its
+   * documents may come from any http(s) origin the operator allows for sign-in ({@link
+   * EgressSettings.signIn}), not only navigable ones, and its refusals are told to the person
+   * instead of being recorded for the agent's next observation.
+   */
+  set signInWindow(window: SignInWindow | undefined) {
+    this.#signInWindow = window;
+    this.#signInTopLevel = undefined;
+    this.#signInRefused.clear();
+  }
+
+  /** The open sign-in window, if any. */
+  get signInWindowOf(): SignInWindow | undefined {
+    return this.#signInWindow;
+  }
+
+  /** Whether the open sign-in window was refused a connection to `origin` (so it never showed that origin's page). */
+  signInRefused(origin: string): boolean {
+    return this.#signInRefused.has(canonical(origin));
   }
 
   /** Origins documents may load from right now. */
@@ -88,7 +132,28 @@ export class Confinement {
     if (LOCAL_SCHEMES.has(parsed.protocol)) return undefined;
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'outside_run_origins';
     if (this.#settings.deny.includes(parsed.origin)) return 'operator_denied';
-    return this.navigableOrigins.includes(parsed.origin) ? undefined : 'outside_run_origins';
+    if (this.navigableOrigins.includes(parsed.origin)) return undefined;
+    if (this.#signInWindow === undefined) return 'outside_run_origins';
+    const allowed = this.#settings.signIn;
+    return allowed === undefined || allowed.includes(parsed.origin) ? undefined : 'outside_sign_in_origins';
+  }
+
+  /**
+   * Records one refused request: for the agent's next observation (`blocked`), or, while the
+   * sign-in window is open, told to the person instead (documents, windows, and the connection
+   * of the document the window was loading; a page's other subresources only in the record).
+   * The one place every refusal goes through.
+   */
+  refuse(entry: Omit<BlockedRequest, 'at'>): void {
+    const window = this.#signInWindow;
+    if (window === undefined) {
+      this.events.blocked(entry);
+      return;
+    }
+    const topLevel = entry.kind === 'subresource' ? entry.origin === this.#signInTopLevel : true;
+    if (!topLevel) return;
+    if (entry.kind !== 'popup') this.#signInRefused.add(entry.origin);
+    window.onRefused(refusalInWords(entry));
   }
 
   /**
@@ -164,6 +229,11 @@ export class Confinement {
       // before it closes) may come from a navigable origin only.
       const verdict = this.documentVerdict(request.url);
       if (verdict === undefined) {
+        const window = this.#signInWindow;
+        if (window !== undefined && this.#guardedMainFrames.has(frameId) && !LOCAL_SCHEMES.has(new URL(request.url).protocol)) {
+          this.#signInTopLevel = canonical(request.url);
+          window.onDocument(this.#signInTopLevel);
+        }
         session.send('Fetch.continueRequest', { requestId }).catch(() => {});
         return;
       }
@@ -220,7 +290,25 @@ export class Confinement {
     } catch {
       origin = 'null';
     }
-    this.events.blocked({ origin, kind, reason });
+    this.refuse({ origin, kind, reason });
+  }
+}
+
+/** A refusal of the person's sign-in window in words (shown in the live view). */
+function refusalInWords(entry: Omit<BlockedRequest, 'at'>): string {
+  const where = entry.origin === 'null' ? 'a page that is not a web address' : entry.origin;
+  if (entry.kind === 'popup') {
+    return `The sign-in page tried to open a new window (${where}). The live view shows one window only, so it was not opened; if the site offers it, choose to sign in in the same window.`;
+  }
+  switch (entry.reason) {
+    case 'forbidden_address':
+      return `The sign-in went to ${where}, which is on a loopback, private or link-local address. This browser host does not open such addresses unless its operator allows that origin (HOST_EGRESS_ALLOW).`;
+    case 'operator_denied':
+      return `The sign-in went to ${where}, which the operator of this browser host has blocked (HOST_EGRESS_DENY).`;
+    case 'outside_sign_in_origins':
+      return `The sign-in went to ${where}, which is not among the sign-in origins this browser host allows (HOST_SIGN_IN_ORIGINS).`;
+    default:
+      return `The sign-in page tried to open ${where}, which is not an http(s) address; it was not opened.`;
   }
 }
 

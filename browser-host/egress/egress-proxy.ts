@@ -34,7 +34,7 @@ export async function startEgressProxy(confinement: Confinement): Promise<Egress
       const verdict = await confinement.connection(hostname, port, isHttp);
       if (verdict.refused === 'unresolvable') throw new RequestError('the host name does not resolve', 502);
       if (verdict.refused !== undefined) {
-        confinement.events.blocked({
+        confinement.refuse({
           origin: connectionOrigin(hostname, port, isHttp ? request.url : undefined),
           kind: 'subresource',
           reason: verdict.refused,

@@ -334,6 +334,7 @@ export function liveViewPage(token: string, origin: string, csrfToken: string): 
 <h2>Sign in to ${origin}</h2>
 <p>This is the browser window of your profile, live. Sign in as you always do; the host checks the sign-in and the run goes on by itself. Only this sign-in page is shown, and nothing you type is stored.</p>
 <p id="live-status" role="status">Connecting to the sign-in window...</p>
+<p id="live-notice" class="error" role="alert" hidden></p>
 <div id="live-view" class="live-view" data-state="connecting" data-socket="/console/live/${token}/socket">
 <img id="live-frame" alt="The sign-in window of your profile, live">
 <label class="skip" for="live-keys">Keyboard input to the sign-in window</label>

@@ -7,6 +7,7 @@ import { type RunRow, runs } from '../db/schema.ts';
 import { callSummary } from '../pipeline/views.ts';
 import type { Ports } from '../ports.ts';
 import { type RunRecord, runRecordOf } from '../runs/record.ts';
+import { signInRouteInWords } from '../sign-in/owner-views.ts';
 import { layout, runPage, runsPage, type TimelineEntry } from './pages.ts';
 import { pictureOf } from './pictures.ts';
 import type { ConsoleEnv } from './session-guard.ts';
@@ -44,6 +45,17 @@ async function timelineOf(ports: Ports, run: RunRow): Promise<TimelineEntry[]> {
       }),
     ),
     ...runNotices.map((notice): TimelineEntry => ({ at: notice.createdAt, what: 'Notice to you', details: [['Text', notice.text]] })),
+    // Each sign-in outcome, with where the person's window went (shown to the owner only).
+    ...record.ceremonyEvents.map(
+      (event): TimelineEntry => ({
+        at: event.receivedAt,
+        what: `Sign-in on ${event.origin}: ${event.outcome.replaceAll('_', ' ')}`,
+        details: [
+          ['Verified by', event.method],
+          ...(event.visitedOrigins?.length ? ([['Went through', signInRouteInWords(event.origin, event.visitedOrigins)]] as const) : []),
+        ],
+      }),
+    ),
     // A recipe-bound run's steps, with their evidence and calls (issue 19).
     ...recipeSteps.map(
       (event): TimelineEntry => ({

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { DomainError } from '../domain-error.ts';
 import { issueLiveViewLink } from '../sign-in/live-view.ts';
-import { listNotices, listSignIns, restartSignIn } from '../sign-in/owner-views.ts';
+import { listNotices, listSignIns, restartSignIn, signInRouteInWords } from '../sign-in/owner-views.ts';
 import { type ListedThing, listPage } from './pages.ts';
 import { type ConsoleEnv, ownerOf, refusalAsNotice, requireCsrf } from './session-guard.ts';
 
@@ -19,6 +19,7 @@ export const signInsSection = new Hono<ConsoleEnv>()
             ['Ceremony', episode.ceremony_state ?? 'not started'],
             ['Question', episode.question],
             ['Why this looks like sign-in', episode.reasons.map((reason) => reason.detail).join('; ') || 'no run waits now'],
+            ['Went through', signInRouteInWords(episode.origin, episode.visited_origins) || 'not known yet'],
             ['Runs waiting', episode.waiting_runs.join(', ') || 'none'],
             ['Opened', episode.opened_at],
           ],

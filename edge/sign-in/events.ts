@@ -39,6 +39,7 @@ export async function applyCeremonyEvent(ports: Ports, token: string, via: 'call
       outcome: claims.outcome,
       method: claims.method,
       accountSha256: claims.account_sha256 ?? null,
+      visitedOrigins: claims.visited_origins ?? null,
       decidedAt: claims.decided_at_ms,
       receivedAt: now,
       via,

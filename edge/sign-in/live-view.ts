@@ -270,7 +270,8 @@ export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: 
     if (notification.method === 'liveview.frame') {
       const { seq, jpeg_base64, width, height } = notification.params;
       say({ type: 'frame', seq, jpeg_base64, width, height });
-    } else end(notification.params.reason, endedInWords(notification.params.reason));
+    } else if (notification.method === 'liveview.notice') say({ type: 'notice', message: notification.params.message });
+    else end(notification.params.reason, endedInWords(notification.params.reason));
   };
 
   try {

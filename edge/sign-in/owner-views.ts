@@ -1,8 +1,8 @@
-import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
 import type { NoticeList, SignInList, SignInView } from '../../shared/api.ts';
 import type { SignInReason } from '../../shared/authentication.ts';
 import type { Principal } from '../auth/principal.ts';
-import { notices, type SignInEpisodeRow, type SignInWaitRow, signInEpisodes, signInWaits } from '../db/schema.ts';
+import { ceremonyEvents, notices, type SignInEpisodeRow, type SignInWaitRow, signInEpisodes, signInWaits } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
@@ -55,11 +55,16 @@ export async function listSignIns(ports: Ports, principal: Principal, state?: Si
           ),
         )
     : [];
+  const routes = await visitedOriginsOf(
+    ports,
+    rows.map((row) => row.ceremonyId),
+  );
   return {
     sign_ins: rows.map((row) =>
       signInViewOf(
         row,
         waiting.filter((w) => w.episodeId === row.id),
+        routes.get(row.ceremonyId) ?? [],
       ),
     ),
   };
@@ -70,11 +75,52 @@ async function signInView(ports: Ports, row: SignInEpisodeRow): Promise<SignInVi
     .select({ runId: signInWaits.runId, reasons: signInWaits.reasons, createdAt: signInWaits.createdAt })
     .from(signInWaits)
     .where(and(eq(signInWaits.episodeId, row.id), eq(signInWaits.state, 'pending')));
-  return signInViewOf(row, waiting);
+  const routes = await visitedOriginsOf(ports, [row.ceremonyId]);
+  return signInViewOf(row, waiting, routes.get(row.ceremonyId) ?? []);
+}
+
+/**
+ * Where the person's window went in each of `ceremonyIds` (at most 100: one bound parameter
+ * each), from the newest of its outcome events that said; ceremonies without one are absent.
+ */
+async function visitedOriginsOf(ports: Ports, ceremonyIds: readonly string[]): Promise<Map<string, string[]>> {
+  if (ceremonyIds.length === 0) return new Map();
+  const events = await ports.db
+    .select({ ceremonyId: ceremonyEvents.ceremonyId, visitedOrigins: ceremonyEvents.visitedOrigins })
+    .from(ceremonyEvents)
+    .where(and(inArray(ceremonyEvents.ceremonyId, [...ceremonyIds]), isNotNull(ceremonyEvents.visitedOrigins)))
+    .orderBy(asc(ceremonyEvents.receivedAt));
+  return new Map(events.map((event) => [event.ceremonyId, event.visitedOrigins ?? []]));
+}
+
+/**
+ * The way a sign-in went, in words for the owner (DESIGN.md section 18), from the origins its
+ * window visited: the hosts it went through after the site's own, then "back" when it came back
+ * to `origin`, e.g. `accounts.example → mfa.example → back`; "stayed on <host>" when it never
+ * left; empty when nothing was recorded.
+ */
+export function signInRouteInWords(origin: string, visited: readonly string[]): string {
+  const site = origin.toLowerCase();
+  const hostOf = (o: string): string => {
+    try {
+      return new URL(o).host;
+    } catch {
+      return o;
+    }
+  };
+  if (visited.length === 0) return '';
+  if (visited.every((o) => o === site)) return `stayed on ${hostOf(site)}`;
+  const start = visited[0] === site ? 1 : 0;
+  const steps = visited.slice(start).map((o, index, all) => (o === site && index === all.length - 1 ? 'back' : hostOf(o)));
+  return steps.join(' → ');
 }
 
 /** The API view of an episode with the runs waiting on it (and the newest wait's reasons). */
-function signInViewOf(row: SignInEpisodeRow, waiting: readonly { runId: string; reasons: SignInReason[]; createdAt: number }[]): SignInView {
+function signInViewOf(
+  row: SignInEpisodeRow,
+  waiting: readonly { runId: string; reasons: SignInReason[]; createdAt: number }[],
+  visitedOrigins: readonly string[],
+): SignInView {
   const newest = waiting.reduce<(typeof waiting)[number] | undefined>(
     (latest, wait) => (latest === undefined || wait.createdAt > latest.createdAt ? wait : latest),
     undefined,
@@ -89,6 +135,7 @@ function signInViewOf(row: SignInEpisodeRow, waiting: readonly { runId: string; 
     ceremony_state: row.ceremonyState,
     waiting_runs: waiting.map((w) => w.runId),
     reasons: newest?.reasons ?? [],
+    visited_origins: [...visitedOrigins],
     opened_at: iso(row.openedAt),
     resolved_at: row.resolvedAt === null ? null : iso(row.resolvedAt),
   };

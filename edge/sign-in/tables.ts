@@ -115,6 +115,8 @@ export const ceremonyEvents = sqliteTable(
     outcome: text('outcome').notNull(),
     method: text('method').notNull(),
     accountSha256: text('account_sha256'),
+    /** Where the person's window went (the event's `visited_origins`: origins only, in order); null when the host did not say. */
+    visitedOrigins: text('visited_origins', { mode: 'json' }).$type<string[]>(),
     decidedAt: integer('decided_at').notNull(),
     receivedAt: integer('received_at').notNull(),
     via: text('via', { enum: ['callback', 'reconciliation', 'begin'] }).notNull(),

@@ -29,6 +29,11 @@ export const SignInView = z.strictObject({
   waiting_runs: z.array(z.string()),
   /** Why the newest wait's page was taken for a sign-in wall (issue 17); empty when no run waits. */
   reasons: z.array(SignInReason),
+  /**
+   * Where the person's window went during the current ceremony's sign-in (DESIGN.md section 18),
+   * as its host reported with the outcome: origins only, in order; empty before an outcome.
+   */
+  visited_origins: z.array(z.string()),
   opened_at: z.string(),
   resolved_at: z.string().nullable(),
 });

@@ -16,7 +16,7 @@ function notificationsOf(client: HostClient) {
   const ended: Extract<LiveViewNotification, { method: 'liveview.ended' }>['params'][] = [];
   client.onNotification((notification) => {
     if (notification.method === 'liveview.frame') frames.push(notification.params);
-    else ended.push(notification.params);
+    else if (notification.method === 'liveview.ended') ended.push(notification.params);
   });
   return { frames, ended };
 }

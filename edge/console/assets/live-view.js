@@ -9,6 +9,7 @@
   const frame = document.getElementById('live-frame');
   const keys = document.getElementById('live-keys');
   const status = document.getElementById('live-status');
+  const notice = document.getElementById('live-notice');
   const ratio = window.devicePixelRatio || 1;
   const width = Math.max(64, Math.min(4096, Math.round(view.clientWidth * ratio)));
   const height = Math.max(64, Math.min(4096, Math.round(window.innerHeight * 0.8 * ratio)));
@@ -38,6 +39,10 @@
       frame.src = `data:image/jpeg;base64,${message.jpeg_base64}`;
     } else if (message.type === 'ended') {
       say(`The live view ended: ${message.message}.`, 'ended');
+    } else if (message.type === 'notice') {
+      // What the window refused while the person signs in (an address, an origin, a new window).
+      notice.textContent = message.message;
+      notice.hidden = false;
     }
   });
   socket.addEventListener('open', () => send({ type: 'hello' }));

@@ -1,0 +1,1 @@
+ALTER TABLE `ceremony_events` ADD `visited_origins` text;
