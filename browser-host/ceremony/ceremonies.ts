@@ -10,7 +10,7 @@ import type { VerificationResult } from '../site-verification/verify.ts';
 import { deliverCeremonyEvent } from './delivery.ts';
 import { pollCeremony, RECHECK_MS, verifyCeremony } from './polling.ts';
 import type { BeginParams, Ceremony, CeremonyAnswer, CeremonyServices } from './record.ts';
-import { returnWindow, showSignIn, visitedOrigins } from './window.ts';
+import { ceremonyOriginsOf, returnWindow, showSignIn, visitedOrigins } from './window.ts';
 
 export type { CeremonyServices } from './record.ts';
 
@@ -143,7 +143,7 @@ export class Ceremonies {
     record.hold = browser;
     // The session check may load the site's sign-in page, on its own or an identity provider's
     // origin; the window follows the person's sign-in further only once it is shown (showSignIn).
-    browser.confinement.ceremonyOrigins = [params.origin, ...(httpOrigin(params.sign_in_url) ?? [])];
+    browser.confinement.ceremonyOrigins = ceremonyOriginsOf(params);
 
     const check = await verifyCeremony(record, browser, this.#services.verifier, INITIAL_CHECK_MS);
     if (check?.outcome === 'verified' || check?.outcome === 'account_mismatch') {

@@ -27,7 +27,7 @@ const MAX_NOTICES = 8;
  * relaunched browser; a no-op when this browser already has it.
  */
 export function openSignInWindow(record: Ceremony, browser: ProfileBrowser): void {
-  browser.confinement.ceremonyOrigins = [record.params.origin, ...(httpOrigin(record.params.sign_in_url) ?? [])];
+  browser.confinement.ceremonyOrigins = ceremonyOriginsOf(record.params);
   record.window ??= {
     onDocument: (origin) => {
       if (record.visited.at(-1) === origin) return;
@@ -42,6 +42,12 @@ export function openSignInWindow(record: Ceremony, browser: ProfileBrowser): voi
     },
   };
   if (browser.confinement.signInWindowOf !== record.window) browser.confinement.signInWindow = record.window;
+}
+
+/** The ceremony's origins: the site's, and its sign-in page's when that is elsewhere (an identity provider). */
+export function ceremonyOriginsOf(params: { readonly origin: string; readonly sign_in_url: string }): string[] {
+  const signInOrigin = httpOrigin(params.sign_in_url);
+  return signInOrigin === undefined ? [params.origin] : [params.origin, signInOrigin];
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import type { BlockedKind, BlockedRequest } from '../../shared/observation.ts';
+import { httpOrigin } from '../../shared/origin.ts';
 import type { PageEvents } from '../page/events.ts';
 import { isAddressLiteral, isLinkLocalAddress, isPublicAddress, type PinnedAddress, resolveChecked } from './address-policy.ts';
 
@@ -87,7 +88,8 @@ export class Confinement {
 
   /** The open ceremony's origins (its origin and its sign-in page's); `[]` when none is open. */
   set ceremonyOrigins(origins: readonly string[]) {
-    this.#ceremonyOrigins = origins.map(canonical);
+    // Only real origins: anything else would break every later match against the list.
+    this.#ceremonyOrigins = origins.flatMap((origin) => httpOrigin(origin) ?? []);
   }
 
   /**
