@@ -164,6 +164,26 @@ export const BUILT_IN_SIGN_IN_WORDS = {
     'a passkey',
     'passkey',
   ],
+  /**
+   * The `single_sign_on` prefixes that say "sign in" themselves: followed by any name of one to
+   * four words they are a single-sign-on choice, a provider the lists do not know included
+   * ("Sign in with Acme ID", "Log in with Keycloak": a company's own identity provider), where
+   * "Continue with ..." needs a known provider or method.
+   */
+  single_sign_on_any_provider: [
+    'sign in with ',
+    'log in with ',
+    'login with ',
+    'sign on with ',
+    'sign in using ',
+    'log in using ',
+    'se connecter avec ',
+    'iniciar sesión con ',
+    'accedi con ',
+    'inloggen met ',
+    'zaloguj się przez ',
+    'войти через ',
+  ],
   /** Texts that are a single-sign-on choice on their own. */
   single_sign_on_exact: ['single sign-on', 'single sign on', 'use single sign-on', 'sso', 'sso login', 'log in with sso', 'sign in with sso'],
   passkey: [
@@ -258,6 +278,7 @@ export interface SignInWords {
   readonly signIn: readonly string[];
   readonly signInAmbiguous: readonly string[];
   readonly singleSignOn: readonly string[];
+  readonly singleSignOnAnyProvider: readonly string[];
   readonly singleSignOnExact: readonly string[];
   readonly identityProviders: readonly string[];
   readonly passkey: readonly string[];
@@ -279,6 +300,7 @@ export function signInWords(additions?: SignInWordAdditions): SignInWords {
     signIn: merge(BUILT_IN_SIGN_IN_WORDS.sign_in, additions?.sign_in),
     signInAmbiguous: merge(BUILT_IN_SIGN_IN_WORDS.sign_in_ambiguous, additions?.sign_in_ambiguous),
     singleSignOn: merge(BUILT_IN_SIGN_IN_WORDS.single_sign_on, additions?.single_sign_on, true),
+    singleSignOnAnyProvider: merge(BUILT_IN_SIGN_IN_WORDS.single_sign_on_any_provider, [], true),
     singleSignOnExact: merge(BUILT_IN_SIGN_IN_WORDS.single_sign_on_exact),
     identityProviders: merge(BUILT_IN_SIGN_IN_WORDS.identity_providers, additions?.identity_providers),
     passkey: merge(BUILT_IN_SIGN_IN_WORDS.passkey, additions?.passkey),
@@ -330,14 +352,23 @@ export function readsAsSignIn(text: string, words: SignInWords): boolean {
 /**
  * True when `text` (a button or link) names a single-sign-on choice: a prefix ("Continue with ",
  * "Sign in with ", ...) followed by an identity provider or sign-in method and at most "account"
- * or "ID" ("Continue with Google", "Sign in with SSO"), or one of the exact phrases ("Single
- * sign-on"). With `leading`, the choice may be followed by more after a separator ("Sign in with
- * Apple - Apple Developer"): used for titles and headings, which then name the choice, not a page.
+ * or "ID" ("Continue with Google", "Sign in with SSO"), a prefix that says "sign in" itself
+ * followed by any name of one to four words ("Sign in with Acme ID"; see
+ * `single_sign_on_any_provider`), or one of the exact phrases ("Single sign-on"). With `leading`,
+ * the choice may be followed by more after a separator ("Sign in with Apple - Apple Developer"):
+ * used for titles and headings, which then name the choice, not a page; there a provider must be
+ * a known one.
  */
 export function namesSingleSignOn(text: string, words: SignInWords, leading = false): boolean {
   if (text.length > MAX_COMPARED_CHARS) return false;
   const normalized = normalizeSignInText(text);
   if (words.singleSignOnExact.includes(normalized)) return true;
+  const anyProvider = words.singleSignOnAnyProvider.some((prefix) => {
+    if (leading || !`${normalized} `.startsWith(prefix)) return false;
+    const name = normalized.slice(prefix.length).trim();
+    return name !== '' && /^[\p{L}\p{N}][\p{L}\p{N} .'&-]*$/u.test(name) && name.split(/\s+/).length <= 4;
+  });
+  if (anyProvider) return true;
   return words.singleSignOn.some((prefix) => {
     if (!`${normalized} `.startsWith(prefix)) return false;
     const rest = normalized.slice(prefix.length).replace(/\s+(?:account|id)$/, '');

@@ -82,6 +82,17 @@ describe('what reads as sign-in', () => {
     expect(namesPasskey('Passkey verwenden', words)).toBe(true);
   });
 
+  it("a choice that says sign in names any provider, a company's own included; continue-with needs a known one", () => {
+    expect(namesSingleSignOn('Sign in with Acme ID', words)).toBe(true);
+    expect(namesSingleSignOn('Log in with Keycloak', words)).toBe(true);
+    expect(namesSingleSignOn('Se connecter avec FranceConnect', words)).toBe(true);
+    expect(namesSingleSignOn('Continue with Acme ID', words)).toBe(false);
+    expect(namesSingleSignOn('Sign in with', words)).toBe(false);
+    expect(namesSingleSignOn('Sign in with your email address or your phone number here', words)).toBe(false);
+    // In a title or heading it names a choice only with a known provider (documentation pages).
+    expect(namesSingleSignOn('Sign in with Acme ID - Developer docs', words, true)).toBe(false);
+  });
+
   it('an operator adds phrases in the catalog file; a bad list is a ConfigError at start-up', async () => {
     const dir = await temporaryDirectory('words-');
     try {
