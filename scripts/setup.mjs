@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // One-time (and idempotent) local set-up shared by `npm run demo`, `npm test`, `npm run dev` and
 // `npm run bench`. Plain Node with no dependencies, because it runs before `npm ci` has.
+//  0. Node 22 LTS, when the machine's Node is older: from the npm registry into `.toolchain/`
+//     (scripts/toolchain.mjs); every step below, `npm ci` included, then runs on it;
 //  1. npm packages, when node_modules is missing or older than package-lock.json;
 //  2. Debian's chromium and xvfb, when absent (apt-get as root; otherwise says what to run);
 //  3. `.dev.vars` with AGENT_TOKEN, OWNER_TOKEN, OPERATOR_TOKEN and HOST_SHARED_SECRET, when missing;
@@ -12,6 +14,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { toolchainEnv } from './toolchain.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const say = (text) => console.log(`[setup] ${text}`);
@@ -138,6 +141,8 @@ function parseDevVars(text) {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   try {
+    // Children (npm ci, wrangler) run on Node >= 22: npm under Node 22 has no engine to warn about.
+    Object.assign(process.env, toolchainEnv(process.env));
     ensureNodeModules();
     ensureDebianPackages();
     const vars = ensureDevVars();

@@ -1,4 +1,4 @@
-import type { D1Migration } from '@cloudflare/vitest-pool-workers';
+import type { D1Migration } from '@cloudflare/vitest-plugin';
 
 // The bindings the edge tests see inside workerd (wrangler.toml plus vitest.config.ts bindings).
 declare global {
