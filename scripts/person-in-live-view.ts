@@ -104,7 +104,14 @@ export async function openLiveView(page: Page, timeoutMs: number): Promise<numbe
     if ((await open.count()) > 0) {
       const started = Date.now();
       await open.click();
-      await page.locator('#live-view[data-state="live"]').waitFor({ timeout: Math.max(1_000, until - Date.now()) });
+      await page
+        .locator('#live-view[data-state="live"]')
+        .waitFor({ timeout: Math.max(1_000, until - Date.now()) })
+        .catch(async (error: unknown) => {
+          const state = await page.locator('#live-view').getAttribute('data-state');
+          const status = await page.locator('#live-status').textContent();
+          throw new Error(`the live view did not start: it is ${state ?? 'gone'}, saying "${status ?? ''}"`, { cause: error });
+        });
       return Date.now() - started;
     }
     if (Date.now() > until) throw new Error('no open sign-in to open a live view of');
@@ -133,4 +140,48 @@ export async function typeCredentialsInTwoSteps(page: Page, person: Pick<LiveVie
   await page.waitForTimeout(stepPauseMs);
   await page.keyboard.type(person.password, { delay: 20 });
   await page.keyboard.press('Enter');
+}
+
+/**
+ * Waits until the sign-in window on screen has held still for `quietMs` (no new frame drawn), at
+ * most `timeoutMs`: what a person does before typing into a page that just arrived. Chromium
+ * sends a frame only when the page changes, so a page that finished drawing is quiet; a focused
+ * field's blinking caret redraws about twice a second, so wait before focusing a field, not after.
+ * @throws Error when the window does not hold still in time.
+ */
+export async function waitForQuietScreen(page: Page, quietMs = 600, timeoutMs = 30_000): Promise<void> {
+  await page.evaluate(
+    ([quietMs, timeoutMs]) =>
+      new Promise<void>((resolve, reject) => {
+        const frame = document.getElementById('live-frame');
+        if (frame === null) return reject(new Error('no live view on the page'));
+        let lastChange = performance.now();
+        const observer = new MutationObserver(() => {
+          lastChange = performance.now();
+        });
+        observer.observe(frame, { attributes: true, attributeFilter: ['src'] });
+        const startedAt = performance.now();
+        const check = setInterval(() => {
+          const now = performance.now();
+          if (now - lastChange < quietMs && now - startedAt < timeoutMs) return;
+          clearInterval(check);
+          observer.disconnect();
+          if (now - lastChange >= quietMs) resolve();
+          else reject(new Error(`the live view did not hold still for ${quietMs} ms within ${timeoutMs} ms`));
+        }, 50);
+      }),
+    [quietMs, timeoutMs] as const,
+  );
+}
+
+/** Presses `keys` one after another on the live view's keyboard target (e.g. `['Tab', 'Enter']`). */
+export async function pressKeys(page: Page, keys: readonly string[]): Promise<void> {
+  await page.getByLabel('Keyboard input to the sign-in window').focus();
+  for (const key of keys) await page.keyboard.press(key);
+}
+
+/** Types `text` on the live view's keyboard target, key by key. */
+export async function typeText(page: Page, text: string): Promise<void> {
+  await page.getByLabel('Keyboard input to the sign-in window').focus();
+  await page.keyboard.type(text, { delay: 20 });
 }
