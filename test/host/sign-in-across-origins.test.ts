@@ -6,6 +6,7 @@ import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
 import { devToolsEndpoint } from '../../scripts/person-at-browser.ts';
 import type { LiveViewNotification } from '../../shared/live-view.ts';
 import { ceremonyId, claimsOf, deliveredFor, type EventReceiver, startEventReceiver, stateBecomes } from '../support/ceremony-fixture.ts';
+import { startFixtureServer } from '../support/fixture-server.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 import { type IdentityProviderSite, type IdentityProviderSiteOptions, startIdentityProviderSite } from '../support/identity-provider-site.ts';
@@ -246,5 +247,48 @@ describe('a sign-in through an identity provider on another origin', () => {
         expect(observed.dialogs).toBeUndefined();
       },
     );
+  });
+
+  test('a window the sign-in page opens (the popup pattern) is refused, and the live view says so', async () => {
+    const fixtures = await startFixtureServer();
+    try {
+      await withWorld(
+        {},
+        (site) => ({ egress: { allow: [site.providerOrigin], deny: [] } }),
+        async (world) => {
+          const id = ceremonyId();
+          const popupTo = encodeURIComponent(world.site.providerOrigin);
+          await world.client.call('ceremony.begin', {
+            ceremony_id: id,
+            profile_id: 'popups',
+            origin: fixtures.origin,
+            generation: 1,
+            sign_in_url: fixtures.url(`confinement/hostile.html?mode=popup&to=${popupTo}`),
+            protected_url: fixtures.url('quiet.html'),
+            timeout_ms: 60_000,
+          });
+          // The page opened its window before any view: the view is told on opening.
+          const viewer = await connectHost(world.host.url, TEST_SECRET);
+          const notices = noticesOn(viewer);
+          try {
+            await viewer.call('liveview.open', {
+              ceremony_id: id,
+              profile_id: 'popups',
+              origin: fixtures.origin,
+              generation: 1,
+              max_width: 640,
+              max_height: 480,
+            });
+            await vi.waitFor(() => expect(notices.join('\n')).toContain('tried to open a new window'), { timeout: 15_000, interval: 100 });
+            expect(notices.join('\n')).toContain(world.site.providerOrigin);
+            expect(world.site.counters().loginPages).toBe(0);
+          } finally {
+            await viewer.close();
+          }
+        },
+      );
+    } finally {
+      await fixtures.close();
+    }
   });
 });
