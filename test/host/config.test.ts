@@ -22,6 +22,15 @@ describe('host configuration', () => {
     });
   });
 
+  test('sign-in origins: any public origin by default; HOST_SIGN_IN_ORIGINS lists them, and a bad entry is a ConfigError naming it', () => {
+    expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET }).egress.signIn).toBeUndefined();
+    expect(
+      parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_SIGN_IN_ORIGINS: 'https://Accounts.Google.com, https://login.microsoftonline.com' }).egress.signIn,
+    ).toEqual(['https://accounts.google.com', 'https://login.microsoftonline.com']);
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_SIGN_IN_ORIGINS: 'https://accounts.google.com/o/oauth2' })).toThrow(ConfigError);
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_SIGN_IN_ORIGINS: 'ftp://idp.example' })).toThrow(/HOST_SIGN_IN_ORIGINS/);
+  });
+
   test('headless by HOST_HEADLESS=1 or by --headless; port 0 means any free port', () => {
     expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_HEADLESS: '1' }).headless).toBe(true);
     expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET }, ['--headless']).headless).toBe(true);
