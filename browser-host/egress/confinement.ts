@@ -142,9 +142,10 @@ export class Confinement {
 
   /**
    * Records one refused request: for the agent's next observation (`blocked`), or, while the
-   * sign-in window is open, told to the person instead (documents, windows, and the connection
-   * of the document the window was loading; a page's other subresources only in the record).
-   * The one place every refusal goes through.
+   * sign-in window is open, told to the person instead when it is where the window itself went
+   * (a navigation, a form, a window it opened, the connection of the document it was loading) and
+   * dropped otherwise (a page's frames and other subresources), so nothing of the sign-in's pages
+   * reaches the agent. The one place every refusal goes through.
    */
   refuse(entry: Omit<BlockedRequest, 'at'>): void {
     const window = this.#signInWindow;
@@ -152,7 +153,7 @@ export class Confinement {
       this.events.blocked(entry);
       return;
     }
-    const topLevel = entry.kind === 'subresource' ? entry.origin === this.#signInTopLevel : true;
+    const topLevel = entry.kind === 'subresource' ? entry.origin === this.#signInTopLevel : entry.kind !== 'frame';
     if (!topLevel) return;
     if (entry.kind !== 'popup') this.#signInRefused.add(entry.origin);
     window.onRefused(refusalInWords(entry));
