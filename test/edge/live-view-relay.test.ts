@@ -3,6 +3,7 @@ import type { HostConnector, HostSession } from '../../edge/host/host-session.ts
 import type { Ports } from '../../edge/ports.ts';
 import { type LiveViewGrant, relayLiveView } from '../../edge/sign-in/live-view.ts';
 import type { LiveViewNotification } from '../../shared/live-view.ts';
+import { until } from '../support/until.ts';
 import { workerdPorts } from './support/edge-client.ts';
 
 // The live view's relay (issue 16), the same code on every runtime, between a stand-in owner's
@@ -56,14 +57,6 @@ const frame = (seq: number): LiveViewNotification => ({
   params: { view_id: 'view_relay00001', seq, jpeg_base64: 'AAAA', width: 10, height: 10 },
 });
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + 5_000;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describe('the live-view relay', () => {
   it('never drops an acknowledgement, however much input is waiting (else the host would send nothing more)', async () => {
     const host = standInHost({ inputDelayMs: 30 });
@@ -74,7 +67,7 @@ describe('the live-view relay', () => {
     for (let burst = 0; burst < 60; burst++) relay.fromViewer(JSON.stringify({ type: 'input', frame_seq: 1, events: [key] }));
     relay.fromViewer(JSON.stringify({ type: 'ack', seq: 1 }));
     relay.fromViewer(JSON.stringify({ type: 'ack', seq: 2 }));
-    await until(() => host.inputs.some((input) => input.ack === 2), 'the newest acknowledgement to reach the host');
+    await until(() => host.inputs.some((input) => input.ack === 2), 'the newest acknowledgement to reach the host', 5_000, 10);
     relay.viewerClosed();
   });
 
@@ -90,7 +83,7 @@ describe('the live-view relay', () => {
     ]);
     for (const event of typed) relay.fromViewer(JSON.stringify({ type: 'input', frame_seq: 1, events: [event] }));
     const calls = () => host.inputs.filter((input) => input.events.length > 0);
-    await until(() => calls().flatMap((input) => input.events).length >= typed.length, 'every key event to reach the host');
+    await until(() => calls().flatMap((input) => input.events).length >= typed.length, 'every key event to reach the host', 5_000, 10);
     expect(calls().flatMap((input) => input.events)).toEqual(typed);
     expect(calls().length).toBeLessThan(typed.length / 4);
     relay.viewerClosed();
@@ -103,7 +96,7 @@ describe('the live-view relay', () => {
     const events = Array.from({ length: 1_200 }, (_, index) => ({ type: 'mouse', action: 'move', x: index % 800, y: 1 }));
     for (const event of events) relay.fromViewer(JSON.stringify({ type: 'input', frame_seq: 1, events: [event] }));
     const received = () => host.inputs.flatMap((input) => input.events as Array<{ x: number }>);
-    await until(() => received().length >= 1_024, 'the waiting input to reach the host');
+    await until(() => received().length >= 1_024, 'the waiting input to reach the host', 5_000, 10);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(received().length).toBeLessThanOrEqual(1_024 + 1);
     expect(received().map((event) => event.x)).toEqual(events.slice(0, received().length).map((event) => event.x));
@@ -120,7 +113,7 @@ describe('the live-view relay', () => {
     relay.fromViewer(JSON.stringify({ type: 'input', frame_seq: 1, events: [click(2)] }));
     relay.fromViewer(JSON.stringify({ type: 'input', frame_seq: 1, events: [click(3)] }));
     relay.fromViewer(JSON.stringify({ type: 'input', frame_seq: 2, events: [click(4)] }));
-    await until(() => host.inputs.flatMap((input) => input.events).length >= 4, 'the four clicks to reach the host');
+    await until(() => host.inputs.flatMap((input) => input.events).length >= 4, 'the four clicks to reach the host', 5_000, 10);
     const sent = host.inputs as Array<{ frame_seq?: number; events: Array<{ x: number }> }>;
     expect(sent.map((input) => [input.frame_seq, input.events.map((event) => event.x)])).toEqual([
       [1, [1]],

@@ -5,6 +5,7 @@ import type { Observation } from '../../shared/observation.ts';
 import type { HostClient } from '../support/host-client.ts';
 import { acquire, hostTest } from '../support/host-fixture.ts';
 import { crashPage, quitBrowser } from '../support/profile-devtools.ts';
+import { until } from '../support/until.ts';
 
 // A crashed renderer or a page whose main thread never comes back must not wedge the profile: the
 // page is closed and replaced by a fresh one (earlier references void), the call in flight fails
@@ -28,11 +29,6 @@ async function clickWorks(client: HostClient, leaseId: string, fixtures: { url(p
   });
   expect(after.snapshot).toContain('Clicked 1');
   expect(fixtures.hits('click')).toBe(before + 1);
-}
-
-/** Resolves once `check` holds, polling every 20 ms. */
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await sleep(20);
 }
 
 describe('a crashed page', () => {
@@ -77,7 +73,7 @@ describe('a crashed page', () => {
       timeout_ms: 15_000,
     });
     // The click has reached the page; settling waits on the slow answer it started.
-    await until(() => fixtures.hits('start') === 1);
+    await until(() => fixtures.hits('start') === 1, 'the page to record its start', 30_000, 20);
     await crashPage(profilesDir, 'main', fixtures.url('click-then-wait.html'));
     expect(await acting).toMatchObject({ error: { code: 'outcome_unknown' } });
     await clickWorks(client, lease.lease_id, fixtures);
@@ -129,7 +125,7 @@ describe('a browser that quits', () => {
     await navigate(client, first.lease_id, fixtures.url('quiet.html'));
     const browsers = host.status().browsers;
     await quitBrowser(profilesDir, 'quitting');
-    await until(() => host.status().browsers === browsers - 1);
+    await until(() => host.status().browsers === browsers - 1, 'the quit browser to leave the host', 30_000, 20);
     expect(await client.request('page.observe', { lease_id: first.lease_id, timeout_ms: 5_000 })).toMatchObject({ error: { code: 'lease_lost' } });
 
     const second = await acquire(client, 'quitting');

@@ -3,6 +3,7 @@ import { FRAMES_IN_FLIGHT, type LiveViewNotification, type ViewFrame, type ViewI
 import { begin, ceremonyId, ceremonyTest, stateBecomes } from '../support/ceremony-fixture.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { TEST_SECRET } from '../support/host-fixture.ts';
+import { until } from '../support/until.ts';
 
 // Live views of sign-in ceremonies (issue 16) on the host's wire, in real Chromium: the frames of
 // the ceremony's page, the person's input through the view, and the bound on what a viewer that
@@ -19,16 +20,6 @@ function notificationsOf(client: HostClient) {
     else ended.push(notification.params);
   });
   return { frames, ended };
-}
-
-async function until<T>(read: () => T | undefined, what: string, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = read();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** The key presses that type `text` (one down and up per character). */
@@ -134,7 +125,7 @@ describe('live views of a sign-in ceremony', () => {
       const seen = [notificationsOf(client), notificationsOf(other)];
       const params = { ceremony_id: id, profile_id: 'live-twice', origin: world.site.origin, generation: 1, max_width: 800, max_height: 600 };
       const opened = await Promise.all([client.call('liveview.open', params), other.call('liveview.open', params)]);
-      await until(() => (seen[0]!.ended.length + seen[1]!.ended.length === 1 ? true : undefined), 'one of the two views to end');
+      await until(() => seen[0]!.ended.length + seen[1]!.ended.length === 1, 'one of the two views to end');
       const survivor = seen[0]!.ended.length === 0 ? 0 : 1;
       expect(seen[1 - survivor]!.ended).toEqual([{ view_id: opened[1 - survivor]!.view_id, reason: 'ended' }]);
       expect(await (survivor === 0 ? client : other).call('liveview.input', { view_id: opened[survivor]!.view_id, events: [] })).toEqual({ applied: 0 });
