@@ -7,8 +7,8 @@ import type { RunView } from '../../shared/api.ts';
 import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
-// The owner's console (issue 15), its sessions and its inbox, on the Workers app over the real
-// D1; the host is a stand-in. The browser-driven journey is in test/e2e.
+// The owner's console, its sessions and its inbox, on the Workers app over the real D1; the host
+// is a stand-in. The browser-driven journey is in test/e2e.
 
 const parties = partiesForEachTest();
 const ORIGIN = 'http://127.0.0.1:8125';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { call, counts, partiesForEachTest, row } from './support/edge-client.ts';
 import { runFixture } from './support/run-fixture.ts';
 
-// Issue 18, the MCP endpoint inside workerd against D1: whatever a client sends, the answer is a
+// The MCP endpoint inside workerd against D1: whatever a client sends, the answer is a
 // typed refusal (HTTP 4xx or a JSON-RPC / tool error), never a 5xx, and nothing changes.
 
 const parties = partiesForEachTest();
@@ -78,7 +78,7 @@ describe('the MCP endpoint refuses bad input with typed answers', () => {
     expect((await row('SELECT url_elicitation FROM mcp_clients WHERE principal_id = ?', parties.agent.id))?.url_elicitation).toBe(0);
   });
 
-  // Found by the breaking pass of issue 18.
+  // Arguments nested thousands deep, sent over MCP as over the HTTP API.
   it('deeply nested browser-tool arguments are refused invalid_arguments, as on the HTTP API, and nothing is stored', async () => {
     const run = await fixture.ownerRun();
     const http = await call('POST', `/v1/runs/${run}/tool-calls`, {

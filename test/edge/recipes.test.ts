@@ -12,8 +12,8 @@ import { MAX_RECIPE_CALLS, MAX_RECIPE_DURATION_MS, normalizedIntent, type Recipe
 import { call, callError, partiesForEachTest, row, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
-// The recipe catalog, selection and the recipe runner (issue 19, ADR-0164 part 5) over the real
-// D1 in workerd. The host is a stand-in that serves one page whose controls the test chooses;
+// The recipe catalog, selection and the recipe runner (ADR-0164 part 5) over the real D1 in
+// workerd. The host is a stand-in that serves one page whose controls the test chooses;
 // the report/account fixture in real Chromium is test/e2e/recipes.test.ts.
 
 const parties = partiesForEachTest();

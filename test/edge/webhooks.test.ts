@@ -2,8 +2,8 @@ import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { call, partiesForEachTest } from './support/edge-client.ts';
 
-// Setting an owner's webhook (issue 15) on the Workers edge over the real D1: only operators,
-// only for an owner that exists, and a refusal writes nothing. Deliveries are in test/e2e/webhooks.
+// Setting an owner's webhook on the Workers edge over the real D1: only operators, only for an
+// owner that exists, and a refusal writes nothing. Deliveries are in test/e2e/webhooks.
 
 const parties = partiesForEachTest();
 const SECRET = 'a-webhook-secret-of-at-least-32-characters';
