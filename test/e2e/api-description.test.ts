@@ -8,6 +8,7 @@ import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
 import { createApp } from '../../edge/app.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
 import { EDGE_RUNTIMES } from '../../scripts/local-stack.ts';
+import { errorBody } from '../support/error-body.ts';
 import { stackTestPerRuntime } from '../support/stack-fixture.ts';
 
 // The OpenAPI document and the API reference page, checked against the live edge on each
@@ -234,9 +235,19 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
       largeChunkedNoToken: [413, 'payload_too_large'],
       largeChunked: [413, 'payload_too_large'],
     });
-    for (const answer of Object.values(answers)) {
-      expect(answer.body).toEqual({ error: { code: expect.any(String), message: expect.any(String), request_id: expect.any(String) } });
-    }
+    const tooLarge = errorBody('payload_too_large', 'request bodies are limited to 262144 bytes');
+    expect(Object.fromEntries(Object.entries(answers).map(([name, answer]) => [name, answer.body]))).toEqual({
+      unknownField: errorBody('invalid_request', '✖ Unrecognized key: "extra"'),
+      malformedJson: errorBody('malformed_json', 'Malformed JSON in request body'),
+      coercibleArgument: errorBody('invalid_arguments', 'browser.act 1.2.0: ✖ Invalid input: expected number, received string\n  → at delta'),
+      badQuery: errorBody('invalid_request', '✖ an integer number of ms, 0-30000\n  → at wait_ms'),
+      noToken: errorBody('unauthenticated', 'send Authorization: Bearer <token>'),
+      unknownRoute: errorBody('not_found', 'no route GET /v1/nothing-here'),
+      largeBodyNoToken: tooLarge,
+      largeBody: tooLarge,
+      largeChunkedNoToken: tooLarge,
+      largeChunked: tooLarge,
+    });
   });
 
   it('renders the endpoint list at /docs in Chromium, fetching nothing from anywhere but the edge', async ({ stack }) => {

@@ -9,7 +9,7 @@ import { driveDueRecipeRuns } from '../../edge/recipes/scheduling.ts';
 import { createRun, loadRun } from '../../edge/runs/lifecycle.ts';
 import type { RunView } from '../../shared/api.ts';
 import { MAX_RECIPE_CALLS, MAX_RECIPE_DURATION_MS, normalizedIntent, type RecipeBody, type RecipeRunView, type RecipeView } from '../../shared/recipes.ts';
-import { call, callError, partiesForEachTest, row, workerdPorts } from './support/edge-client.ts';
+import { call, callError, errorBody, partiesForEachTest, row, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
 // The recipe catalog, selection and the recipe runner (ADR-0164 part 5) over the real D1 in
@@ -143,12 +143,18 @@ describe('the recipe catalog', () => {
       version: 2,
       steps: recipeOf(2).steps,
     });
-    for (const token of [parties.owner.token, parties.agent.token]) {
-      const refused = await callError('POST', `/v1/recipes/${rid('press-go')}`, { token, body: recipeOf(1) });
-      expect([refused.status, refused.body.error.code]).toEqual([403, 'forbidden']);
+    for (const kind of ['owner', 'agent'] as const) {
+      const refused = await callError('POST', `/v1/recipes/${rid('press-go')}`, { token: parties[kind].token, body: recipeOf(1) });
+      expect(refused).toEqual({ status: 403, body: errorBody('forbidden', `this endpoint is for operator principals, not ${kind}`) });
     }
-    expect((await callError('GET', '/v1/recipes', { token: parties.agent.token })).status).toBe(403);
-    expect((await callError('GET', '/v1/recipes/nothing-here', { token: parties.operator.token })).body.error.code).toBe('not_found');
+    expect(await callError('GET', '/v1/recipes', { token: parties.agent.token })).toEqual({
+      status: 403,
+      body: errorBody('forbidden', 'this endpoint is for operator or owner principals, not agent'),
+    });
+    expect(await callError('GET', '/v1/recipes/nothing-here', { token: parties.operator.token })).toEqual({
+      status: 404,
+      body: errorBody('not_found', 'no recipe nothing-here'),
+    });
     const unreviewed = await publish(rid('unreviewed'), recipeOf(1, { reviewed_fixture: '' }));
     expect(unreviewed.body.in_use).toBe(false);
   });
