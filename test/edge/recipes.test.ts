@@ -9,6 +9,7 @@ import { driveDueRecipeRuns } from '../../edge/recipes/scheduling.ts';
 import { createRun, loadRun } from '../../edge/runs/lifecycle.ts';
 import type { RunView } from '../../shared/api.ts';
 import { MAX_RECIPE_CALLS, MAX_RECIPE_DURATION_MS, normalizedIntent, type RecipeBody, type RecipeRunView, type RecipeView } from '../../shared/recipes.ts';
+import { until } from '../support/until.ts';
 import { call, callError, errorBody, partiesForEachTest, row, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
@@ -406,10 +407,16 @@ describe('the recipe runner', () => {
     const denied = await call('POST', `/v1/approvals/${approval?.id}/decision`, { token: parties.owner.token, body: { decision: 'deny' } });
     expect(denied.status).toBe(200);
     // The decision kicks the runner in the background; a drive here finds it done or does it.
-    for (let attempt = 0; attempt < 50 && (await loadRun(ports, owner(), run.id)).state !== 'partial'; attempt++) {
-      await driveRecipeRun(ports, run.id);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await until(
+      async () => {
+        if ((await loadRun(ports, owner(), run.id)).state === 'partial') return true;
+        await driveRecipeRun(ports, run.id);
+        return undefined;
+      },
+      'the denied run to end partial',
+      5_000,
+      100,
+    );
     const ended = await loadRun(ports, owner(), run.id);
     expect(ended.state).toBe('partial');
     expect(ended.reportSummary).toContain('the owner denied this call');
