@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { type BrowserContext, chromium } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
 import { createApp } from '../../edge/app.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
-import { EDGE_RUNTIMES, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { EDGE_RUNTIMES } from '../../scripts/local-stack.ts';
+import { errorBody } from '../support/error-body.ts';
+import { stackTestPerRuntime } from '../support/stack-fixture.ts';
 
 // The OpenAPI document and the API reference page, checked against the live edge on each
 // runtime: the document is valid OpenAPI 3.1 (a maintained validator), it lists exactly the
@@ -104,17 +106,14 @@ afterAll(async () => {
   rmSync(profileDir, { recursive: true, force: true });
 });
 
+const descriptionTest = stackTestPerRuntime(EDGE_RUNTIMES, { headless: true });
+
 describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
-  let stack: LocalStack;
+  const it = descriptionTest(runtime);
   let document: OpenApiDocument;
 
-  beforeAll(async () => {
-    stack = await startLocalStack({ runtime, database: 'fresh', headless: true, echo: process.env.E2E_ECHO === '1' });
+  it.beforeAll(async ({ stack }) => {
     document = (await (await fetch(`${stack.edgeUrl}/v1/openapi.json`)).json()) as OpenApiDocument;
-  });
-
-  afterAll(async () => {
-    await stack?.stop();
   });
 
   it('is a valid OpenAPI 3.1 document', async () => {
@@ -139,7 +138,7 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     expect([...documented].sort()).toEqual([...served].sort());
   });
 
-  it("accepts each route's documented example request", async () => {
+  it("accepts each route's documented example request", async ({ stack }) => {
     const tokens = [stack.tokens.owner, stack.tokens.agent, stack.tokens.operator];
     const live: Record<string, string> = {};
     const problems: string[] = [];
@@ -197,9 +196,7 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     ]);
   });
 
-  it('answers bad input with a typed 4xx', async () => {
-    const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-    const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
+  it('answers bad input with a typed 4xx', async ({ stack, agent, owner }) => {
     const run = (await owner.raw('POST', '/v1/runs', { profile_id: 'bad-input', intent: 'bad input', origins: ['http://127.0.0.1:8080'] })).body as {
       id: string;
     };
@@ -238,12 +235,22 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
       largeChunkedNoToken: [413, 'payload_too_large'],
       largeChunked: [413, 'payload_too_large'],
     });
-    for (const answer of Object.values(answers)) {
-      expect(answer.body).toEqual({ error: { code: expect.any(String), message: expect.any(String), request_id: expect.any(String) } });
-    }
+    const tooLarge = errorBody('payload_too_large', 'request bodies are limited to 262144 bytes');
+    expect(Object.fromEntries(Object.entries(answers).map(([name, answer]) => [name, answer.body]))).toEqual({
+      unknownField: errorBody('invalid_request', '✖ Unrecognized key: "extra"'),
+      malformedJson: errorBody('malformed_json', 'Malformed JSON in request body'),
+      coercibleArgument: errorBody('invalid_arguments', 'browser.act 1.2.0: ✖ Invalid input: expected number, received string\n  → at delta'),
+      badQuery: errorBody('invalid_request', '✖ an integer number of ms, 0-30000\n  → at wait_ms'),
+      noToken: errorBody('unauthenticated', 'send Authorization: Bearer <token>'),
+      unknownRoute: errorBody('not_found', 'no route GET /v1/nothing-here'),
+      largeBodyNoToken: tooLarge,
+      largeBody: tooLarge,
+      largeChunkedNoToken: tooLarge,
+      largeChunked: tooLarge,
+    });
   });
 
-  it('renders the endpoint list at /docs in Chromium, fetching nothing from anywhere but the edge', async () => {
+  it('renders the endpoint list at /docs in Chromium, fetching nothing from anywhere but the edge', async ({ stack }) => {
     const page = await browser.newPage();
     const requested: string[] = [];
     page.on('request', (request) => requested.push(request.url()));

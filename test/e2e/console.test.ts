@@ -3,33 +3,29 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { type ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type EdgeRuntime, LOCAL_OWNER_ID, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { LOCAL_OWNER_ID } from '../../scripts/local-stack.ts';
+import { type Stacked, stackTestPerRuntime } from '../support/stack-fixture.ts';
 
-// The owner's console (issue 15) as an owner uses it: a second Chromium (playwright-core) drives
-// the real console page served by the real edge (wrangler dev) while the real host parks and
-// runs the agent's calls. Accessibility is checked with axe-core in the same Chromium.
+// The owner's console as an owner uses it: a second Chromium (playwright-core) drives the real
+// console page served by the real edge (wrangler dev) while the real host parks and runs the
+// agent's calls. Accessibility is checked with axe-core in the same Chromium.
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a browser, on the %s edge", (runtime) => {
-  let stack: LocalStack;
-  let site: FixtureServer;
-  let agent: ApiClient;
-  let owner: ApiClient;
+const RUNTIMES = ['workers', 'node'] as const;
+const consoleTest = stackTestPerRuntime(RUNTIMES, { headless: true });
+
+describe.each(RUNTIMES)("the owner's console in a browser, on the %s edge", (runtime) => {
+  const it = consoleTest(runtime);
   let browserProfile: string;
   let context: BrowserContext;
   let page: Page;
 
   beforeAll(async () => {
-    site = await startFixtureServer();
-    stack = await startLocalStack({ database: 'fresh', headless: true, runtime });
-    agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-    owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
     browserProfile = mkdtempSync(join(tmpdir(), 'console-owner-'));
     context = await chromium.launchPersistentContext(browserProfile, {
       executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
@@ -42,17 +38,15 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
   afterAll(async () => {
     await context?.close();
     if (browserProfile) rmSync(browserProfile, { recursive: true, force: true });
-    await stack?.stop();
-    await site?.close();
   });
 
   /** A one-time sign-in link for the stack's owner, issued with the operator token. */
-  async function signInLink(): Promise<string> {
-    return (await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(LOCAL_OWNER_ID)).url;
+  async function signInLink(operator: ApiClient): Promise<string> {
+    return (await operator.consoleLink(LOCAL_OWNER_ID)).url;
   }
 
   /** A run on the fixture site with a click on "Save draft" parked for the owner. */
-  async function parkedClick(intent: string) {
+  async function parkedClick({ site, agent, owner }: Pick<Stacked, 'site' | 'agent' | 'owner'>, intent: string) {
     const run = await owner.createRun({ profile_id: 'console-e2e', intent, origins: [site.origin] });
     const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/toast.html') }, '1.4.0')).body);
     const proposal = await agent.propose(
@@ -76,7 +70,7 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
       .map((violation) => `${violation.id}: ${violation.help}`);
   }
 
-  it('an agent token cannot sign in, and the page says so', async () => {
+  it('an agent token cannot sign in, and the page says so', async ({ stack }) => {
     await page.goto(`${stack.edgeUrl}/console`);
     expect(new URL(page.url()).pathname).toBe('/console/sign-in');
     expect(await seriousViolations()).toEqual([]);
@@ -85,11 +79,11 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await expect.poll(() => page.getByRole('alert').textContent()).toContain("Only an owner's token opens the console");
   });
 
-  it('signs in with the link, shows the parked click in words, and approves it with the keyboard alone', async () => {
-    const { run, call } = await parkedClick('Save the draft from the console');
+  it('signs in with the link, shows the parked click in words, and approves it with the keyboard alone', async ({ stack, site, agent, owner, operator }) => {
+    const { run, call } = await parkedClick({ site, agent, owner }, 'Save the draft from the console');
     // The link as an owner meets it: clicked on another site (a mail, a chat), so the visit to
     // the console starts cross-site; the link's page then signs in with a same-site post.
-    const link = await signInLink();
+    const link = await signInLink(operator);
     await page.goto(site.url('postconditions/toast.html'));
     await page.evaluate((href) => {
       const anchor = Object.assign(document.createElement('a'), { href, textContent: 'Open the console' });
@@ -121,7 +115,12 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await agent.report(run.id, 'completed', 'saved');
   });
 
-  it("shows the parked page with the target outlined where the element is, and the page after each call in the run's timeline", async () => {
+  it("shows the parked page with the target outlined where the element is, and the page after each call in the run's timeline", async ({
+    stack,
+    site,
+    agent,
+    owner,
+  }) => {
     // Signed in by the test before. The fixture's button is solid red at 240,180 (200 x 80 CSS px) and turns green when clicked.
     const run = await owner.createRun({ profile_id: 'console-e2e', intent: 'Pay the invoice from the console', origins: [site.origin] });
     const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('screenshot/target.html') }, '1.4.0')).body);
@@ -189,7 +188,12 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await agent.report(run.id, 'completed', 'paid');
   });
 
-  it('serves every page under a strict Content-Security-Policy, and shows markup from a page as text without running it', async () => {
+  it('serves every page under a strict Content-Security-Policy, and shows markup from a page as text without running it', async ({
+    stack,
+    site,
+    agent,
+    owner,
+  }) => {
     const HOSTILE = '<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script><style>body{display:none}</style>';
     const run = await owner.createRun({ profile_id: 'console-e2e', intent: 'Press the button named in markup', origins: [site.origin] });
     const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('console/hostile-names.html') }, '1.4.0')).body);
@@ -236,8 +240,8 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await agent.report(run.id, 'failed', 'denied by the owner').catch(() => undefined);
   });
 
-  it("denying from the console ends the agent's call denied", async () => {
-    const { run, call } = await parkedClick('Deny this from the console');
+  it("denying from the console ends the agent's call denied", async ({ stack, site, agent, owner }) => {
+    const { run, call } = await parkedClick({ site, agent, owner }, 'Deny this from the console');
     await page.goto(`${stack.edgeUrl}/console`);
     const entry = page.getByRole('article').filter({ hasText: 'Deny this from the console' });
     await entry.getByRole('button', { name: 'Deny', exact: true }).click();
@@ -248,8 +252,8 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await agent.report(run.id, 'failed', 'denied by the owner');
   });
 
-  it('"approve and allow" shows its scope, and the grant covers the next identical act without asking', async () => {
-    const { run, call } = await parkedClick('Allow the same from the console');
+  it('"approve and allow" shows its scope, and the grant covers the next identical act without asking', async ({ stack, site, agent, owner }) => {
+    const { run, call } = await parkedClick({ site, agent, owner }, 'Allow the same from the console');
     await page.goto(`${stack.edgeUrl}/console`);
     const entry = page.getByRole('article').filter({ hasText: 'Allow the same from the console' });
     await entry.getByText('Approve and allow the same again').click();
@@ -280,8 +284,8 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Revoked');
   });
 
-  it('a form posted from another origin is refused and the approval stays pending', async () => {
-    const { run, call } = await parkedClick('A cross-origin post must not decide');
+  it('a form posted from another origin is refused and the approval stays pending', async ({ stack, site, agent, owner }) => {
+    const { run, call } = await parkedClick({ site, agent, owner }, 'A cross-origin post must not decide');
     await page.goto(site.url('postconditions/toast.html'));
     const status = await page.evaluate(
       async ({ edge, approval }) => {
@@ -302,7 +306,7 @@ describe.each(['workers', 'node'] as EdgeRuntime[])("the owner's console in a br
     await agent.report(run.id, 'failed', 'denied').catch(() => undefined);
   });
 
-  it('an expired session is refused: the console sends the owner to sign in again', async () => {
+  it('an expired session is refused: the console sends the owner to sign in again', async ({ stack }) => {
     await page.goto(`${stack.edgeUrl}/console`);
     expect(new URL(page.url()).pathname).toBe('/console');
     // The session's eight hours, passed: its expiry moved into the past in the edge's own database.

@@ -1,33 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { describe, expect } from 'vitest';
+import { observationOf } from '../../scripts/api-client.ts';
 import type { ToolCallView } from '../../shared/api.ts';
-import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { stackTest } from '../support/stack-fixture.ts';
 
 // The host restarts mid-run (killed, started again: its browsers are new). The run's next lease
 // finds an empty page: the observe says `page_changed`, retryable, and names the run's page; the
 // agent navigates back to it, which is the run's own URL and asks nobody. Real host, real edge
 // (wrangler dev), real D1.
 
-let stack: LocalStack;
-let site: FixtureServer;
-let agent: ApiClient;
-let owner: ApiClient;
-
-beforeAll(async () => {
-  site = await startFixtureServer();
-  stack = await startLocalStack({ database: 'fresh', headless: true, edgeVars: { TOOL_DEADLINE_MS: '15000' } });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await site?.close();
-});
+const it = stackTest({ headless: true, edgeVars: { TOOL_DEADLINE_MS: '15000' } });
 
 describe('a host restart in the middle of a run', () => {
-  it("the next observe fails page_changed (retryable) naming the run's page; navigating back to it asks nobody", async () => {
+  it("the next observe fails page_changed (retryable) naming the run's page; navigating back to it asks nobody", async ({ stack, site, agent, owner }) => {
     const run = (await owner.createRun({ profile_id: 'restart-e2e', intent: 'read the form page', origins: [site.origin] })).id;
     const page = site.url('form.html');
     const first = (await agent.propose(run, 'browser.navigate', { url: page })).body;

@@ -1,54 +1,37 @@
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AccountSite, startAccountSite } from '../../scripts/account-site.ts';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { describe, expect } from 'vitest';
+import { startAccountSite } from '../../scripts/account-site.ts';
+import { observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { LOCAL_OWNER_ID, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import { type OwnerConsole, openLiveView, openOwnerConsole, typeCredentials, typeCredentialsInTwoSteps } from '../../scripts/person-in-live-view.ts';
-import { GrantView, type RunView } from '../../shared/api.ts';
+import { LOCAL_OWNER_ID } from '../../scripts/local-stack.ts';
+import { openLiveView, openOwnerConsole, typeCredentials, typeCredentialsInTwoSteps } from '../../scripts/person-in-live-view.ts';
+import { GrantView } from '../../shared/api.ts';
+import { runReaches, stackTest } from '../support/stack-fixture.ts';
 
-// Signing in from anywhere (issue 16): the real host (headed, under Xvfb) and the real edge
-// (wrangler dev); the owner, in a second Chromium, opens the live view from the console and
-// signs in through it, with the keyboard, as a person would.
+// Signing in from anywhere: the real host (headed, under Xvfb) and the real edge (wrangler dev);
+// the owner, in a second Chromium, opens the live view from the console and signs in through it,
+// with the keyboard, as a person would.
 
-let stack: LocalStack;
-let site: AccountSite;
-/** The same site with an identifier-first sign-in (username, then password on the next page); the host has no definition for it. */
-let twoStepSite: AccountSite;
-let agent: ApiClient;
-let owner: ApiClient;
-let ownerConsole: OwnerConsole;
-let page: Page;
-
-beforeAll(async () => {
-  site = await startAccountSite();
-  twoStepSite = await startAccountSite({ signIn: 'identifier-first' });
-  stack = await startLocalStack({ database: 'fresh', headless: false, hostVars: { HOST_CEREMONY_POLL_MS: '500' } });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-  ownerConsole = await openOwnerConsole((await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(LOCAL_OWNER_ID)).url);
-  page = ownerConsole.page;
-});
-
-afterAll(async () => {
-  await ownerConsole?.close();
-  await stack?.stop();
-  await site?.close();
-  await twoStepSite?.close();
-});
-
-async function runState(id: string, state: RunView['state'], timeoutMs = 60_000): Promise<RunView> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await agent.run(id);
-    if (run.state === state) return run;
-    if (Date.now() > until) throw new Error(`run ${id} is ${run.state}, not ${state}`);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-  }
-}
+const it = stackTest({ site: startAccountSite, headless: false, hostVars: { HOST_CEREMONY_POLL_MS: '500' } })
+  /** The same site with an identifier-first sign-in (username, then password on the next page); the host has no definition for it. */
+  .extend('twoStepSite', { scope: 'file' }, async ({}, { onCleanup }) => {
+    const site = await startAccountSite({ signIn: 'identifier-first' });
+    onCleanup(() => site.close());
+    return site;
+  })
+  /** The owner's console, signed in with a link the operator issued, in a second Chromium: its page. */
+  .extend('page', { scope: 'file' }, async ({ operator }, { onCleanup }) => {
+    const ownerConsole = await openOwnerConsole((await operator.consoleLink(LOCAL_OWNER_ID)).url);
+    onCleanup(() => ownerConsole.close());
+    return ownerConsole.page;
+  });
 
 describe('the live view of a sign-in window', () => {
-  it('lets the owner sign in from the console: the run resumes by itself and files the report once; the link is single-use and the agent never acts on the window meanwhile', async () => {
+  it('lets the owner sign in from the console: the run resumes by itself and files the report once; the link is single-use and the agent never acts on the window meanwhile', async ({
+    site,
+    agent,
+    owner,
+    page,
+  }) => {
     const run = await owner.createRun({
       profile_id: 'reports',
       intent: 'File the weekly report titled "Week 49"',
@@ -104,7 +87,7 @@ describe('the live view of a sign-in window', () => {
     await typeCredentials(page, { username: 'alice', password: 'alice-pass' });
     await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
     expect(await page.locator('#live-status').textContent()).toContain('you are signed in');
-    await runState(run.id, 'queued');
+    await runReaches(agent, run.id, ['queued']);
 
     let form = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports/new` })).body);
     form = observationOf(
@@ -131,7 +114,13 @@ describe('the live view of a sign-in window', () => {
     await agent.report(other.id, 'failed', 'the profile was busy').catch(() => undefined);
   });
 
-  it('an act that lands on the sign-in wall is verified against the page the sign-in page says it protects, not the public page before it, and resumes by itself', async () => {
+  it('an act that lands on the sign-in wall is verified against the page the sign-in page says it protects, not the public page before it, and resumes by itself', async ({
+    stack,
+    site,
+    agent,
+    owner,
+    page,
+  }) => {
     const run = await owner.createRun({
       profile_id: 'public-first',
       intent: 'Open my reports from the about page',
@@ -150,11 +139,17 @@ describe('the live view of a sign-in window', () => {
     await openLiveView(page, 30_000);
     await typeCredentials(page, { username: 'alice', password: 'alice-pass' });
     await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
-    await runState(run.id, 'queued');
+    await runReaches(agent, run.id, ['queued']);
     await agent.report(run.id, 'completed', 'opened the reports after the owner signed in');
   });
 
-  it('an act that lands on an identifier-first wall of a site without a definition is verified against the return URL after the person signs in in two steps, and resumes by itself', async () => {
+  it('an act that lands on an identifier-first wall of a site without a definition is verified against the return URL after the person signs in in two steps, and resumes by itself', async ({
+    stack,
+    twoStepSite,
+    agent,
+    owner,
+    page,
+  }) => {
     const run = await owner.createRun({
       profile_id: 'two-step',
       intent: 'Open my reports from the about page',
@@ -185,7 +180,7 @@ describe('the live view of a sign-in window', () => {
     await typeCredentialsInTwoSteps(page, { username: 'alice', password: 'alice-pass' });
     await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
     expect(await page.locator('#live-status').textContent()).toContain('you are signed in');
-    await runState(run.id, 'queued');
+    await runReaches(agent, run.id, ['queued']);
     expect(twoStepSite.counters().sign_ins).toBe(signInsBefore + 1);
     // One episode for both steps: the run never parked on the password page.
     const [all] = await stack.queryD1(`SELECT state FROM sign_in_episodes WHERE profile_id = 'two-step'`);

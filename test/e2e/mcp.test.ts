@@ -6,17 +6,16 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { startAccountSite } from '../../scripts/account-site.ts';
-import { ApiClient } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type EdgeRuntime, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import type { LocalStack } from '../../scripts/local-stack.ts';
 import { type RunView, RunView as RunViewSchema, ToolCallView } from '../../shared/api.ts';
-import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { stackTestPerRuntime } from '../support/stack-fixture.ts';
 
-// Issue 18: agents connect over MCP. The official TypeScript client SDK over Streamable HTTP, and
-// the MCP Inspector CLI, against the real edge (Workers under wrangler dev, and Node) and the real
-// host (Chromium), on the fixture site: every call goes through the governed pipeline.
+// Agents connect over MCP: the official TypeScript client SDK over Streamable HTTP, and the MCP
+// Inspector CLI, against the real edge (Workers under wrangler dev, and Node) and the real host
+// (Chromium), on the fixture site: every call goes through the governed pipeline.
 
 const run = promisify(execFile);
 const INSPECTOR_BUILD = join(dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector-cli/package.json')), 'build');
@@ -27,26 +26,17 @@ const INSPECTOR_CWD = INSPECTOR_BUILD;
 
 type TextBlock = { type: 'text'; text: string };
 
-describe.each(['workers', 'node'] as EdgeRuntime[])('the MCP endpoint on the %s edge', (runtime) => {
-  let stack: LocalStack;
-  let site: FixtureServer;
-  let owner: ApiClient;
-  let mcpUrl: URL;
+const RUNTIMES = ['workers', 'node'] as const;
+const mcpTest = stackTestPerRuntime(RUNTIMES, { headless: true });
 
-  beforeAll(async () => {
-    site = await startFixtureServer();
-    stack = await startLocalStack({ database: 'fresh', headless: true, runtime });
-    owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-    mcpUrl = new URL('/mcp', stack.edgeUrl);
-  });
+/** The stack's MCP endpoint. */
+const mcpUrlOf = (stack: LocalStack) => new URL('/mcp', stack.edgeUrl);
 
-  afterAll(async () => {
-    await stack?.stop();
-    await site?.close();
-  });
+describe.each(RUNTIMES)('the MCP endpoint on the %s edge', (runtime) => {
+  const it = mcpTest(runtime);
 
   /** An official MCP client connected with `token`; with `elicitations`, it shows URL-mode elicitations (collected there). */
-  async function connect(token: string, elicitations?: string[]): Promise<Client> {
+  async function connect(stack: LocalStack, token: string, elicitations?: string[]): Promise<Client> {
     const client = new Client({ name: 'e2e-agent', version: '1.0.0' }, { capabilities: elicitations ? { elicitation: { url: {} } } : {} });
     if (elicitations) {
       client.setRequestHandler(ElicitRequestSchema, (request) => {
@@ -54,7 +44,7 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('the MCP endpoint on the %s 
         return { action: 'accept' };
       });
     }
-    await client.connect(new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    await client.connect(new StreamableHTTPClientTransport(mcpUrlOf(stack), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
     return client;
   }
 
@@ -62,9 +52,13 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('the MCP endpoint on the %s 
     return ((result as { content?: TextBlock[] }).content ?? []).map((block) => block.text).join('\n');
   }
 
-  it('lists the tools with schemas from the API contracts, claims a run, navigates, observes, scrolls, parks a click for the owner and gets its postcondition from call_status', async () => {
+  it('lists the tools with schemas from the API contracts, claims a run, navigates, observes, scrolls, parks a click for the owner and gets its postcondition from call_status', async ({
+    stack,
+    site,
+    owner,
+  }) => {
     const elicited: string[] = [];
-    const client = await connect(stack.tokens.agent, elicited);
+    const client = await connect(stack, stack.tokens.agent, elicited);
     try {
       const { tools } = await client.listTools();
       expect(tools.map((tool) => tool.name)).toEqual(['run_claim', 'browser_navigate', 'browser_observe', 'browser_act', 'call_status', 'run_report']);
@@ -152,10 +146,13 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('the MCP endpoint on the %s 
     }
   });
 
-  it('a call that meets a sign-in wall is a tool error that says where the owner signs in, and the client is asked to show that page', async () => {
+  it('a call that meets a sign-in wall is a tool error that says where the owner signs in, and the client is asked to show that page', async ({
+    stack,
+    owner,
+  }) => {
     const accounts = await startAccountSite();
     const elicited: string[] = [];
-    const client = await connect(stack.tokens.agent, elicited);
+    const client = await connect(stack, stack.tokens.agent, elicited);
     try {
       const created = await owner.createRun({ profile_id: `mcp-sign-in-${runtime}`, intent: 'Read my reports', origins: [accounts.origin] });
       await client.callTool({ name: 'run_claim', arguments: { run_id: created.id } });
@@ -171,7 +168,10 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('the MCP endpoint on the %s 
     }
   });
 
-  it('answers 401 with the resource metadata for no token and a garbage token, and 403 to owner and operator tokens; the metadata describes the resource', async () => {
+  it('answers 401 with the resource metadata for no token and a garbage token, and 403 to owner and operator tokens; the metadata describes the resource', async ({
+    stack,
+  }) => {
+    const mcpUrl = mcpUrlOf(stack);
     const initialize = JSON.stringify({
       jsonrpc: '2.0',
       id: 1,
@@ -229,7 +229,8 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('the MCP endpoint on the %s 
     expect((await fetch(mcpUrl, { headers: { authorization: `Bearer ${stack.tokens.agent}` } })).status).toBe(405);
   });
 
-  it('the MCP Inspector CLI lists the tools and claims a run', async () => {
+  it('the MCP Inspector CLI lists the tools and claims a run', async ({ stack, site, owner }) => {
+    const mcpUrl = mcpUrlOf(stack);
     const created = await owner.createRun({ profile_id: `inspector-${runtime}`, intent: 'Look at the draft', origins: [site.origin] });
     const common = ['--cli', mcpUrl.href, '--transport', 'http', '--header', `Authorization: Bearer ${stack.tokens.agent}`];
     const listed = await run(process.execPath, [INSPECTOR, ...common, '--method', 'tools/list'], { timeout: 60_000, cwd: INSPECTOR_CWD });

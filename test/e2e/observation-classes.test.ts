@@ -1,63 +1,47 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, ApiRequestError, observationOf } from '../../scripts/api-client.ts';
+import { describe, expect } from 'vitest';
+import { ApiRequestError, observationOf } from '../../scripts/api-client.ts';
 import { refOf, snapshotNodes } from '../../scripts/aria-refs.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import type { ToolCallView } from '../../shared/api.ts';
 import type { Observation } from '../../shared/observation.ts';
 import type { Condition } from '../../shared/predicate.ts';
-import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { type Stacked, stackTest } from '../support/stack-fixture.ts';
 
-// Issue 14 end to end: for each class of page where a person plainly sees something, a predicate
-// through the HTTP API (real edge under wrangler dev, real host, real Chromium) sees it too.
+// For each class of page where a person plainly sees something, a predicate through the HTTP API
+// (real edge under wrangler dev, real host, real Chromium) sees it too.
 
-let stack: LocalStack;
-let site: FixtureServer;
-let agent: ApiClient;
-let owner: ApiClient;
+const it = stackTest({ headless: true });
 
-beforeAll(async () => {
-  site = await startFixtureServer();
-  stack = await startLocalStack({ database: 'fresh', headless: true });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await site?.close();
-});
-
-interface OpenRun {
+interface OpenRun extends Pick<Stacked, 'agent' | 'owner'> {
   readonly id: string;
   readonly page: Observation;
 }
 
 /** A new run on `path` of the fixture site, navigated there. */
-async function open(path: string): Promise<OpenRun> {
+async function open({ site, agent, owner }: Pick<Stacked, 'site' | 'agent' | 'owner'>, path: string): Promise<OpenRun> {
   const run = await owner.createRun({ profile_id: 'observation-classes', intent: `look at ${path}`, origins: [site.origin] });
   const page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url(path) }, '1.4.0')).body);
-  return { id: run.id, page };
+  return { id: run.id, page, agent, owner };
 }
 
 /** Clicks `reference` on the run's page with `postcondition`, the owner approving. */
 async function clickWith(run: OpenRun, page: Observation, reference: string, postcondition?: Condition): Promise<ToolCallView> {
-  const proposal = await agent.propose(
+  const proposal = await run.agent.propose(
     run.id,
     'browser.act',
     { action: 'click', revision: page.revision, reference, ...(postcondition ? { postcondition } : {}) },
     '1.4.0',
   );
   expect(proposal.status).toBe(202);
-  return (await owner.decide(proposal.body.approval_id!, 'approve')).tool_call;
+  return (await run.owner.decide(proposal.body.approval_id!, 'approve')).tool_call;
 }
 
 async function end(run: OpenRun): Promise<void> {
-  await agent.report(run.id, 'completed', 'looked').catch(() => undefined);
+  await run.agent.report(run.id, 'completed', 'looked').catch(() => undefined);
 }
 
 describe('what a person sees, a predicate sees', () => {
-  it('a feed of "Post #N" headings: a new post is a satisfied row of the list and a control by its name', async () => {
-    const run = await open('observation/feed.html');
+  it('a feed of "Post #N" headings: a new post is a satisfied row of the list and a control by its name', async ({ site, agent, owner }) => {
+    const run = await open({ site, agent, owner }, 'observation/feed.html');
     try {
       const call = await clickWith(run, run.page, refOf(run.page.snapshot, 'button', 'Load more: #4'), {
         success: { kind: 'row', collection: { role: 'list', name: 'Posts' }, cells: { text: 'Post #4 Loaded: yes' } },
@@ -73,8 +57,8 @@ describe('what a person sees, a predicate sees', () => {
     }
   });
 
-  it('a link and a button named only by an image are found by that name, and the act is approved as the button "Search"', async () => {
-    const run = await open('observation/image-controls.html');
+  it('a link and a button named only by an image are found by that name, and the act is approved as the button "Search"', async ({ site, agent, owner }) => {
+    const run = await open({ site, agent, owner }, 'observation/image-controls.html');
     try {
       const home = observationOf(
         (await agent.propose(run.id, 'browser.observe', { wait_for: { success: { kind: 'control', role: 'link', name: 'Home' } } }, '1.4.0')).body,
@@ -101,8 +85,8 @@ describe('what a person sees, a predicate sees', () => {
     }
   });
 
-  it('a button inside a closed shadow root is clicked through the API and its effect observed', async () => {
-    const run = await open('observation/closed-shadow.html');
+  it('a button inside a closed shadow root is clicked through the API and its effect observed', async ({ site, agent, owner }) => {
+    const run = await open({ site, agent, owner }, 'observation/closed-shadow.html');
     try {
       const call = await clickWith(run, run.page, refOf(run.page.snapshot, 'button', 'Pay now'), { success: { kind: 'text', text: 'Paid' } });
       expect(observationOf(call).condition?.status).toBe('satisfied');
@@ -111,8 +95,8 @@ describe('what a person sees, a predicate sees', () => {
     }
   });
 
-  it('a declarative closed shadow root is reported as incomplete at 1.4.0 and never at 1.3.0', async () => {
-    const run = await open('observation/declarative-shadow.html');
+  it('a declarative closed shadow root is reported as incomplete at 1.4.0 and never at 1.3.0', async ({ site, agent, owner }) => {
+    const run = await open({ site, agent, owner }, 'observation/declarative-shadow.html');
     try {
       expect(run.page.incomplete).toEqual(['closed_shadow_root']);
       const pinned = await agent.propose(run.id, 'browser.observe', {}, '1.3.0');
@@ -122,8 +106,8 @@ describe('what a person sees, a predicate sees', () => {
     }
   });
 
-  it('behind a modal dialog a same-named button neither counts for a predicate nor can be acted on', async () => {
-    const run = await open('observation/modal.html');
+  it('behind a modal dialog a same-named button neither counts for a predicate nor can be acted on', async ({ site, agent, owner }) => {
+    const run = await open({ site, agent, owner }, 'observation/modal.html');
     try {
       const opened = observationOf(await clickWith(run, run.page, refOf(run.page.snapshot, 'button', 'Open dialog')));
       const saves = snapshotNodes(opened.snapshot).filter((node) => node.role === 'button' && node.name === 'Save');
@@ -145,8 +129,8 @@ describe('what a person sees, a predicate sees', () => {
     }
   });
 
-  it('a chat answer streamed by fetch as text/event-stream settles dom_quiet and satisfies its postcondition', async () => {
-    const run = await open('settle/fetch-stream.html');
+  it('a chat answer streamed by fetch as text/event-stream settles dom_quiet and satisfies its postcondition', async ({ site, agent, owner }) => {
+    const run = await open({ site, agent, owner }, 'settle/fetch-stream.html');
     try {
       const call = await clickWith(run, run.page, refOf(run.page.snapshot, 'button', 'Ask'), { success: { kind: 'text', text: 'Answer:' } });
       const observation = observationOf(call);
@@ -157,8 +141,8 @@ describe('what a person sees, a predicate sees', () => {
     }
   });
 
-  it('an act whose postcondition needs several reads still reports its own settle on the returned observation', async () => {
-    const run = await open('postconditions/toast.html');
+  it('an act whose postcondition needs several reads still reports its own settle on the returned observation', async ({ site, agent, owner }) => {
+    const run = await open({ site, agent, owner }, 'postconditions/toast.html');
     try {
       const call = await clickWith(run, run.page, refOf(run.page.snapshot, 'button', 'Save draft'), {
         success: { kind: 'text', text: 'Draft saved' },

@@ -1,34 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { describe, expect } from 'vitest';
+import { observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
 import type { ToolCallView } from '../../shared/api.ts';
 import type { Condition } from '../../shared/predicate.ts';
-import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
 import { connectHost } from '../support/host-client.ts';
+import { blockStackTest, type Stacked, stackTest } from '../support/stack-fixture.ts';
 
 // Postconditions and wait_for in real Chromium, evaluated by the real edge (wrangler dev) from
 // ordinary observes; the fixture server counts the server-side effect of every click.
 
-let stack: LocalStack;
-let site: FixtureServer;
-let agent: ApiClient;
-let owner: ApiClient;
-
-beforeAll(async () => {
-  site = await startFixtureServer();
-  stack = await startLocalStack({ database: 'fresh', headless: false });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await site?.close();
-});
-
 /** Opens a fixture in a new run, then clicks the named control with a postcondition (approved). */
-async function clickWith(fixture: string, control: { role: string; name: string }, postcondition: Condition): Promise<ToolCallView> {
+async function openAndClick(
+  { site, agent, owner }: Pick<Stacked, 'site' | 'agent' | 'owner'>,
+  fixture: string,
+  control: { role: string; name: string },
+  postcondition: Condition,
+): Promise<ToolCallView> {
   const run = await owner.createRun({ profile_id: 'postconditions', intent: `check ${fixture}`, origins: [site.origin] });
   try {
     const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url(`postconditions/${fixture}`) })).body);
@@ -50,14 +37,20 @@ async function clickWith(fixture: string, control: { role: string; name: string 
 
 const conditionOf = (call: ToolCallView) => observationOf(call).condition!;
 
+const it = stackTest({ headless: false })
+  /** `clickWith(fixture, control, postcondition)`: {@link openAndClick} on the file's stack and site. */
+  .extend('clickWith', { scope: 'file' }, ({ site, agent, owner }) => openAndClick.bind(undefined, { site, agent, owner }));
+// A tool deadline shorter than settle plus the predicate budget: the reads outlive it.
+const tightDeadlineTest = blockStackTest({ headless: true, edgeVars: { TOOL_DEADLINE_MS: '6000' } });
+
 describe('postconditions on real pages', () => {
-  it('a hidden duplicate does not count: one visible Save is satisfied', async () => {
+  it('a hidden duplicate does not count: one visible Save is satisfied', async ({ clickWith }) => {
     const call = await clickWith('duplicate-buttons.html', { role: 'button', name: 'Apply' }, { success: { kind: 'control', role: 'button', name: 'Save' } });
     expect(call.state).toBe('succeeded');
     expect(conditionOf(call)).toMatchObject({ status: 'satisfied', observations: 1 });
   });
 
-  it('two visible controls with the same role and name are ambiguous', async () => {
+  it('two visible controls with the same role and name are ambiguous', async ({ clickWith }) => {
     const call = await clickWith(
       'duplicate-buttons.html?both=1',
       { role: 'button', name: 'Apply' },
@@ -66,7 +59,7 @@ describe('postconditions on real pages', () => {
     expect(conditionOf(call).status).toBe('ambiguous');
   });
 
-  it('a button disabled after submit satisfies a disabled control predicate', async () => {
+  it('a button disabled after submit satisfies a disabled control predicate', async ({ clickWith }) => {
     const call = await clickWith(
       'disable-after-submit.html',
       { role: 'button', name: 'Submit report' },
@@ -77,7 +70,7 @@ describe('postconditions on real pages', () => {
     expect(conditionOf(call).status).toBe('satisfied');
   });
 
-  it('aria-checked and aria-disabled on custom controls are read as states', async () => {
+  it('aria-checked and aria-disabled on custom controls are read as states', async ({ clickWith }) => {
     const checked = await clickWith(
       'custom-controls.html',
       { role: 'checkbox', name: 'Remember me' },
@@ -96,14 +89,14 @@ describe('postconditions on real pages', () => {
     expect(conditionOf(archive).status).toBe('satisfied');
   });
 
-  it('a toast shown 600 ms after the click and removed 1 s later is caught by the reads', async () => {
+  it('a toast shown 600 ms after the click and removed 1 s later is caught by the reads', async ({ clickWith }) => {
     const call = await clickWith('toast.html', { role: 'button', name: 'Save draft' }, { success: { kind: 'text', text: 'Draft saved' }, timeout_ms: 3000 });
     const condition = conditionOf(call);
     expect(condition.status).toBe('satisfied');
     expect(condition.observations).toBeGreaterThan(1);
   });
 
-  it('success and failure both visible are ambiguous', async () => {
+  it('success and failure both visible are ambiguous', async ({ clickWith }) => {
     const call = await clickWith(
       'messages.html?mode=both',
       { role: 'button', name: 'Pay now' },
@@ -115,7 +108,7 @@ describe('postconditions on real pages', () => {
     expect(conditionOf(call).status).toBe('ambiguous');
   });
 
-  it('a failure banner alone is failure_observed', async () => {
+  it('a failure banner alone is failure_observed', async ({ clickWith }) => {
     const call = await clickWith(
       'messages.html',
       { role: 'button', name: 'Pay now' },
@@ -127,7 +120,7 @@ describe('postconditions on real pages', () => {
     expect(conditionOf(call).status).toBe('failure_observed');
   });
 
-  it('a row appearing in a table satisfies a row predicate', async () => {
+  it('a row appearing in a table satisfies a row predicate', async ({ clickWith }) => {
     const call = await clickWith(
       'table-row.html',
       { role: 'button', name: 'Add order' },
@@ -138,7 +131,7 @@ describe('postconditions on real pages', () => {
     expect(conditionOf(call).status).toBe('satisfied');
   });
 
-  it('a client-side route change is checked by location', async () => {
+  it('a client-side route change is checked by location', async ({ clickWith }) => {
     const call = await clickWith(
       'route-change.html',
       { role: 'button', name: 'Open settings' },
@@ -147,7 +140,10 @@ describe('postconditions on real pages', () => {
     expect(conditionOf(call).status).toBe('satisfied');
   });
 
-  it('a predicate never met is not_observed after its budget: at most 21 observations, reads at least 250 ms apart, counted on the host', async () => {
+  it('a predicate never met is not_observed after its budget: at most 21 observations, reads at least 250 ms apart, counted on the host', async ({
+    stack,
+    clickWith,
+  }) => {
     const host = await connectHost(stack.hostUrl, stack.hostSecret);
     try {
       const before = await host.call('host.status', {});
@@ -176,13 +172,13 @@ describe('postconditions on real pages', () => {
     }
   });
 
-  it('every approved click reached the server exactly once, whatever its postcondition said', () => {
+  it('every approved click reached the server exactly once, whatever its postcondition said', ({ site }) => {
     expect(site.effects()).toEqual({ apply: 2, submit: 1, remember: 2, save: 1, pay: 2, order: 1, route: 1, archive: 1 });
   });
 });
 
 describe('wait_for on observe', () => {
-  it('waits for a predicate without acting and reports the window it read', async () => {
+  it('waits for a predicate without acting and reports the window it read', async ({ site, agent, owner }) => {
     const run = await owner.createRun({ profile_id: 'postconditions', intent: 'wait', origins: [site.origin] });
     await agent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/table-row.html') });
     const seen = observationOf(
@@ -198,20 +194,14 @@ describe('wait_for on observe', () => {
 });
 
 describe('deadlines during condition reads', () => {
-  let tight: LocalStack;
+  const it = tightDeadlineTest();
 
-  beforeAll(async () => {
-    // A tool deadline shorter than settle plus the predicate budget: the reads outlive it.
-    tight = await startLocalStack({ database: 'fresh', headless: true, edgeVars: { TOOL_DEADLINE_MS: '6000' } });
-  });
-
-  afterAll(async () => {
-    await tight?.stop();
-  });
-
-  it('an act whose tool deadline expires during postcondition reads ends uncertain, not retryable, with one effect', async () => {
-    const tightAgent = new ApiClient(tight.edgeUrl, tight.tokens.agent);
-    const tightOwner = new ApiClient(tight.edgeUrl, tight.tokens.owner);
+  it('an act whose tool deadline expires during postcondition reads ends uncertain, not retryable, with one effect', async ({
+    site,
+    stack: tight,
+    agent: tightAgent,
+    owner: tightOwner,
+  }) => {
     const run = await tightOwner.createRun({ profile_id: 'deadline', intent: 'deadline', origins: [site.origin] });
     // Start the browser on a quiet page first, so only the act races the deadline (a launch on a
     // loaded machine may itself outlast the tight deadline: try again, at most three times).

@@ -1,48 +1,73 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostProfileId } from '../../edge/profiles/bindings.ts';
-import { type AccountSite, accountSiteDefinition, startAccountSite, weeklyReportRecipe } from '../../scripts/account-site.ts';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import { signInAsPerson } from '../../scripts/person-at-browser.ts';
+import { describe, expect } from 'vitest';
+import { accountSiteDefinition, startAccountSite, weeklyReportRecipe } from '../../scripts/account-site.ts';
+import { type ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { ApprovalList, GrantView, type RunView, RunView as RunViewSchema } from '../../shared/api.ts';
 import { MAX_RECIPE_CALLS, RecipeList, RecipeRunView, RecipeView } from '../../shared/recipes.ts';
 import { startFixtureServer } from '../support/fixture-server.ts';
+import { personSignsIn, runReaches, stackTest } from '../support/stack-fixture.ts';
+import { UntilTimedOut, until } from '../support/until.ts';
 
-// Reviewed recipes (issue 19, ADR-0164 part 5) in real processes and real Chromium: the edge
-// under `wrangler dev` with a local D1 and its recipe runner, the browser host with the fixture's
-// site definition, reached through a relay the test can cut, and the report/account fixture site,
+// Reviewed recipes (ADR-0164 part 5) in real processes and real Chromium: the edge under
+// `wrangler dev` with a local D1 and its recipe runner, the browser host with the fixture's site
+// definition, reached through a relay the test can cut, and the report/account fixture site,
 // whose own counters say what really happened.
 
-let stack: LocalStack;
-let site: AccountSite;
-let agent: ApiClient;
-let owner: ApiClient;
-let operator: ApiClient;
-let catalogDir: string;
-let ownerId: string;
 /** What the site hooks do on the next filed report / request (set per test). */
 let onReportFiled: (() => void) | undefined;
 let onRequest: ((key: string) => void) | undefined;
 
-beforeAll(async () => {
-  site = await startAccountSite({ hooks: { onReportFiled: () => onReportFiled?.(), onRequest: (key) => onRequest?.(key) } });
-  catalogDir = mkdtempSync(join(tmpdir(), 'recipe-catalog-'));
-  const catalog = join(catalogDir, 'catalog.json');
-  writeFileSync(catalog, JSON.stringify({ definitions: [accountSiteDefinition(site.origin)] }));
-  stack = await startLocalStack({
-    database: 'fresh',
-    echo: process.env.E2E_ECHO === '1',
-    hostRelay: true,
-    hostVars: { HOST_SITE_DEFINITIONS: catalog, HOST_PERSON_DEBUGGING: '1', HOST_CEREMONY_POLL_MS: '500' },
-  });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-  operator = new ApiClient(stack.edgeUrl, stack.tokens.operator);
-  const [rows] = await stack.queryD1("SELECT owner_id FROM principals WHERE kind = 'owner' LIMIT 1");
-  ownerId = String(rows?.[0]?.owner_id);
+const it = stackTest({
+  site: () => startAccountSite({ hooks: { onReportFiled: () => onReportFiled?.(), onRequest: (key) => onRequest?.(key) } }),
+  siteDefinitions: (site) => [accountSiteDefinition(site.origin)],
+  hostRelay: true,
+  hostVars: { HOST_PERSON_DEBUGGING: '1', HOST_CEREMONY_POLL_MS: '500' },
+})
+  // The file's helpers, bound to its stack and site.
+  .extend('recipeOf', { scope: 'file' }, ({ owner }) => async (runId: string): Promise<RecipeRunView> => {
+    return (await owner.request('GET', `/v1/runs/${runId}/recipe`, RecipeRunView)).body;
+  })
+  .extend('install', { scope: 'file' }, ({ operator }) => async (id: string, body: unknown): Promise<RecipeView> => {
+    return (await operator.request('POST', `/v1/recipes/${id}`, RecipeView, body)).body;
+  })
+  /** Grants the routine acts on the site; the grant's id. */
+  .extend('grantActs', { scope: 'file' }, ({ owner, site }) => async (): Promise<string> => {
+    const grant = await owner.request('POST', '/v1/grants', GrantView, {
+      tool: 'browser.act',
+      actions: ['click', 'type'],
+      origin: site.origin,
+      max_uses: 4,
+      ttl_ms: 3_600_000,
+    });
+    return grant.body.id;
+  })
+  /** Calls of the run by principal kind: the recipe runner's, and any agent's. */
+  .extend('callsOf', { scope: 'file' }, ({ stack }) => async (runId: string): Promise<{ runner: Record<string, unknown>[]; agents: number }> => {
+    const [calls, agents] = await stack.queryD1(
+      `SELECT id, principal_id, tool, state, json_extract(arguments, '$.action') AS action FROM tool_calls WHERE run_id = '${runId}' ORDER BY created_at, rowid`,
+      `SELECT count(*) AS n FROM tool_calls c JOIN principals p ON p.id = c.principal_id WHERE c.run_id = '${runId}' AND p.kind = 'agent'`,
+    );
+    return { runner: (calls ?? []).filter((call) => String(call.principal_id).startsWith('recipe:')), agents: Number(agents?.[0]?.n ?? -1) };
+  })
+  /** A console session of the owner (the sign-in form with the owner's token): its cookie. */
+  .extend('consoleSession', { scope: 'file' }, ({ stack }) => async (): Promise<string> => {
+    const answer = await fetch(`${stack.edgeUrl}/console/sign-in`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: stack.edgeUrl },
+      body: new URLSearchParams({ token: stack.tokens.owner }).toString(),
+    });
+    return (answer.headers.get('Set-Cookie') ?? '').split(';')[0]!;
+  })
+  /** Alice, at the host's window, signs in to the site in the owner's profile `weekly`, which the recipe runs use. */
+  .extend(
+    'aliceSignsIn',
+    { scope: 'file' },
+    ({ stack, site, ownerId }) =>
+      () =>
+        personSignsIn({ stack, site, ownerId }, 'weekly', 'alice'),
+  );
+
+it.beforeAll(async ({ agent, owner, site, aliceSignsIn }) => {
   // The profile the recipe runs use is signed in once, the ordinary way: an agent meets the
   // wall, the person signs in at the host's window, the agent reports.
   const setup = await owner.createRun({ profile_id: 'weekly', intent: 'Sign in to Reports', origins: [site.origin] });
@@ -50,81 +75,27 @@ beforeAll(async () => {
   expect(blocked.error?.code).toBe('authentication_required');
   // The ceremony has begun (its one notice is out): the sign-in window is the one to use.
   await owner.waitForNotices(setup.id);
-  await signInAsPerson({ profileDir: await profileDir('weekly'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
-  await waitForState(setup.id, ['queued']);
+  await aliceSignsIn();
+  await runReaches(owner, setup.id, ['queued'], 90_000);
   observationOf((await agent.propose(setup.id, 'browser.navigate', { url: `${site.origin}/reports` })).body);
   await agent.report(setup.id, 'completed', 'signed in');
 });
 
-afterAll(async () => {
-  await stack?.stop();
-  await site?.close();
-  if (catalogDir) rmSync(catalogDir, { recursive: true, force: true });
-});
-
-async function profileDir(profile: string): Promise<string> {
-  return join(stack.profilesDir, await hostProfileId(ownerId, profile));
-}
-
-async function waitForState(runId: string, states: readonly RunView['state'][], timeoutMs = 90_000): Promise<RunView> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await owner.run(runId);
-    if (states.includes(run.state)) return run;
-    if (Date.now() > until) throw new Error(`run ${runId} is ${run.state}, not ${states.join(' or ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 const ENDED: RunView['state'][] = ['completed', 'partial', 'uncertain', 'failed', 'cancelled', 'deadline_exceeded'];
-
-async function recipeOf(runId: string): Promise<RecipeRunView> {
-  return (await owner.request('GET', `/v1/runs/${runId}/recipe`, RecipeRunView)).body;
-}
 
 async function catalog(client: ApiClient): Promise<RecipeList['recipes']> {
   return (await client.request('GET', '/v1/recipes', RecipeList)).body.recipes;
 }
 
-async function install(id: string, body: unknown): Promise<RecipeView> {
-  return (await operator.request('POST', `/v1/recipes/${id}`, RecipeView, body)).body;
-}
-
-async function grantActs(): Promise<string> {
-  const grant = await owner.request('POST', '/v1/grants', GrantView, {
-    tool: 'browser.act',
-    actions: ['click', 'type'],
-    origin: site.origin,
-    max_uses: 4,
-    ttl_ms: 3_600_000,
-  });
-  return grant.body.id;
-}
-
-/** Calls of the run by principal kind: the recipe runner's, and any agent's. */
-async function callsOf(runId: string): Promise<{ runner: Record<string, unknown>[]; agents: number }> {
-  const [calls, agents] = await stack.queryD1(
-    `SELECT id, principal_id, tool, state, json_extract(arguments, '$.action') AS action FROM tool_calls WHERE run_id = '${runId}' ORDER BY created_at, rowid`,
-    `SELECT count(*) AS n FROM tool_calls c JOIN principals p ON p.id = c.principal_id WHERE c.run_id = '${runId}' AND p.kind = 'agent'`,
-  );
-  return { runner: (calls ?? []).filter((call) => String(call.principal_id).startsWith('recipe:')), agents: Number(agents?.[0]?.n ?? -1) };
-}
-
 let grantId: string | undefined;
 
-/** A console session of the owner (the sign-in form with the owner's token): its cookie. */
-async function consoleSession(): Promise<string> {
-  const answer = await fetch(`${stack.edgeUrl}/console/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: stack.edgeUrl },
-    body: new URLSearchParams({ token: stack.tokens.owner }).toString(),
-  });
-  return (answer.headers.get('Set-Cookie') ?? '').split(';')[0]!;
-}
-
 describe('reviewed recipes on the report/account fixture', () => {
-  it('the catalog is empty until the operator installs a reviewed recipe; owners read it, only the operator writes it', async () => {
+  it('the catalog is empty until the operator installs a reviewed recipe; owners read it, only the operator writes it', async ({
+    owner,
+    site,
+    agent,
+    install,
+  }) => {
     expect(await catalog(owner)).toEqual([]);
     const refused = await owner.raw('POST', '/v1/recipes/file-weekly-report', weeklyReportRecipe(site.origin));
     expect(refused.status).toBe(403);
@@ -135,12 +106,20 @@ describe('reviewed recipes on the report/account fixture', () => {
     expect((await catalog(owner)).map((recipe) => recipe.id)).toEqual(['file-weekly-report']);
   });
 
-  it("an owner message that is exactly the recipe's phrase files the report by itself: zero agent calls, one report, each step proven, under the owner's grant", async () => {
+  it("an owner message that is exactly the recipe's phrase files the report by itself: zero agent calls, one report, each step proven, under the owner's grant", async ({
+    grantActs,
+    site,
+    owner,
+    callsOf,
+    recipeOf,
+    consoleSession,
+    stack,
+  }) => {
     grantId = await grantActs();
     const before = site.counters().reports_filed;
     const run = await owner.createRun({ profile_id: 'weekly', intent: '  file the Weekly report. ', origins: [site.origin], fields: { title: 'Week 49' } });
     expect(run.recipe).toMatchObject({ id: 'file-weekly-report', version: 1 });
-    const ended = await waitForState(run.id, ENDED);
+    const ended = await runReaches(owner, run.id, ENDED, 90_000);
     expect(ended.state).toBe('completed');
     expect(site.counters().reports_filed).toBe(before + 1);
     expect(site.counters().filed['alice@example.test']?.filter((title) => title === 'Week 49')).toHaveLength(1);
@@ -165,13 +144,17 @@ describe('reviewed recipes on the report/account fixture', () => {
     expect(timeline).toContain('Recipe step 2: Step 2 is done');
   });
 
-  it('without a grant, policy still asks the owner once for each act and for nothing else; approved, the recipe goes on by itself', async () => {
+  it('without a grant, policy still asks the owner once for each act and for nothing else; approved, the recipe goes on by itself', async ({
+    owner,
+    site,
+    callsOf,
+  }) => {
     if (grantId) await owner.raw('POST', `/v1/grants/${grantId}/revoke`);
     const before = site.counters().reports_filed;
     const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 50' } });
     let asked = 0;
     for (;;) {
-      const state = (await waitForState(run.id, ['waiting_for_approval', ...ENDED])).state;
+      const state = (await runReaches(owner, run.id, ['waiting_for_approval', ...ENDED], 90_000)).state;
       if (state !== 'waiting_for_approval') break;
       const pending = (await owner.pendingApprovals()).filter((approval) => approval.run_id === run.id);
       expect(pending).toHaveLength(1);
@@ -184,7 +167,14 @@ describe('reviewed recipes on the report/account fixture', () => {
     expect((await callsOf(run.id)).agents).toBe(0);
   });
 
-  it('the connection to the host is cut after the submit is dispatched: the call is uncertain, the runner reads again and the report is never filed twice', async () => {
+  it('the connection to the host is cut after the submit is dispatched: the call is uncertain, the runner reads again and the report is never filed twice', async ({
+    grantActs,
+    site,
+    stack,
+    owner,
+    callsOf,
+    recipeOf,
+  }) => {
     await grantActs();
     const before = site.counters().reports_filed;
     let cut = 0;
@@ -193,7 +183,7 @@ describe('reviewed recipes on the report/account fixture', () => {
       cut = stack.cutHostConnections();
     };
     const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 51' } });
-    const ended = await waitForState(run.id, ENDED);
+    const ended = await runReaches(owner, run.id, ENDED, 90_000);
     expect(cut).toBeGreaterThan(0);
     expect(site.counters().reports_filed).toBe(before + 1);
     const { runner } = await callsOf(run.id);
@@ -208,7 +198,14 @@ describe('reviewed recipes on the report/account fixture', () => {
     expect(ended.summary).toContain('seen done on a fresh read');
   });
 
-  it('a sign-in wall in the middle parks the run; after the verified sign-in it resumes at the persisted step and files once', async () => {
+  it('a sign-in wall in the middle parks the run; after the verified sign-in it resumes at the persisted step and files once', async ({
+    grantActs,
+    site,
+    owner,
+    recipeOf,
+    aliceSignsIn,
+    callsOf,
+  }) => {
     await grantActs();
     const before = site.counters();
     // The recipe is under way (its start page read, step 1 found) when the session ends: the
@@ -219,12 +216,12 @@ describe('reviewed recipes on the report/account fixture', () => {
       site.expireSessions();
     };
     const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 52' } });
-    const parked = await waitForState(run.id, ['waiting_for_authentication', ...ENDED]);
+    const parked = await runReaches(owner, run.id, ['waiting_for_authentication', ...ENDED], 90_000);
     expect(parked.state).toBe('waiting_for_authentication');
     expect((await recipeOf(run.id)).next_step).toBe(0);
     expect(await owner.waitForNotices(run.id)).toHaveLength(1);
-    await signInAsPerson({ profileDir: await profileDir('weekly'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
-    const ended = await waitForState(run.id, ENDED);
+    await aliceSignsIn();
+    const ended = await runReaches(owner, run.id, ENDED, 90_000);
     expect(ended.state).toBe('completed');
     expect(site.counters().reports_filed).toBe(before.reports_filed + 1);
     const recipe = await recipeOf(run.id);
@@ -237,7 +234,13 @@ describe('reviewed recipes on the report/account fixture', () => {
     expect(recipe.steps[1]?.events.map((event) => event.kind)).toContain('step_done');
   });
 
-  it('a submit answered by a sign-in wall may have landed: after the sign-in it is never sent again, and without evidence the run ends uncertain', async () => {
+  it('a submit answered by a sign-in wall may have landed: after the sign-in it is never sent again, and without evidence the run ends uncertain', async ({
+    grantActs,
+    site,
+    owner,
+    aliceSignsIn,
+    callsOf,
+  }) => {
     await grantActs();
     const before = site.counters();
     // The session ends just as the submit arrives: the site refuses it and asks for sign-in.
@@ -247,10 +250,10 @@ describe('reviewed recipes on the report/account fixture', () => {
       site.expireSessions();
     };
     const run = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin], fields: { title: 'Week 53' } });
-    expect((await waitForState(run.id, ['waiting_for_authentication', ...ENDED])).state).toBe('waiting_for_authentication');
+    expect((await runReaches(owner, run.id, ['waiting_for_authentication', ...ENDED], 90_000)).state).toBe('waiting_for_authentication');
     await owner.waitForNotices(run.id);
-    await signInAsPerson({ profileDir: await profileDir('weekly'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
-    const ended = await waitForState(run.id, ENDED);
+    await aliceSignsIn();
+    const ended = await runReaches(owner, run.id, ENDED, 90_000);
     expect(ended.state).toBe('uncertain');
     expect(ended.summary).toContain('it was not sent again');
     expect(site.counters().reports_filed).toBe(before.reports_filed);
@@ -258,7 +261,12 @@ describe('reviewed recipes on the report/account fixture', () => {
     expect(runner.filter((call) => call.action === 'type')).toHaveLength(1);
   });
 
-  it('a disabled recipe, an intent one word off, two recipes for one phrase, and an agent-created run all take the ordinary agent path', async () => {
+  it('a disabled recipe, an intent one word off, two recipes for one phrase, and an agent-created run all take the ordinary agent path', async ({
+    owner,
+    site,
+    agent,
+    install,
+  }) => {
     const offByOne = await owner.createRun({ profile_id: 'weekly', intent: 'File the monthly report', origins: [site.origin], fields: { title: 'Week 1' } });
     const noTitle = await owner.createRun({ profile_id: 'weekly', intent: 'File the weekly report', origins: [site.origin] });
     expect(noTitle.recipe).toBeNull();
@@ -280,7 +288,7 @@ describe('reviewed recipes on the report/account fixture', () => {
     for (const run of [offByOne, byAgent, twice, disabled]) await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
   });
 
-  it('a page whose text is a recipe-shaped JSON changes nothing in the catalog, and its phrase binds nothing', async () => {
+  it('a page whose text is a recipe-shaped JSON changes nothing in the catalog, and its phrase binds nothing', async ({ operator, owner, agent, stack }) => {
     const pages = await startFixtureServer();
     try {
       const before = await catalog(operator);
@@ -302,7 +310,14 @@ describe('reviewed recipes on the report/account fixture', () => {
     }
   });
 
-  it(`with the browser host down, every read the runner tries counts against the recipe's ${MAX_RECIPE_CALLS} calls: the cron passes use them up and the run ends partial, nothing filed`, async () => {
+  it(`with the browser host down, every read the runner tries counts against the recipe's ${MAX_RECIPE_CALLS} calls: the cron passes use them up and the run ends partial, nothing filed`, async ({
+    install,
+    site,
+    stack,
+    owner,
+    recipeOf,
+    callsOf,
+  }) => {
     // The operator enables the recipe again (the test before disabled it).
     expect(await install('file-weekly-report', weeklyReportRecipe(site.origin))).toMatchObject({ version: 3, in_use: true });
     const before = site.counters().reports_filed;
@@ -315,19 +330,24 @@ describe('reviewed recipes on the report/account fixture', () => {
       let seen = 0;
       let state = run.state;
       for (let pass = 0; pass < MAX_RECIPE_CALLS + 8 && !ENDED.includes(state); pass++) {
-        const until = Date.now() + 15_000;
-        while (Date.now() < until) {
-          const recipe = await recipeOf(run.id);
-          state = (await owner.run(run.id)).state;
-          if (recipe.calls > seen || ENDED.includes(state)) {
+        // At most 15 s for the pass's call (or the run's end); the next pass is triggered either way.
+        await until(
+          async () => {
+            const recipe = await recipeOf(run.id);
+            state = (await owner.run(run.id)).state;
+            if (recipe.calls <= seen && !ENDED.includes(state)) return undefined;
             seen = recipe.calls;
-            break;
-          }
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
+            return true;
+          },
+          "the pass's call or the run's end",
+          15_000,
+          100,
+        ).catch((error) => {
+          if (!(error instanceof UntilTimedOut)) throw error;
+        });
         if (!ENDED.includes(state)) await stack.triggerCron();
       }
-      const ended = await waitForState(run.id, ENDED, 20_000);
+      const ended = await runReaches(owner, run.id, ENDED, 20_000);
       expect(ended.state).toBe('partial');
       expect(ended.summary).toContain(`limit of ${MAX_RECIPE_CALLS} calls`);
       const recipe = await recipeOf(run.id);

@@ -1,32 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { describe, expect, vi } from 'vitest';
+import { observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { startFixtureServer } from '../support/fixture-server.ts';
+import { stackTest } from '../support/stack-fixture.ts';
 
 // ADR-0168's story in real processes and real Chromium: the owner's morning schedule fires from
 // the Worker's cron trigger, an agent claims the run, reads the feed, scrolls and reports without
 // a single approval; and a consequential act whose answer is lost ends uncertain, exactly once.
-
-let stack: LocalStack;
-let site: FixtureServer;
-let agent: ApiClient;
-let owner: ApiClient;
-
-beforeAll(async () => {
-  site = await startFixtureServer();
-  stack = await startLocalStack({ database: 'fresh' });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await site?.close();
-});
+const it = stackTest();
 
 describe('the scheduled briefing', () => {
-  it('a scheduled, profile-bound run navigates, scrolls and reports without ever waiting for approval', async () => {
+  it('a scheduled, profile-bound run navigates, scrolls and reports without ever waiting for approval', async ({ stack, site, agent, owner }) => {
     const schedule = await owner.request('POST', '/v1/schedules', (await import('../../shared/api.ts')).ScheduleView, {
       cron: '* * * * *',
       intent: 'Morning briefing: read my feed and summarise it',
@@ -65,7 +49,12 @@ describe('the scheduled briefing', () => {
 });
 
 describe("a page that tries to leave the run's origins", () => {
-  it("a script's navigation to another origin never happens: the page stays, the observation says what was blocked, nothing of the other page is seen", async () => {
+  it("a script's navigation to another origin never happens: the page stays, the observation says what was blocked, nothing of the other page is seen", async ({
+    stack,
+    site,
+    agent,
+    owner,
+  }) => {
     const elsewhere = await startFixtureServer();
     try {
       const run = await owner.createRun({ profile_id: 'leaving', intent: 'read the page', origins: [site.origin] });
@@ -90,7 +79,12 @@ describe("a page that tries to leave the run's origins", () => {
 
 // Last: this one kills the host.
 describe('response loss', () => {
-  it("the host's connection is cut after dispatch: the call ends uncertain, and the server sees exactly one effect, also after the agent retries", async () => {
+  it("the host's connection is cut after dispatch: the call ends uncertain, and the server sees exactly one effect, also after the agent retries", async ({
+    stack,
+    site,
+    agent,
+    owner,
+  }) => {
     const run = await owner.createRun({ profile_id: 'orders', intent: 'confirm my order', origins: [site.origin] });
     const page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('briefing/slow-confirm.html') })).body);
     const args = { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'button', 'Confirm order') };

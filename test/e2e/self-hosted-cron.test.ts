@@ -1,25 +1,25 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient } from '../../scripts/api-client.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { describe, expect, test } from 'vitest';
 import { RunView, ScheduleView } from '../../shared/api.ts';
+import { clientsOf, startStack } from '../support/stack-fixture.ts';
+import { until } from '../support/until.ts';
 
 // On Workers the cron trigger calls fireDueSchedules; on Node (croner) and Deno (Deno.cron) the
 // entries' own schedulers call the same function every minute. Nothing here triggers it by hand:
 // the test waits for the next minute boundary, on both runtimes at once.
 
 const MINUTE_MS = 60_000;
-let stacks: LocalStack[] = [];
 
-beforeAll(async () => {
-  stacks = await Promise.all((['node', 'deno'] as const).map((runtime) => startLocalStack({ runtime, database: 'fresh', headless: true })));
-});
-
-afterAll(async () => {
-  await Promise.all(stacks.map((stack) => stack.stop()));
+/** A stack on Node and one on Deno, running at once (started together, stopped after the file). */
+const it = test.extend('stacks', { scope: 'file' }, async ({}, { onCleanup }) => {
+  const stacks = await Promise.all((['node', 'deno'] as const).map((runtime) => startStack({ runtime, headless: true })));
+  onCleanup(async () => {
+    await Promise.all(stacks.map((stack) => stack.stop()));
+  });
+  return stacks;
 });
 
 describe('the cron pass on Node and Deno', () => {
-  it("GET /__scheduled runs the pass for the operator only: without a token, or with an agent's, nothing runs", async () => {
+  it("GET /__scheduled runs the pass for the operator only: without a token, or with an agent's, nothing runs", async ({ stacks }) => {
     for (const stack of stacks) {
       const url = `${stack.edgeUrl}/__scheduled`;
       const anonymous = await fetch(url);
@@ -34,11 +34,11 @@ describe('the cron pass on Node and Deno', () => {
     }
   });
 
-  it("a schedule due every minute queues its run at the next minute, fired by the runtime's own scheduler", async () => {
+  it("a schedule due every minute queues its run at the next minute, fired by the runtime's own scheduler", async ({ stacks }) => {
     const createdAt = Date.now();
     const schedules = await Promise.all(
       stacks.map(async (stack) => {
-        const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+        const { owner } = clientsOf(stack);
         const created = await owner.request('POST', '/v1/schedules', ScheduleView, {
           cron: '* * * * *',
           intent: `check the ${stack.runtime} scheduler`,
@@ -52,14 +52,16 @@ describe('the cron pass on Node and Deno', () => {
 
     const claimed = await Promise.all(
       stacks.map(async (stack) => {
-        const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-        const until = createdAt + MINUTE_MS + 15_000;
-        while (Date.now() < until) {
-          const answer = await agent.raw('POST', '/v1/runs/claim');
-          if (answer.status === 200) return RunView.parse(answer.body);
-          await new Promise((resolve) => setTimeout(resolve, 1_000));
-        }
-        throw new Error(`the ${stack.runtime} edge queued no run within a minute`);
+        const { agent } = clientsOf(stack);
+        return until(
+          async () => {
+            const answer = await agent.raw('POST', '/v1/runs/claim');
+            return answer.status === 200 ? RunView.parse(answer.body) : undefined;
+          },
+          `the ${stack.runtime} edge to queue a run within a minute`,
+          createdAt + MINUTE_MS + 15_000 - Date.now(),
+          1_000,
+        );
       }),
     );
 

@@ -1,39 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { describe, expect } from 'vitest';
+import { observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import type { LocalStack } from '../../scripts/local-stack.ts';
 import type { ToolCallView } from '../../shared/api.ts';
 import { SettleReport, ToolResultV1_1 } from '../../shared/observation.ts';
-import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { type Stacked, stackTest } from '../support/stack-fixture.ts';
 
 // The settle report (ADR-0159) end to end: from the real host through the real edge (wrangler
 // dev) onto the observation and into the call's phases in D1; calls pinned to 1.1.0 answered in
 // the 1.1.0 shape; continuation cursors the host did not issue, or for an older revision, ending
 // with clear codes; and an act whose evidence is lost ending uncertain, never retried.
 
-let stack: LocalStack;
-let site: FixtureServer;
-let agent: ApiClient;
-let owner: ApiClient;
-
-beforeAll(async () => {
-  site = await startFixtureServer();
-  // A 10 s tool deadline: ample for these pages, and short enough for a page that hangs longer.
-  stack = await startLocalStack({ database: 'fresh', headless: true, edgeVars: { TOOL_DEADLINE_MS: '10000' } });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await site?.close();
-});
+// A 10 s tool deadline: ample for these pages, and short enough for a page that hangs longer.
+const it = stackTest({ headless: true, edgeVars: { TOOL_DEADLINE_MS: '10000' } });
 
 /**
  * Runs `steps` in a run the owner asked for (so the agent's turn has the owner's authority), then
  * ends it with a report, which releases the run's lease on the profile for the next test.
  */
-async function inRun(intent: string, steps: (run: string) => Promise<void>): Promise<void> {
+async function inRun({ site, agent, owner }: Pick<Stacked, 'site' | 'agent' | 'owner'>, intent: string, steps: (run: string) => Promise<void>): Promise<void> {
   const run = (await owner.createRun({ profile_id: 'settle-e2e', intent, origins: [site.origin] })).id;
   try {
     await steps(run);
@@ -43,7 +28,7 @@ async function inRun(intent: string, steps: (run: string) => Promise<void>): Pro
 }
 
 /** The stored phases and result of calls, from D1 itself. */
-async function storedCalls(ids: string[]): Promise<Map<string, { phases: { settle?: unknown }; result: { settle?: unknown } | null }>> {
+async function storedCalls(stack: LocalStack, ids: string[]): Promise<Map<string, { phases: { settle?: unknown }; result: { settle?: unknown } | null }>> {
   const [rows] = await stack.queryD1(`SELECT id, phases, result FROM tool_calls WHERE id IN (${ids.map((id) => `'${id}'`).join(', ')})`);
   return new Map(
     (rows ?? []).map((row) => [
@@ -57,8 +42,8 @@ async function storedCalls(ids: string[]): Promise<Map<string, { phases: { settl
 }
 
 describe('the settle report end to end', () => {
-  it('outcome, elapsed ms, pending at entry, overflow and expired_by are on the observation and in the phases in D1', async () => {
-    await inRun('settle reports', async (run) => {
+  it('outcome, elapsed ms, pending at entry, overflow and expired_by are on the observation and in the phases in D1', async ({ stack, site, agent, owner }) => {
+    await inRun({ site, agent, owner }, 'settle reports', async (run) => {
       const pages = {
         quiet: 'settle/delayed-spa.html',
         deadline: 'settle/ticking-clock.html',
@@ -72,7 +57,10 @@ describe('the settle report end to end', () => {
       expect(observationOf(calls.deadline!).settle).toMatchObject({ outcome: 'bound_expired', expired_by: 'deadline', overflow: false });
       expect(observationOf(calls.overflow!).settle).toMatchObject({ outcome: 'bound_expired', expired_by: 'overflow', overflow: true, pending_at_entry: 256 });
 
-      const stored = await storedCalls(Object.values(calls).map((call) => call.id));
+      const stored = await storedCalls(
+        stack,
+        Object.values(calls).map((call) => call.id),
+      );
       for (const call of Object.values(calls)) {
         const settle = observationOf(call).settle;
         // The API's phases, D1's phases and D1's stored observation all carry the same report.
@@ -84,8 +72,8 @@ describe('the settle report end to end', () => {
     });
   });
 
-  it("an act's settle report counts the request the click started and reaches D1", async () => {
-    await inRun('click fetch', async (run) => {
+  it("an act's settle report counts the request the click started and reaches D1", async ({ stack, site, agent, owner }) => {
+    await inRun({ site, agent, owner }, 'click fetch', async (run) => {
       const page = observationOf((await agent.propose(run, 'browser.navigate', { url: site.url('settle/click-fetch.html') })).body);
       const proposal = await agent.propose(run, 'browser.act', {
         action: 'click',
@@ -97,15 +85,15 @@ describe('the settle report end to end', () => {
       expect(call.state).toBe('succeeded');
       expect(observationOf(call).settle).toMatchObject({ outcome: 'dom_quiet', pending_at_entry: 1, overflow: false });
       expect(observationOf(call).snapshot).toContain('Loaded 42');
-      const stored = await storedCalls([call.id]);
+      const stored = await storedCalls(stack, [call.id]);
       expect(stored.get(call.id)?.phases.settle).toEqual(observationOf(call).settle);
     });
   });
 });
 
 describe('tool versions', () => {
-  it('a call pinned to 1.1.0 is accepted and answered in the 1.1.0 shape; its phases still record the settle report', async () => {
-    await inRun('pinned to 1.1.0', async (run) => {
+  it('a call pinned to 1.1.0 is accepted and answered in the 1.1.0 shape; its phases still record the settle report', async ({ site, agent, owner }) => {
+    await inRun({ site, agent, owner }, 'pinned to 1.1.0', async (run) => {
       const navigated = await agent.raw('POST', `/v1/runs/${run}/tool-calls`, {
         tool: 'browser.navigate',
         version: '1.1.0',
@@ -136,8 +124,8 @@ describe('tool versions', () => {
 });
 
 describe('continuation cursors', () => {
-  it('a forged cursor ends invalid_arguments and an older revision’s ends stale_revision, both failed and nothing read', async () => {
-    await inRun('continuations', async (run) => {
+  it('a forged cursor ends invalid_arguments and an older revision’s ends stale_revision, both failed and nothing read', async ({ site, agent, owner }) => {
+    await inRun({ site, agent, owner }, 'continuations', async (run) => {
       const first = observationOf((await agent.propose(run, 'browser.navigate', { url: site.url('long.html?n=450') })).body);
       expect(first.window.truncated).toBe(true);
       const cursor = first.window.continuation!;
@@ -164,8 +152,13 @@ describe('continuation cursors', () => {
 });
 
 describe('lost evidence after an act', () => {
-  it('ends uncertain and not retryable with its one effect, is never resent, other acts fail page_changed, and the replaced page is navigated to again', async () => {
-    await inRun('hang after click', async (run) => {
+  it('ends uncertain and not retryable with its one effect, is never resent, other acts fail page_changed, and the replaced page is navigated to again', async ({
+    stack,
+    site,
+    agent,
+    owner,
+  }) => {
+    await inRun({ site, agent, owner }, 'hang after click', async (run) => {
       // 150 ms after the click the page blocks its main thread for 15 s, longer than the tool
       // deadline: the host can neither settle nor capture it.
       const page = observationOf((await agent.propose(run, 'browser.navigate', { url: site.url('hangs-on-click.html?after_ms=150&hang_ms=15000') })).body);

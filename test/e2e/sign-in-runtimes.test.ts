@@ -1,43 +1,28 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type AccountSite, startAccountSite } from '../../scripts/account-site.ts';
-import { ApiClient } from '../../scripts/api-client.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { describe, expect } from 'vitest';
+import { startAccountSite } from '../../scripts/account-site.ts';
 import { runRecipeJourney } from '../../scripts/recipe-journey.ts';
 import { runSignInJourney } from '../../scripts/sign-in-journey.ts';
+import { stackTestPerRuntime } from '../support/stack-fixture.ts';
 
 // The demo's sign-in episode on the edge's other runtimes, over a SQLite file: the same waits,
 // one-batch resolution and callback as on Workers. The host runs with the shipped, empty site
 // catalog, so the sign-in is verified by the differential check for unknown sites. Then a reviewed
 // recipe on the same site: the recipe runner is the same code in-process.
 
-describe.each(['node', 'deno'] as const)('a sign-in episode, edge on %s', (runtime) => {
-  let stack: LocalStack;
-  let site: AccountSite;
+const RUNTIMES = ['node', 'deno'] as const;
+const signInTest = stackTestPerRuntime(RUNTIMES, { site: startAccountSite, hostVars: { HOST_CEREMONY_POLL_MS: '500' } });
 
-  beforeAll(async () => {
-    site = await startAccountSite();
-    stack = await startLocalStack({
-      runtime,
-      database: 'fresh',
-      echo: process.env.E2E_ECHO === '1',
-      hostVars: { HOST_CEREMONY_POLL_MS: '500' },
-    });
-  });
+describe.each(RUNTIMES)('a sign-in episode, edge on %s', (runtime) => {
+  const it = signInTest(runtime);
 
-  beforeEach(({ onTestFailed }) => {
+  it.beforeEach(({ stack, onTestFailed }) => {
     onTestFailed(() => console.error(`what the ${runtime} stack said last:\n${stack.recentOutput().slice(-120).join('\n')}`));
   });
 
-  afterAll(async () => {
-    await stack?.stop();
-    await site?.close();
-  });
-
-  it('parks, is verified by differential loads after one native sign-in, resumes by itself and files the report once', async () => {
-    const [owners] = await stack.queryD1("SELECT owner_id FROM principals WHERE kind = 'owner' LIMIT 1");
-    const record = await runSignInJourney(stack, site, String(owners?.[0]?.owner_id), () => {});
+  it('parks, is verified by differential loads after one native sign-in, resumes by itself and files the report once', async ({ stack, site, ownerId }) => {
+    const record = await runSignInJourney(stack, site, ownerId, () => {});
     expect(record).toMatchObject({ reportsFiled: 1, notices: 1, approvals: 0, finalRun: { state: 'completed' } });
     expect(record.timeline.map((entry) => entry.what)).toEqual(
       expect.arrayContaining([expect.stringMatching(/^ceremony_event: .*verified by differential verification, via callback, resolved the episode$/)]),
@@ -46,15 +31,14 @@ describe.each(['node', 'deno'] as const)('a sign-in episode, edge on %s', (runti
     expect(events).toEqual([{ method: 'differential', applied: 1 }]);
   });
 
-  it("runs a reviewed recipe in-process: the owner's exact phrase files the report once, with no agent", async () => {
+  it("runs a reviewed recipe in-process: the owner's exact phrase files the report once, with no agent", async ({ stack, site }) => {
     // The profile the sign-in episode above signed in.
     const record = await runRecipeJourney(stack, site, 'reports', () => {});
     expect(record).toMatchObject({ reportsFiled: 1, agentCalls: 0, approvals: 0, finalRun: { state: 'completed' } });
     expect(record.timeline.steps.map((step) => step.state)).toEqual(['done', 'done']);
   });
 
-  it('serves the MCP endpoint too: the official client lists the tools and claims a run', async () => {
-    const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
+  it('serves the MCP endpoint too: the official client lists the tools and claims a run', async ({ stack, site, owner }) => {
     const created = await owner.createRun({ profile_id: `mcp-${runtime}`, intent: 'Look at the reports', origins: [site.origin] });
     const client = new Client({ name: 'e2e-agent', version: '1.0.0' });
     await client.connect(

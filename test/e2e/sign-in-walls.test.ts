@@ -1,30 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { describe, expect } from 'vitest';
+import { observationOf } from '../../scripts/api-client.ts';
 import type { SignInReasonCode } from '../../shared/authentication.ts';
-import { type SignInWallsSite, startSignInWallsSite } from '../support/sign-in-walls-site.ts';
+import { startSignInWallsSite } from '../support/sign-in-walls-site.ts';
+import { stackTest } from '../support/stack-fixture.ts';
 
-// Issue 17 end to end: the real edge (wrangler dev, local D1) and the real host (Chromium), an
-// agent navigating through the HTTP API. Each sign-in wall real sites use parks the run, and the
-// owner reads why on the run; ordinary pages with an email field or a "Sign in" link do not.
+// The real edge (wrangler dev, local D1) and the real host (Chromium), an agent navigating through
+// the HTTP API. Each sign-in wall real sites use parks the run, and the owner reads why on the
+// run; ordinary pages with an email field or a "Sign in" link do not.
 
-let stack: LocalStack;
-let site: SignInWallsSite;
-let agent: ApiClient;
-let owner: ApiClient;
-
-beforeAll(async () => {
-  site = await startSignInWallsSite();
-  // Every parked run keeps its profile's browser for its sign-in window: room for one per wall.
-  stack = await startLocalStack({ database: 'fresh', hostVars: { HOST_MAX_BROWSERS: '9' } });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await site?.close();
-});
+// Every parked run keeps its profile's browser for its sign-in window: room for one per wall.
+const it = stackTest({ site: startSignInWallsSite, hostVars: { HOST_MAX_BROWSERS: '9' } });
 
 const WALLS: ReadonlyArray<{ path: string; shape: string; reasons: SignInReasonCode[] }> = [
   { path: '/identifier-first/reports', shape: 'an identifier-first sign-in', reasons: ['identifier_form', 'sign_in_heading', 'redirected_with_return_url'] },
@@ -37,18 +22,21 @@ const WALLS: ReadonlyArray<{ path: string; shape: string; reasons: SignInReasonC
 ];
 
 describe('sign-in walls through the API', () => {
-  it.for(WALLS.map((wall, index) => ({ ...wall, profile: `wall-${index}` })))('$shape parks the run, with its reasons on the wait', async (wall) => {
-    const run = await owner.createRun({ profile_id: wall.profile, intent: 'Read my reports', origins: [site.origin], deadline_ms: 600_000 });
-    const answer = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}${wall.path}` })).body;
-    expect(answer).toMatchObject({ state: 'failed', error: { code: 'authentication_required' }, retryable: true });
-    const parked = await agent.run(run.id);
-    expect(parked.state).toBe('waiting_for_authentication');
-    expect(parked.authentication?.reasons.map((reason) => reason.code).sort()).toEqual([...wall.reasons].sort());
-    const [episodes] = await stack.queryD1(`SELECT protected_url FROM sign_in_episodes WHERE profile_id = '${wall.profile}' AND state = 'open'`);
-    expect(episodes?.[0]?.protected_url).toBe(`${site.origin}${wall.path}`);
-  });
+  it.for(WALLS.map((wall, index) => ({ ...wall, profile: `wall-${index}` })))(
+    '$shape parks the run, with its reasons on the wait',
+    async (wall, { stack, site, agent, owner }) => {
+      const run = await owner.createRun({ profile_id: wall.profile, intent: 'Read my reports', origins: [site.origin], deadline_ms: 600_000 });
+      const answer = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}${wall.path}` })).body;
+      expect(answer).toMatchObject({ state: 'failed', error: { code: 'authentication_required' }, retryable: true });
+      const parked = await agent.run(run.id);
+      expect(parked.state).toBe('waiting_for_authentication');
+      expect(parked.authentication?.reasons.map((reason) => reason.code).sort()).toEqual([...wall.reasons].sort());
+      const [episodes] = await stack.queryD1(`SELECT protected_url FROM sign_in_episodes WHERE profile_id = '${wall.profile}' AND state = 'open'`);
+      expect(episodes?.[0]?.protected_url).toBe(`${site.origin}${wall.path}`);
+    },
+  );
 
-  it('ordinary pages that merely hold an email field, a search or a "Sign in" link never park the run', async () => {
+  it('ordinary pages that merely hold an email field, a search or a "Sign in" link never park the run', async ({ site, agent, owner }) => {
     const run = await owner.createRun({ profile_id: 'ordinary', intent: 'Read the news, search and get help', origins: [site.origin], deadline_ms: 600_000 });
     for (const path of ['/newsletter', '/search', '/home', '/help/recover-account']) {
       const page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}${path}` })).body);

@@ -1,87 +1,45 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { decodeJwt } from 'jose';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, vi } from 'vitest';
 import { DELIVERY_BACKOFF_MS } from '../../browser-host/ceremony/delivery.ts';
-import { hostProfileId } from '../../edge/profiles/bindings.ts';
 import { type AccountSite, accountSiteDefinition, startAccountSite } from '../../scripts/account-site.ts';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import { plantCookie, signInAsPerson } from '../../scripts/person-at-browser.ts';
-import { GrantView, type RunView, SignInList } from '../../shared/api.ts';
+import type { LocalStack } from '../../scripts/local-stack.ts';
+import { plantCookie } from '../../scripts/person-at-browser.ts';
+import { GrantView, SignInList } from '../../shared/api.ts';
 import { connectHost } from '../support/host-client.ts';
+import { hostProfileDir, personSignsIn, runReaches, type Stacked, stackTest } from '../support/stack-fixture.ts';
 
 // ADR-0164 parts 2-4 in real processes and real Chromium: the edge under `wrangler dev` with a
 // local D1, the browser host headed under Xvfb with the reviewed fixture definition enabled, and
 // the controlled report/account site. The "person" signs in through the host's own headed
 // window (scripts/person-at-browser.ts); nothing else touches the browser.
 
-let stack: LocalStack;
-let site: AccountSite;
-let agent: ApiClient;
-let owner: ApiClient;
-let catalogDir: string;
-let ownerId: string;
-
-beforeAll(async () => {
-  site = await startAccountSite();
-  catalogDir = mkdtempSync(join(tmpdir(), 'site-catalog-'));
-  const catalog = join(catalogDir, 'catalog.json');
-  writeFileSync(catalog, JSON.stringify({ definitions: [accountSiteDefinition(site.origin)] }));
-  stack = await startLocalStack({
-    database: 'fresh',
-    echo: process.env.E2E_ECHO === '1',
-    hostVars: { HOST_SITE_DEFINITIONS: catalog, HOST_PERSON_DEBUGGING: '1', HOST_CEREMONY_POLL_MS: '500' },
-  });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-  const principal = await firstRow("SELECT owner_id FROM principals WHERE kind = 'owner' LIMIT 1");
-  ownerId = String(principal!.owner_id);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await site?.close();
-  if (catalogDir) rmSync(catalogDir, { recursive: true, force: true });
+const it = stackTest({
+  site: startAccountSite,
+  siteDefinitions: (site) => [accountSiteDefinition(site.origin)],
+  hostVars: { HOST_PERSON_DEBUGGING: '1', HOST_CEREMONY_POLL_MS: '500' },
 });
 
 /** The first row of one read-only statement against the edge's database. */
-async function firstRow(statement: string): Promise<Record<string, unknown> | undefined> {
+async function firstRow(stack: LocalStack, statement: string): Promise<Record<string, unknown> | undefined> {
   const [rows] = await stack.queryD1(statement);
   return rows?.[0];
 }
 
-async function profileDir(profile: string): Promise<string> {
-  return join(stack.profilesDir, await hostProfileId(ownerId, profile));
-}
-
 /** An owner's run on `profile` over the account site; the agent claims it with its first call. */
-function newRun(profile: string, intent = 'File the weekly report titled "Week 48"') {
+function newRun({ owner, site }: Pick<Stacked<AccountSite>, 'owner' | 'site'>, profile: string, intent = 'File the weekly report titled "Week 48"') {
   return owner.createRun({ profile_id: profile, intent, origins: [site.origin], deadline_ms: 600_000 });
 }
 
-async function waitForState(runId: string, state: RunView['state'], timeout = 60_000): Promise<RunView> {
-  let run: RunView | undefined;
-  await vi.waitFor(
-    async () => {
-      run = await agent.run(runId);
-      expect(run.state).toBe(state);
-    },
-    { timeout, interval: 500 },
-  );
-  return run!;
-}
-
-async function ceremonyOf(profile: string) {
+async function ceremonyOf(stack: LocalStack, profile: string) {
   const [rows] = await stack.queryD1(
     `SELECT id, ceremony_id, generation FROM sign_in_episodes WHERE profile_id = '${profile}' ORDER BY opened_at DESC LIMIT 1`,
   );
   return rows![0] as { id: string; ceremony_id: string; generation: number };
 }
 
-async function hostCeremonyState(ceremonyId: string) {
+async function hostCeremonyState(stack: LocalStack, ceremonyId: string) {
   const host = await connectHost(stack.hostUrl, stack.hostSecret);
   try {
     return await host.call('ceremony.status', { ceremony_id: ceremonyId });
@@ -91,8 +49,14 @@ async function hostCeremonyState(ceremonyId: string) {
 }
 
 describe('a run that meets a sign-in wall', () => {
-  it('parks, the owner signs in once in the headed browser, and it resumes by itself without a second prompt', async () => {
-    const run = await newRun('reporter');
+  it('parks, the owner signs in once in the headed browser, and it resumes by itself without a second prompt', async ({
+    stack,
+    site,
+    agent,
+    owner,
+    ownerId,
+  }) => {
+    const run = await newRun({ owner, site }, 'reporter');
     // The owner's grant covers the routine writes (typing the title, filing): no approvals.
     await owner.request('POST', '/v1/grants', GrantView, {
       tool: 'browser.act',
@@ -111,8 +75,8 @@ describe('a run that meets a sign-in wall', () => {
     expect(await owner.waitForNotices(run.id)).toHaveLength(1);
 
     const signInsBefore = site.counters().sign_ins;
-    await signInAsPerson({ profileDir: await profileDir('reporter'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
-    await waitForState(run.id, 'queued');
+    await personSignsIn({ stack, site, ownerId }, 'reporter', 'alice');
+    await runReaches(agent, run.id, ['queued']);
     expect(site.counters().sign_ins).toBe(signInsBefore + 1);
 
     // Fresh lease and fresh read, then the report is filed exactly once.
@@ -147,8 +111,8 @@ describe('a run that meets a sign-in wall', () => {
     expect(messages).toEqual([{ n: 1 }]); // the intent only: nothing was said on anyone's behalf
 
     // The host's event delivered again (as its status answers it) changes nothing.
-    const episode = await ceremonyOf('reporter');
-    const status = await hostCeremonyState(episode.ceremony_id);
+    const episode = await ceremonyOf(stack, 'reporter');
+    const status = await hostCeremonyState(stack, episode.ceremony_id);
     expect(status.state).toBe('verified');
     const replay = await agent.raw('POST', '/v1/host/ceremony-events', { event: status.event });
     expect(replay).toMatchObject({ status: 200, body: { applied: false, resumed_runs: [] } });
@@ -161,8 +125,8 @@ describe('a run that meets a sign-in wall', () => {
     const again = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports?week=48` })).body;
     expect(again.error?.code).toBe('authentication_required');
     await owner.waitForNotices(run.id, 2);
-    await signInAsPerson({ profileDir: await profileDir('reporter'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
-    await waitForState(run.id, 'queued');
+    await personSignsIn({ stack, site, ownerId }, 'reporter', 'alice');
+    await runReaches(agent, run.id, ['queued']);
     const after = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports?week=48` })).body);
     expect(after.snapshot).toContain('Week 48');
     expect(site.counters().reports_filed).toBe(1);
@@ -170,7 +134,7 @@ describe('a run that meets a sign-in wall', () => {
     expect((await agent.report(run.id, 'completed', 'Filed "Week 48" once.')).state).toBe('completed');
 
     // A later run on the same profile reuses the valid session: no wall, no notice.
-    const later = await newRun('reporter', 'Read my reports');
+    const later = await newRun({ owner, site }, 'reporter', 'Read my reports');
     const read = (await agent.propose(later.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
     expect(read.state).toBe('succeeded');
     expect(observationOf(read).snapshot).toContain('Week 48');
@@ -178,20 +142,20 @@ describe('a run that meets a sign-in wall', () => {
     await agent.report(later.id, 'completed', 'One report: Week 48.');
   });
 
-  it('a lost callback is recovered by the cron pass after the edge process restarted', async () => {
-    const run = await newRun('recovery');
+  it('a lost callback is recovered by the cron pass after the edge process restarted', async ({ stack, site, agent, owner, ownerId }) => {
+    const run = await newRun({ owner, site }, 'recovery');
     const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
     expect(blocked.error?.code).toBe('authentication_required');
-    const episode = await ceremonyOf('recovery');
+    const episode = await ceremonyOf(stack, 'recovery');
     // The host has begun the ceremony (the notice follows its begin) before the edge goes away.
     await owner.waitForNotices(run.id);
 
     await stack.stopEdge();
-    await signInAsPerson({ profileDir: await profileDir('recovery'), origin: site.origin, username: 'bob', password: 'bob-pass', timeoutMs: 60_000 });
+    await personSignsIn({ stack, site, ownerId }, 'recovery', 'bob');
     // The host verified and tried to call back while nobody listened; the edge comes back only
     // after the host's last delivery attempt (a quick restart would still catch that one).
-    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('verified'), { timeout: 60_000, interval: 500 });
-    const verified = await hostCeremonyState(episode.ceremony_id);
+    await vi.waitFor(async () => expect((await hostCeremonyState(stack, episode.ceremony_id)).state).toBe('verified'), { timeout: 60_000, interval: 500 });
+    const verified = await hostCeremonyState(stack, episode.ceremony_id);
     const decidedAt = decodeJwt(verified.event!).decided_at_ms as number;
     const lastAttemptAt = decidedAt + DELIVERY_BACKOFF_MS.reduce((total, delay) => total + delay, 0) + 1_000;
     await vi.waitFor(() => expect(Date.now()).toBeGreaterThan(lastAttemptAt), { timeout: 10_000, interval: 250 });
@@ -199,23 +163,23 @@ describe('a run that meets a sign-in wall', () => {
     expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
 
     await stack.triggerCron();
-    await waitForState(run.id, 'queued', 30_000);
+    await runReaches(agent, run.id, ['queued'], 30_000);
     const page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body);
     expect(page.snapshot).toContain('Signed in as bob@example.test');
-    const event = await firstRow(`SELECT via, applied FROM ceremony_events WHERE ceremony_id = '${episode.ceremony_id}' AND outcome = 'verified'`);
+    const event = await firstRow(stack, `SELECT via, applied FROM ceremony_events WHERE ceremony_id = '${episode.ceremony_id}' AND outcome = 'verified'`);
     expect(event).toEqual({ via: 'reconciliation', applied: 1 });
     expect(await owner.noticesFor(run.id)).toHaveLength(1);
     // Ending the run gives its browser back: the next tests' verifications need the room.
     await agent.report(run.id, 'completed', 'Signed in as bob; no reports.');
   });
 
-  it('a challenge page never counts as signed in', async () => {
-    const run = await newRun('challenged');
+  it('a challenge page never counts as signed in', async ({ stack, site, agent, owner, ownerId }) => {
+    const run = await newRun({ owner, site }, 'challenged');
     expect((await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body.error?.code).toBe('authentication_required');
-    const episode = await ceremonyOf('challenged');
+    const episode = await ceremonyOf(stack, 'challenged');
     await owner.waitForNotices(run.id);
-    await signInAsPerson({ profileDir: await profileDir('challenged'), origin: site.origin, username: 'carol', password: 'carol-pass', timeoutMs: 60_000 });
-    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('challenge'), { timeout: 60_000, interval: 500 });
+    await personSignsIn({ stack, site, ownerId }, 'challenged', 'carol');
+    await vi.waitFor(async () => expect((await hostCeremonyState(stack, episode.ceremony_id)).state).toBe('challenge'), { timeout: 60_000, interval: 500 });
     await stack.triggerCron();
     // On Workers the trigger answers before the pass (ctx.waitUntil) has asked the host: wait for its record.
     await vi.waitFor(
@@ -231,29 +195,32 @@ describe('a run that meets a sign-in wall', () => {
     // ceremony, which gives the profile's browser back to admission.
     await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
     await stack.triggerCron();
-    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('ended'), { timeout: 30_000, interval: 500 });
-    const abandoned = await firstRow(`SELECT state FROM sign_in_episodes WHERE id = '${episode.id}'`);
+    await vi.waitFor(async () => expect((await hostCeremonyState(stack, episode.ceremony_id)).state).toBe('ended'), { timeout: 30_000, interval: 500 });
+    const abandoned = await firstRow(stack, `SELECT state FROM sign_in_episodes WHERE id = '${episode.id}'`);
     expect(abandoned).toEqual({ state: 'abandoned' });
   });
 
-  it('a cookie planted without a session does not count as signed in', async () => {
+  it('a cookie planted without a session does not count as signed in', async ({ stack, site, agent, owner, ownerId }) => {
     // The profile's browser exists once a run has used it; plant the cookie there first.
-    const run = await newRun('planted');
+    const run = await newRun({ owner, site }, 'planted');
     const first = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/public` })).body;
     expect(first.state).toBe('succeeded');
-    await plantCookie({ profileDir: await profileDir('planted'), origin: site.origin, name: 'sid', value: 'forged-session-id' });
+    await plantCookie({ profileDir: await hostProfileDir({ stack, ownerId }, 'planted'), origin: site.origin, name: 'sid', value: 'forged-session-id' });
     // The public page links to the reports: the owner names them, so the navigation is the owner's, not the page's.
     await owner.raw('POST', `/v1/runs/${run.id}/messages`, { text: 'now open the reports' });
     const blocked = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}/reports` })).body;
     expect(blocked.error?.code).toBe('authentication_required');
-    const episode = await ceremonyOf('planted');
-    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('awaiting_person'), { timeout: 30_000, interval: 500 });
+    const episode = await ceremonyOf(stack, 'planted');
+    await vi.waitFor(async () => expect((await hostCeremonyState(stack, episode.ceremony_id)).state).toBe('awaiting_person'), {
+      timeout: 30_000,
+      interval: 500,
+    });
     expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
     expect(await owner.waitForNotices(run.id)).toHaveLength(1);
     // Cancelling fences the wait: a later sign-in does not bring the run back.
     await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
-    await signInAsPerson({ profileDir: await profileDir('planted'), origin: site.origin, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
-    await vi.waitFor(async () => expect((await hostCeremonyState(episode.ceremony_id)).state).toBe('verified'), { timeout: 60_000, interval: 500 });
+    await personSignsIn({ stack, site, ownerId }, 'planted', 'alice');
+    await vi.waitFor(async () => expect((await hostCeremonyState(stack, episode.ceremony_id)).state).toBe('verified'), { timeout: 60_000, interval: 500 });
     expect((await agent.run(run.id)).state).toBe('cancelled');
   });
 });

@@ -1,30 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { describe, expect } from 'vitest';
+import { observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { EDGE_RUNTIMES, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
+import { EDGE_RUNTIMES } from '../../scripts/local-stack.ts';
 import { type JourneyRecord, runTodoJourney } from '../../scripts/todo-journey.ts';
+import { stackTestPerRuntime } from '../support/stack-fixture.ts';
 
 // Real processes: the browser host (headed Chromium under Xvfb) and the edge with a fresh
 // database, driven over HTTP exactly as the demo agent drives them. The same body runs against
 // each runtime of the edge: `wrangler dev` with a local D1, Node and Deno over a SQLite file.
 
+const journeyTest = stackTestPerRuntime(EDGE_RUNTIMES);
+
 describe.each(EDGE_RUNTIMES)('the demo journey end to end, edge on %s', (runtime) => {
-  let stack: LocalStack;
+  const it = journeyTest(runtime);
   let journey: JourneyRecord;
 
   /** The revision of the journey's last observation. */
   const lastRevision = () => observationOf(journey.steps[journey.steps.length - 1]!.finished).revision;
 
-  beforeAll(async () => {
-    stack = await startLocalStack({ runtime, database: 'fresh', echo: process.env.E2E_ECHO === '1' });
+  it.beforeAll(async ({ stack }) => {
     journey = await runTodoJourney(stack);
   });
 
-  afterAll(async () => {
-    await stack?.stop();
-  });
-
-  it('navigates and observes without asking anyone, and settles the navigation', () => {
+  it('navigates and observes without asking anyone, and settles the navigation', ({ stack }) => {
     const [open, observe] = journey.steps;
     expect(open).toMatchObject({
       proposalStatus: 200,
@@ -74,7 +72,7 @@ describe.each(EDGE_RUNTIMES)('the demo journey end to end, edge on %s', (runtime
     expect(journey.finalRun.summary).toContain(journey.todo);
   });
 
-  it('the database holds exactly the rows the journey implies', async () => {
+  it('the database holds exactly the rows the journey implies', async ({ stack }) => {
     const id = journey.run.id;
     const [runRows, callRows, approvalRows, effectRows] = await stack.queryD1(
       `SELECT state, latest_revision, lease_id FROM runs WHERE id = '${id}'`,
@@ -103,9 +101,8 @@ describe.each(EDGE_RUNTIMES)('the demo journey end to end, edge on %s', (runtime
     ]);
   });
 
-  it('an act on an old revision is refused before approval and nothing reaches the page', async () => {
-    const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-    const run = await new ApiClient(stack.edgeUrl, stack.tokens.owner).createRun({
+  it('an act on an old revision is refused before approval and nothing reaches the page', async ({ stack, agent, owner }) => {
+    const run = await owner.createRun({
       profile_id: 'e2e-stale',
       intent: 'stale check',
       origins: [stack.siteOrigin],

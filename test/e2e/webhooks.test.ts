@@ -1,15 +1,16 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
-import { type EdgeRuntime, LOCAL_OWNER_ID, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
+import { LOCAL_OWNER_ID } from '../../scripts/local-stack.ts';
+import { stackTestPerRuntime } from '../support/stack-fixture.ts';
+import { until } from '../support/until.ts';
 
-// Owner webhooks (issue 15) from the real edge (wrangler dev, and Node) to a loopback receiver:
-// "approval needed" and "run ended" arrive signed; a delivery that fails is retried by the cron
-// pass once it is due.
+// Owner webhooks from the real edge (wrangler dev, and Node) to a loopback receiver: "approval
+// needed" and "run ended" arrive signed; a delivery that fails is retried by the cron pass once it
+// is due.
 
 const SECRET = 'webhook-secret-of-the-test-owner-0123456789';
 
@@ -42,35 +43,27 @@ function verified(delivery: Received): Record<string, string> {
   return JSON.parse(delivery.body) as Record<string, string>;
 }
 
-async function until<T>(read: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = read();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+/** How long a delivery may take to arrive, and how often the receiver is looked at. */
+const DELIVERY_MS = 20_000;
+const LOOK_EVERY_MS = 200;
 
-describe.each(['workers', 'node'] as EdgeRuntime[])('owner webhooks on the %s edge', (runtime) => {
-  let stack: LocalStack;
-  let site: FixtureServer;
+const RUNTIMES = ['workers', 'node'] as const;
+const webhooksTest = stackTestPerRuntime(RUNTIMES, { headless: true });
+
+describe.each(RUNTIMES)('owner webhooks on the %s edge', (runtime) => {
+  const it = webhooksTest(runtime);
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let answer = 200;
 
   beforeAll(async () => {
-    site = await startFixtureServer();
     receiver = await startReceiver(() => answer);
-    stack = await startLocalStack({ runtime, database: 'fresh', headless: true });
   });
 
-  afterAll(async () => {
-    await stack?.stop();
-    await site?.close();
+  afterAll(() => {
     receiver?.server.close();
   });
 
-  it('posts a signed "approval needed" and, after one failure and a retry, "run ended"', async () => {
+  it('posts a signed "approval needed" and, after one failure and a retry, "run ended"', async ({ stack, site, agent, owner }) => {
     const ownerId = LOCAL_OWNER_ID;
     const set = await fetch(`${stack.edgeUrl}/v1/owners/${ownerId}/webhook`, {
       method: 'PUT',
@@ -79,8 +72,6 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('owner webhooks on the %s ed
     });
     expect(set.status).toBe(200);
     expect(await set.json()).not.toHaveProperty('secret');
-    const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-    const agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
     const run = await owner.createRun({ profile_id: `webhooks-${runtime}`, intent: 'Save the draft', origins: [site.origin] });
     const opened = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('postconditions/toast.html') }, '1.4.0')).body);
     const parked = await agent.propose(
@@ -90,7 +81,12 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('owner webhooks on the %s ed
       '1.4.0',
     );
     const asked = verified(
-      await until(() => receiver.received.find((delivery) => delivery.headers['x-webhook-event'] === 'approval_needed'), 'approval_needed'),
+      await until(
+        () => receiver.received.find((delivery) => delivery.headers['x-webhook-event'] === 'approval_needed'),
+        'approval_needed',
+        DELIVERY_MS,
+        LOOK_EVERY_MS,
+      ),
     );
     expect(asked).toMatchObject({
       event: 'approval_needed',
@@ -105,7 +101,12 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('owner webhooks on the %s ed
     await owner.decide(parked.body.approval_id!, 'approve');
     answer = 500;
     await agent.report(run.id, 'completed', 'saved');
-    await until(() => receiver.received.find((delivery) => delivery.headers['x-webhook-event'] === 'run_ended'), 'the first run_ended attempt');
+    await until(
+      () => receiver.received.find((delivery) => delivery.headers['x-webhook-event'] === 'run_ended'),
+      'the first run_ended attempt',
+      DELIVERY_MS,
+      LOOK_EVERY_MS,
+    );
     const [[outbox]] = (await stack.queryD1("SELECT attempts, last_error, next_attempt_at FROM webhook_deliveries WHERE event = 'run_ended'")) as [
       [Record<string, unknown>],
     ];
@@ -116,10 +117,15 @@ describe.each(['workers', 'node'] as EdgeRuntime[])('owner webhooks on the %s ed
     answer = 200;
     await stack.queryD1("UPDATE webhook_deliveries SET next_attempt_at = 1 WHERE event = 'run_ended'");
     await stack.triggerCron();
-    const ended = await until(() => {
-      const attempts = receiver.received.filter((delivery) => delivery.headers['x-webhook-event'] === 'run_ended');
-      return attempts.length >= 2 ? attempts[1] : undefined;
-    }, 'the retried run_ended');
+    const ended = await until(
+      () => {
+        const attempts = receiver.received.filter((delivery) => delivery.headers['x-webhook-event'] === 'run_ended');
+        return attempts.length >= 2 ? attempts[1] : undefined;
+      },
+      'the retried run_ended',
+      DELIVERY_MS,
+      LOOK_EVERY_MS,
+    );
     expect(verified(ended)).toMatchObject({ event: 'run_ended', run_id: run.id, state: 'completed' });
     const [[delivered]] = (await stack.queryD1("SELECT attempts, delivered_at FROM webhook_deliveries WHERE event = 'run_ended'")) as [
       [Record<string, unknown>],

@@ -1,10 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunView, ToolCallView } from '../../shared/api.ts';
-import { call, callError, counts, type Parties, seedParties, setLatestRevision } from './support/edge-client.ts';
+import { call, callError, counts, errorBody, type Parties, seedParties, setLatestRevision } from './support/edge-client.ts';
 
 // Every endpoint answers malformed input, missing or wrong tokens, unknown fields, wrong types,
-// unknown ids and wrong principals with a 4xx and a stable code, and changes nothing (rejected
-// tool-call proposals are stored as rejections and nothing else). One assertion per case.
+// unknown ids and wrong principals with a 4xx, a stable code and a message that says what was
+// wrong (the whole error body is asserted), and changes nothing (rejected tool-call proposals are
+// stored as rejections and nothing else). One case per test.
 
 let parties: Parties;
 let runId: string;
@@ -424,11 +425,91 @@ const cases: Case[] = [
   ['operator cancelling', 'POST', () => `/v1/runs/${runId}/cancel`, () => ({ token: parties.operator.token }), 403, 'forbidden'],
 ];
 
+/** Each case's whole error message, by the case's name (a function where it names an id made in beforeAll). */
+const MESSAGES: Record<string, string | (() => string)> = {
+  'no token': 'send Authorization: Bearer <token>',
+  'unknown token': 'the bearer token is not known',
+  'malformed Authorization header': 'send Authorization: Bearer <token>',
+  'malformed JSON': 'Malformed JSON in request body',
+  'JSON that is not an object': '✖ Invalid input: expected object, received array',
+  'body without JSON content type': 'Unsupported Media Type',
+  'unknown field on a run': '✖ Unrecognized key: "admin"',
+  'deadline as a string': '✖ Invalid input: expected number, received string\n  → at deadline_ms',
+  'origin with a path':
+    '✖ an http(s) origin such as https://example.com or http://127.0.0.1:8080\n  → at origins[0]\n✖ an origin the URL parser accepts as it is (a valid host and a port up to 65535)\n  → at origins[0]',
+  'origin with an impossible port': '✖ an origin the URL parser accepts as it is (a valid host and a port up to 65535)\n  → at origins[0]',
+  'origin with an impossible address': '✖ an origin the URL parser accepts as it is (a valid host and a port up to 65535)\n  → at origins[0]',
+  'arguments nested 5000 deep': '✖ nested at most 16 levels deep\n  → at arguments',
+  'non-http origin':
+    '✖ an http(s) origin such as https://example.com or http://127.0.0.1:8080\n  → at origins[0]\n✖ an origin the URL parser accepts as it is (a valid host and a port up to 65535)\n  → at origins[0]',
+  'profile id with a slash': '✖ letters, digits, _ and -, at most 48\n  → at profile_id',
+  'empty intent': '✖ Too small: expected string to have >=1 characters\n  → at intent',
+  'operator creating a run': 'this endpoint is for owner or agent principals, not operator',
+  'oversized body': 'request bodies are limited to 262144 bytes',
+  'unknown run': 'no run run_doesnotexist',
+  'unknown route': 'no route GET /v1/nothing-here',
+  'empty message': '✖ Too small: expected string to have >=1 characters\n  → at text',
+  'message with an unknown field': '✖ Unrecognized key: "trust"',
+  'message to an unknown run': 'no run run_nope',
+  'owner proposing a tool call': 'this endpoint is for agent principals, not owner',
+  'unknown tool': '✖ Invalid option: expected one of "browser.navigate"|"browser.observe"|"browser.act"\n  → at tool',
+  'unknown version': '✖ Invalid option: expected one of "1.4.0"|"1.3.0"|"1.2.0"|"1.1.0"\n  → at version',
+  'unknown envelope field': '✖ Unrecognized key: "approved"',
+  'arguments not an object': '✖ Invalid input: expected record, received string\n  → at arguments',
+  'unknown argument field': 'browser.observe 1.2.0: ✖ Unrecognized key: "selector"',
+  'navigate without url': 'browser.navigate 1.2.0: ✖ Invalid input: expected string, received undefined\n  → at url',
+  'revision as a string': 'browser.act 1.2.0: ✖ Invalid input: expected number, received string\n  → at revision',
+  'scroll delta as a string': 'browser.act 1.2.0: ✖ Invalid input: expected number, received string\n  → at delta',
+  'scroll delta not an integer': 'browser.act 1.2.0: ✖ Invalid input: expected int, received number\n  → at delta',
+  'scroll delta a boolean': 'browser.act 1.2.0: ✖ Invalid input: expected number, received boolean\n  → at delta',
+  'unknown action':
+    "browser.act 1.2.0: ✖ Invalid discriminator value. Expected 'click' | 'type' | 'press' | 'select' | 'check' | 'uncheck' | 'scroll'\n  → at action",
+  'click with extra field': 'browser.act 1.2.0: ✖ Unrecognized key: "force"',
+  'reference that is a selector': 'browser.act 1.2.0: ✖ an aria snapshot ref such as e12 or f1e3\n  → at reference',
+  'type without text': 'browser.act 1.2.0: ✖ Invalid input: expected string, received undefined\n  → at text',
+  'postcondition of an unknown kind':
+    "browser.act 1.2.0: ✖ Invalid discriminator value. Expected 'control' | 'text' | 'region' | 'location' | 'row'\n  → at postcondition.success.kind",
+  'postcondition with an empty name':
+    'browser.act 1.2.0: ✖ Too small: expected string to have >=1 characters\n  → at postcondition.success.name\n✖ must not be blank\n  → at postcondition.success.name',
+  'postcondition with a regex field': 'browser.act 1.2.0: ✖ Unrecognized key: "pattern"\n  → at postcondition.success',
+  'postcondition timeout 5001': 'browser.act 1.2.0: ✖ Too big: expected number to be <=5000\n  → at postcondition.timeout_ms',
+  'postcondition timeout -1': 'browser.act 1.2.0: ✖ Too small: expected number to be >=0\n  → at postcondition.timeout_ms',
+  'postcondition timeout as a string': 'browser.act 1.2.0: ✖ Invalid input: expected number, received string\n  → at postcondition.timeout_ms',
+  'postcondition on a call pinned to 1.1.0': 'browser.act 1.1.0: ✖ Unrecognized key: "postcondition"',
+  'observe with both continuation and wait_for': 'browser.observe 1.2.0: ✖ continuation and wait_for are mutually exclusive',
+  'wait_for on observe pinned to 1.1.0': 'browser.observe 1.1.0: ✖ Unrecognized key: "wait_for"',
+  'proposal on an unknown run': 'no run run_nope',
+  "proposal on a stranger's run": () => `no run ${runId}`,
+  'unknown tool call': 'no tool call call_nope',
+  'a stranger reading a call': () => `no tool call ${callId}`,
+  'wait_ms not a number': '✖ an integer number of ms, 0-30000\n  → at wait_ms',
+  'wait_ms too long': '✖ Too big: expected number to be <=30000\n  → at wait_ms',
+  'wait_ms negative': '✖ an integer number of ms, 0-30000\n  → at wait_ms',
+  'unknown query parameter': '✖ Unrecognized key: "verbose"',
+  'agent listing approvals': 'this endpoint is for owner principals, not agent',
+  'unknown approval state': '✖ Invalid option: expected one of "pending"|"approved"|"denied"|"cancelled"\n  → at state',
+  'decision not approve or deny': '✖ Invalid option: expected one of "approve"|"deny"\n  → at decision',
+  'decision with an extra field': '✖ Unrecognized key: "arguments"',
+  'decision on an unknown approval': 'no approval apr_nope',
+  'agent deciding': 'this endpoint is for owner principals, not agent',
+  'report with an unknown status': '✖ Invalid option: expected one of "completed"|"partial"|"uncertain"|"failed"\n  → at status',
+  'report without summary': '✖ Invalid input: expected string, received undefined\n  → at summary',
+  'owner reporting': 'this endpoint is for agent principals, not owner',
+  'report while a call waits for approval': 'the run is waiting_for_approval, not running',
+  'cancel of an unknown run': 'no run run_nope',
+  'operator cancelling': 'this endpoint is for owner or agent principals, not operator',
+};
+
 describe('bad input answers a typed 4xx and changes nothing', () => {
-  it.each(cases)('%s: %s %s', async (_name, method, path, options, status, code) => {
+  it.each(cases)('%s: %s %s', async (name, method, path, options, status, code) => {
     const before = await counts();
     const answer = await callError(method, path(), options());
-    expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status, code });
+    const message = MESSAGES[name];
+    if (message === undefined) throw new Error(`the case "${name}" has no message in MESSAGES`);
+    expect({ status: answer.status, body: answer.body }).toEqual({
+      status,
+      body: errorBody(code, typeof message === 'function' ? message() : message),
+    });
     const after = await counts();
     // A rejected proposal is recorded as a rejection and nothing else.
     const rejectionStored = code === 'invalid_arguments' && after.tool_calls === (before.tool_calls ?? 0) + 1;

@@ -4,11 +4,11 @@ import { createApp } from '../../edge/app.ts';
 import { HostCallError } from '../../edge/host/host-session.ts';
 import type { Ports } from '../../edge/ports.ts';
 import type { RunView } from '../../shared/api.ts';
-import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
+import { errorBody, partiesForEachTest, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
-// The owner's console (issue 15), its sessions and its inbox, on the Workers app over the real
-// D1; the host is a stand-in. The browser-driven journey is in test/e2e.
+// The owner's console, its sessions and its inbox, on the Workers app over the real D1; the host
+// is a stand-in. The browser-driven journey is in test/e2e.
 
 const parties = partiesForEachTest();
 const ORIGIN = 'http://127.0.0.1:8125';
@@ -144,9 +144,19 @@ describe('console sign-in', () => {
     expect(second.status).toBe(410);
     expect(second.headers.get('Set-Cookie')).toBeNull();
     // Only for an owner that exists.
-    expect((await request('POST', '/console/links', { token: parties.operator.token, json: { owner_id: parties.agent.id } })).status).toBe(404);
-    expect((await request('POST', '/console/links', { token: parties.operator.token, json: { owner_id: 'no such owner!' } })).status).toBe(400);
-    expect((await request('POST', '/console/links', { token: parties.owner.token, json: { owner_id: parties.owner.id } })).status).toBe(403);
+    const refused = async (token: string, ownerId: string) => {
+      const answer = await request('POST', '/console/links', { token, json: { owner_id: ownerId } });
+      return { status: answer.status, body: await answer.json() };
+    };
+    expect(await refused(parties.operator.token, parties.agent.id)).toEqual({ status: 404, body: errorBody('not_found', `no owner ${parties.agent.id}`) });
+    expect(await refused(parties.operator.token, 'no such owner!')).toEqual({
+      status: 400,
+      body: errorBody('invalid_request', 'owner_id: the owner to sign in'),
+    });
+    expect(await refused(parties.owner.token, parties.owner.id)).toEqual({
+      status: 403,
+      body: errorBody('forbidden', 'this endpoint is for operator principals, not owner'),
+    });
   });
 });
 

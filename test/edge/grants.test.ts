@@ -4,7 +4,7 @@ import { HostNoAnswer } from '../../edge/host/host-session.ts';
 import { proposeToolCall } from '../../edge/pipeline/propose.ts';
 import { loadRun } from '../../edge/runs/lifecycle.ts';
 import type { GrantView } from '../../shared/api.ts';
-import { call, type GrantList, partiesForEachTest, setLatestPage, workerdPorts } from './support/edge-client.ts';
+import { call, errorBody, type GrantList, partiesForEachTest, setLatestPage, workerdPorts } from './support/edge-client.ts';
 import { scriptedHost } from './support/fake-host.ts';
 import { ORIGIN, PAGE, runFixture } from './support/run-fixture.ts';
 
@@ -156,13 +156,19 @@ describe('grants and the policy they were made under', () => {
     const first = await grantUnder('grants-voided');
     const second = await grantUnder('grants-voided');
     const path = `/v1/policy-profiles/grants-voided/versions/${published.version}/revoke-grants`;
-    expect((await call('POST', path, { token: parties.owner.token })).status).toBe(403);
+    expect(await call('POST', path, { token: parties.owner.token })).toEqual({
+      status: 403,
+      body: errorBody('forbidden', 'this endpoint is for operator principals, not owner'),
+    });
     const voided = await call<{ revoked: number; policy_hash: string }>('POST', path, { token: parties.operator.token });
     expect(voided.status).toBe(200);
     expect(voided.body).toMatchObject({ revoked: 2, policy_hash: first.policy_hash });
     expect((await act(await runUnder('grants-voided'), { action: 'click' })).status).toBe(202);
     const views = (await call<GrantList>('GET', '/v1/grants', { token: parties.owner.token })).body.grants;
     for (const id of [first.id, second.id]) expect(views.find((grant) => grant.id === id)?.revoked_at).not.toBeNull();
-    expect((await call('POST', '/v1/policy-profiles/grants-voided/versions/99/revoke-grants', { token: parties.operator.token })).status).toBe(404);
+    expect(await call('POST', '/v1/policy-profiles/grants-voided/versions/99/revoke-grants', { token: parties.operator.token })).toEqual({
+      status: 404,
+      body: errorBody('not_found', 'policy profile grants-voided has no version 99'),
+    });
   });
 });

@@ -7,9 +7,8 @@ import { LIVE_VIEW_LINK_MS, LIVE_VIEW_RECORD_MS, removeOldLiveViewLinks } from '
 import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
 import { signInFixture } from './support/sign-in-fixture.ts';
 
-// Live-view links (issue 16) on the Workers app over the real D1: single use, bound to one
-// console session and one ceremony generation, 5 minutes to connect, only from the console's own
-// origin. The host is the bindings' closed port, so a view that connects ends `unavailable`.
+// Live-view links on the Workers app over the real D1: single use, bound to one console session
+// and one ceremony generation, 5 minutes to connect, only from the console's own origin. The host is the bindings' closed port, so a view that connects ends `unavailable`.
 
 const parties = partiesForEachTest();
 const fixture = signInFixture(parties);

@@ -6,8 +6,8 @@ import type { LiveViewNotification } from '../../shared/live-view.ts';
 import { until } from '../support/until.ts';
 import { workerdPorts } from './support/edge-client.ts';
 
-// The live view's relay (issue 16), the same code on every runtime, between a stand-in owner's
-// page and a stand-in host session whose answers the test controls.
+// The live view's relay, the same code on every runtime, between a stand-in owner's page and a
+// stand-in host session whose answers the test controls.
 
 const GRANT: LiveViewGrant = {
   linkId: 'link-relay-test',

@@ -1,9 +1,9 @@
 import { SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { call, counts, partiesForEachTest, row } from './support/edge-client.ts';
+import { call, counts, errorBody, partiesForEachTest, row } from './support/edge-client.ts';
 import { runFixture } from './support/run-fixture.ts';
 
-// Issue 18, the MCP endpoint inside workerd against D1: whatever a client sends, the answer is a
+// The MCP endpoint inside workerd against D1: whatever a client sends, the answer is a
 // typed refusal (HTTP 4xx or a JSON-RPC / tool error), never a 5xx, and nothing changes.
 
 const parties = partiesForEachTest();
@@ -25,19 +25,27 @@ describe('the MCP endpoint refuses bad input with typed answers', () => {
   it('malformed JSON, a message that is no JSON-RPC, an oversized body and a foreign Host are 4xx, and change nothing', async () => {
     const before = await counts();
     const malformed = await post('{"jsonrpc": "2.0", "id": 1, "method": ');
-    expect(malformed.status).toBe(400);
-    expect(((await malformed.json()) as { error: { code: string } }).error.code).toBe('malformed_json');
+    expect({ status: malformed.status, body: await malformed.json() }).toEqual({
+      status: 400,
+      body: errorBody('malformed_json', 'the body is not JSON (a JSON-RPC message or batch)'),
+    });
     const notRpc = await post('{"hello": "world"}');
     expect(notRpc.status).toBeGreaterThanOrEqual(400);
     expect(notRpc.status).toBeLessThan(500);
     const huge = await post(rpc('tools/list', { padding: 'x'.repeat(300 * 1024) }));
-    expect(huge.status).toBe(413);
+    expect({ status: huge.status, body: await huge.json() }).toEqual({
+      status: 413,
+      body: errorBody('payload_too_large', 'request bodies are limited to 262144 bytes'),
+    });
     const foreign = await SELF.fetch('http://attacker.example/mcp', {
       method: 'POST',
       headers: { authorization: `Bearer ${parties.agent.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: rpc('tools/list', {}),
     });
-    expect(foreign.status).toBe(403);
+    expect({ status: foreign.status, body: await foreign.json() }).toEqual({
+      status: 403,
+      body: errorBody('forbidden', 'the MCP endpoint does not answer for host attacker.example'),
+    });
     expect(await counts()).toEqual(before);
   });
 
@@ -78,14 +86,14 @@ describe('the MCP endpoint refuses bad input with typed answers', () => {
     expect((await row('SELECT url_elicitation FROM mcp_clients WHERE principal_id = ?', parties.agent.id))?.url_elicitation).toBe(0);
   });
 
-  // Found by the breaking pass of issue 18.
+  // Arguments nested thousands deep, sent over MCP as over the HTTP API.
   it('deeply nested browser-tool arguments are refused invalid_arguments, as on the HTTP API, and nothing is stored', async () => {
     const run = await fixture.ownerRun();
     const http = await call('POST', `/v1/runs/${run}/tool-calls`, {
       token: parties.agent.token,
       raw: `{"tool":"browser.navigate","version":"1.2.0","arguments":{"url":${nested(5000)}}}`,
     });
-    expect(http.status).toBe(400);
+    expect(http).toEqual({ status: 400, body: errorBody('invalid_arguments', '✖ nested at most 16 levels deep\n  → at arguments') });
     const calls = await row('SELECT count(*) AS n FROM tool_calls WHERE run_id = ?', run);
     for (const depth of [5000, 1000]) {
       const answer = (await (

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { RunView } from '../../shared/api.ts';
-import { call, partiesForEachTest } from './support/edge-client.ts';
+import { call, errorBody, partiesForEachTest } from './support/edge-client.ts';
 import { ORIGIN } from './support/run-fixture.ts';
 
 // GET /metrics: the operator's counts in the Prometheus text format, read from the real D1 (and
@@ -24,9 +24,13 @@ async function scrape() {
 
 describe('GET /metrics', () => {
   it('is for the operator only', async () => {
-    expect((await call('GET', '/metrics')).status).toBe(401);
-    expect((await call('GET', '/metrics', { token: parties.owner.token })).status).toBe(403);
-    expect((await call('GET', '/metrics', { token: parties.agent.token })).status).toBe(403);
+    expect(await call('GET', '/metrics')).toEqual({ status: 401, body: errorBody('unauthenticated', 'send Authorization: Bearer <token>') });
+    for (const kind of ['owner', 'agent'] as const) {
+      expect(await call('GET', '/metrics', { token: parties[kind].token })).toEqual({
+        status: 403,
+        body: errorBody('forbidden', `this endpoint is for operator principals, not ${kind}`),
+      });
+    }
   });
 
   it('answers every family in the text format, with HELP and TYPE, and says the host is down when it is', async () => {

@@ -9,11 +9,12 @@ import { driveDueRecipeRuns } from '../../edge/recipes/scheduling.ts';
 import { createRun, loadRun } from '../../edge/runs/lifecycle.ts';
 import type { RunView } from '../../shared/api.ts';
 import { MAX_RECIPE_CALLS, MAX_RECIPE_DURATION_MS, normalizedIntent, type RecipeBody, type RecipeRunView, type RecipeView } from '../../shared/recipes.ts';
-import { call, callError, partiesForEachTest, row, workerdPorts } from './support/edge-client.ts';
+import { until } from '../support/until.ts';
+import { call, callError, errorBody, partiesForEachTest, row, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
-// The recipe catalog, selection and the recipe runner (issue 19, ADR-0164 part 5) over the real
-// D1 in workerd. The host is a stand-in that serves one page whose controls the test chooses;
+// The recipe catalog, selection and the recipe runner (ADR-0164 part 5) over the real D1 in
+// workerd. The host is a stand-in that serves one page whose controls the test chooses;
 // the report/account fixture in real Chromium is test/e2e/recipes.test.ts.
 
 const parties = partiesForEachTest();
@@ -143,12 +144,18 @@ describe('the recipe catalog', () => {
       version: 2,
       steps: recipeOf(2).steps,
     });
-    for (const token of [parties.owner.token, parties.agent.token]) {
-      const refused = await callError('POST', `/v1/recipes/${rid('press-go')}`, { token, body: recipeOf(1) });
-      expect([refused.status, refused.body.error.code]).toEqual([403, 'forbidden']);
+    for (const kind of ['owner', 'agent'] as const) {
+      const refused = await callError('POST', `/v1/recipes/${rid('press-go')}`, { token: parties[kind].token, body: recipeOf(1) });
+      expect(refused).toEqual({ status: 403, body: errorBody('forbidden', `this endpoint is for operator principals, not ${kind}`) });
     }
-    expect((await callError('GET', '/v1/recipes', { token: parties.agent.token })).status).toBe(403);
-    expect((await callError('GET', '/v1/recipes/nothing-here', { token: parties.operator.token })).body.error.code).toBe('not_found');
+    expect(await callError('GET', '/v1/recipes', { token: parties.agent.token })).toEqual({
+      status: 403,
+      body: errorBody('forbidden', 'this endpoint is for operator or owner principals, not agent'),
+    });
+    expect(await callError('GET', '/v1/recipes/nothing-here', { token: parties.operator.token })).toEqual({
+      status: 404,
+      body: errorBody('not_found', 'no recipe nothing-here'),
+    });
     const unreviewed = await publish(rid('unreviewed'), recipeOf(1, { reviewed_fixture: '' }));
     expect(unreviewed.body.in_use).toBe(false);
   });
@@ -400,10 +407,16 @@ describe('the recipe runner', () => {
     const denied = await call('POST', `/v1/approvals/${approval?.id}/decision`, { token: parties.owner.token, body: { decision: 'deny' } });
     expect(denied.status).toBe(200);
     // The decision kicks the runner in the background; a drive here finds it done or does it.
-    for (let attempt = 0; attempt < 50 && (await loadRun(ports, owner(), run.id)).state !== 'partial'; attempt++) {
-      await driveRecipeRun(ports, run.id);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await until(
+      async () => {
+        if ((await loadRun(ports, owner(), run.id)).state === 'partial') return true;
+        await driveRecipeRun(ports, run.id);
+        return undefined;
+      },
+      'the denied run to end partial',
+      5_000,
+      100,
+    );
     const ended = await loadRun(ports, owner(), run.id);
     expect(ended.state).toBe('partial');
     expect(ended.reportSummary).toContain('the owner denied this call');

@@ -8,8 +8,8 @@ import type { RunView } from '../../shared/api.ts';
 import { backgroundSettled, partiesForEachTest, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
-// Screenshots for the owner's console (issue 15) on the Workers app over the real D1 and the real
-// (local) R2 binding; the host is a stand-in that answers `page.screenshot` with a JPEG's bytes.
+// Screenshots for the owner's console on the Workers app over the real D1 and the real (local) R2
+// binding; the host is a stand-in that answers `page.screenshot` with a JPEG's bytes.
 
 const parties = partiesForEachTest();
 const ORIGIN = 'http://127.0.0.1:8126';

@@ -8,9 +8,9 @@ import type { Ports } from '../../edge/ports.ts';
 import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
-// D1 statements per request (issue 14): a proposal reads everything it needs in one statement
-// and writes in one batch, so it sends at most 5 statements (X-D1-Statements counts each
-// statement of a batch). Counted on the real D1 through the Workers app; the host is a stand-in.
+// D1 statements per request: a proposal reads everything it needs in one statement and writes
+// in one batch, so it sends at most 5 statements (X-D1-Statements counts each statement of a
+// batch). Counted on the real D1 through the Workers app; the host is a stand-in.
 
 const parties = partiesForEachTest();
 const ORIGIN = 'http://127.0.0.1:8125';

@@ -1,9 +1,9 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { call, partiesForEachTest } from './support/edge-client.ts';
+import { call, errorBody, partiesForEachTest } from './support/edge-client.ts';
 
-// Setting an owner's webhook (issue 15) on the Workers edge over the real D1: only operators,
-// only for an owner that exists, and a refusal writes nothing. Deliveries are in test/e2e/webhooks.
+// Setting an owner's webhook on the Workers edge over the real D1: only operators, only for an
+// owner that exists, and a refusal writes nothing. Deliveries are in test/e2e/webhooks.
 
 const parties = partiesForEachTest();
 const SECRET = 'a-webhook-secret-of-at-least-32-characters';
@@ -24,14 +24,17 @@ describe('PUT /v1/owners/{owner_id}/webhook', () => {
 
   it('refuses an id that is no owner, an owner token and a bad URL, and writes nothing', async () => {
     const body = { url: 'https://hooks.example/a', secret: SECRET };
-    expect(await call('PUT', `/v1/owners/${parties.agent.id}/webhook`, { token: parties.operator.token, body })).toMatchObject({
+    expect(await call('PUT', `/v1/owners/${parties.agent.id}/webhook`, { token: parties.operator.token, body })).toEqual({
       status: 404,
-      body: { error: { code: 'not_found' } },
+      body: errorBody('not_found', `no owner ${parties.agent.id}`),
     });
-    expect(await call('PUT', `/v1/owners/${parties.owner.id}/webhook`, { token: parties.owner.token, body })).toMatchObject({ status: 403 });
+    expect(await call('PUT', `/v1/owners/${parties.owner.id}/webhook`, { token: parties.owner.token, body })).toEqual({
+      status: 403,
+      body: errorBody('forbidden', 'this endpoint is for operator principals, not owner'),
+    });
     expect(
       await call('PUT', `/v1/owners/${parties.owner.id}/webhook`, { token: parties.operator.token, body: { url: 'ftp://hooks.example', secret: SECRET } }),
-    ).toMatchObject({ status: 400 });
+    ).toEqual({ status: 400, body: errorBody('invalid_request', '✖ an http or https URL\n  → at url') });
     expect(await stored(parties.agent.id)).toBe(0);
     expect(await stored(parties.owner.id)).toBe(0);
   });

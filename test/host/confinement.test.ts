@@ -6,17 +6,9 @@ import { refOf } from '../../scripts/aria-refs.ts';
 import type { Observation } from '../../shared/observation.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { hostTest, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
-import { type RequestCounter, startRequestCounter } from '../support/request-counter.ts';
+import { type RequestCounter, requestCounterFixture, startRequestCounter } from '../support/request-counter.ts';
 
-const test = hostTest();
-
-let other: RequestCounter;
-beforeAll(async () => {
-  other = await startRequestCounter();
-});
-afterAll(async () => {
-  await other.close();
-});
+const test = hostTest().extend('other', { scope: 'file' }, requestCounterFixture);
 
 function navigate(client: HostClient, leaseId: string, url: string): Promise<Observation> {
   return client.call('page.navigate', { lease_id: leaseId, url, timeout_ms: 15_000 });
@@ -71,7 +63,7 @@ describe('addresses a page may reach on the strength of being public', () => {
 
 describe('egress confinement: nothing a page does reaches another origin', () => {
   for (const mode of ['meta-refresh', 'script-navigation', 'form-post', 'subresources', 'frame', 'popup', 'popup-noopener', 'top-navigation-from-frame']) {
-    test(`${mode} to another origin is blocked before any byte leaves, and reported`, async ({ client, lease, fixtures }) => {
+    test(`${mode} to another origin is blocked before any byte leaves, and reported`, async ({ client, lease, fixtures, other }) => {
       const page = await navigate(client, lease.lease_id, fixtures.url(`confinement/hostile.html?mode=${mode}&to=${encodeURIComponent(other.origin)}`));
       const later = await afterAMoment(client, lease.lease_id);
       expect(other.connections()).toBe(0);
@@ -85,7 +77,7 @@ describe('egress confinement: nothing a page does reaches another origin', () =>
     });
   }
 
-  test('a server-side redirect to another origin fails the navigation and sends nothing there', async ({ client, lease, fixtures }) => {
+  test('a server-side redirect to another origin fails the navigation and sends nothing there', async ({ client, lease, fixtures, other }) => {
     const response = await client.request('page.navigate', {
       lease_id: lease.lease_id,
       url: fixtures.url(`redirect?to=${encodeURIComponent(`${other.origin}/landed`)}`),
@@ -136,7 +128,7 @@ describe('egress confinement: nothing a page does reaches another origin', () =>
     expect([...(after.blocked ?? []), ...(later.blocked ?? [])]).toContainEqual(expect.objectContaining({ kind: 'popup', reason: 'popup_refused' }));
   });
 
-  test('between leases nothing is navigable: a new lease with other origins cannot reach the old ones', async ({ client, fixtures }) => {
+  test('between leases nothing is navigable: a new lease with other origins cannot reach the old ones', async ({ client, fixtures, other }) => {
     const lease = await client.call('lease.acquire', { run_id: 'run-elsewhere', profile_id: 'elsewhere', origins: [other.origin], ttl_ms: 60_000 });
     try {
       const response = await client.request('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('button.html'), timeout_ms: 15_000 });
@@ -148,7 +140,7 @@ describe('egress confinement: nothing a page does reaches another origin', () =>
 });
 
 describe('frames', () => {
-  test('a frame of another origin is withheld and named with its origin; a frame of the page itself is shown', async ({ client, lease, fixtures }) => {
+  test('a frame of another origin is withheld and named with its origin; a frame of the page itself is shown', async ({ client, lease, fixtures, other }) => {
     const page = await navigate(client, lease.lease_id, fixtures.url(`confinement/frames.html?foreign=${encodeURIComponent(other.origin)}`));
     const later = await afterAMoment(client, lease.lease_id);
     expect(other.connections()).toBe(0);
@@ -163,7 +155,7 @@ describe('frames', () => {
 });
 
 describe('confinement against sandboxed frames that redirect, ref-like text and WebRTC', () => {
-  test('a frame in its own renderer (sandboxed) that navigates itself through a redirect is stopped as a frame', async ({ client, lease, fixtures }) => {
+  test('a frame in its own renderer (sandboxed) that navigates itself through a redirect is stopped as a frame', async ({ client, lease, fixtures, other }) => {
     const frame = fixtures.url(`confinement/later-redirect.html?to=${encodeURIComponent(`${other.origin}/sandboxed-doc`)}`);
     const page = await navigate(client, lease.lease_id, fixtures.url(`confinement/sandboxed.html?frame=${encodeURIComponent(frame)}`));
     await new Promise((resolve) => setTimeout(resolve, 1_200));

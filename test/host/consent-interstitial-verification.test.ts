@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
-import { connectHost, type HostClient } from '../support/host-client.ts';
-import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
+import { expect } from 'vitest';
+import { acquire, hostTest } from '../support/host-fixture.ts';
 
-// Found by the breaking pass of issue 17: a site with no accounts at all, whose cookie consent
-// page carries the requested page back in ?continue=. A consent cookie is never proof of a
-// session: a clean control load that lands on the consent page was not sent to sign-in.
+// A site with no accounts at all, whose cookie consent page carries the requested page back in
+// ?continue=. A consent cookie is never proof of a session: a clean control load that lands on
+// the consent page was not sent to sign-in.
 
 const FORM =
   '<h1>Sign in</h1><form method="post" action="/login"><label>User <input name="u"></label><label>Password <input type="password" name="p"></label><button>Sign in</button></form>';
@@ -17,14 +15,9 @@ function html(response: ServerResponse, body: string): void {
   response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><title>Site</title>${body}`);
 }
 
-let server: Server;
-let origin: string;
-let host: BrowserHost;
-let client: HostClient;
-let profiles: Awaited<ReturnType<typeof temporaryDirectory>>;
-
-beforeAll(async () => {
-  server = createServer((request: IncomingMessage, response: ServerResponse) => {
+/** A host with no site definitions, and the origin of the consent site (`origin`, file). */
+const test = hostTest({ siteDefinitions: [], ceremonyPollMs: 200 }).extend('origin', { scope: 'file' }, async ({}, { onCleanup }) => {
+  const server: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const url = new URL(request.url ?? '/', 'http://site');
     const consented = (request.headers.cookie ?? '').includes('consent=yes');
     switch (url.pathname) {
@@ -45,21 +38,17 @@ beforeAll(async () => {
     }
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  profiles = await temporaryDirectory('host-consent-');
-  host = await startBrowserHost(testHostConfig(profiles.dir, { siteDefinitions: [], ceremonyPollMs: 200 }));
-  client = await connectHost(host.url, TEST_SECRET);
-}, 60_000);
+  onCleanup(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
 
-afterAll(async () => {
-  await client?.close();
-  await host?.close();
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await profiles?.remove();
-}, 60_000);
-
-test('a consent page that carries the URL back is neither a sign-in wall nor, on a clean control load, proof that a profile is signed in', async () => {
+test('a consent page that carries the URL back is neither a sign-in wall nor, on a clean control load, proof that a profile is signed in', async ({
+  client,
+  origin,
+}) => {
   const lease = await acquire(client, 'consent', 60_000, undefined, [origin]);
   const first = await client.call('page.navigate', { lease_id: lease.lease_id, url: `${origin}/home`, timeout_ms: 15_000 });
   expect(new URL(first.url).pathname).toBe('/consent');

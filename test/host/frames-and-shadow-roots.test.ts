@@ -6,7 +6,7 @@ const test = hostTest();
 
 // The observation is Playwright's AI-mode aria snapshot, which walks same-origin iframes (their
 // refs carry a frame prefix, e.g. f1e3) and open shadow roots the way the accessibility tree
-// does; closed roots made with attachShadow are opened to the host's own reads (issue 14; see
+// does; closed roots made with attachShadow are opened to the host's own reads (see
 // test/host/observation-marks.test.ts). References into any of them resolve and act.
 
 describe('same-origin iframes and open shadow roots', () => {

@@ -5,7 +5,7 @@ import { connectHost, type HostClient } from '../support/host-client.ts';
 import { TEST_SECRET } from '../support/host-fixture.ts';
 import { until } from '../support/until.ts';
 
-// Live views of sign-in ceremonies (issue 16) on the host's wire, in real Chromium: the frames of
+// Live views of sign-in ceremonies on the host's wire, in real Chromium: the frames of
 // the ceremony's page, the person's input through the view, and the bound on what a viewer that
 // stops reading can cost.
 

@@ -5,8 +5,8 @@ import type { FixtureServer } from '../support/fixture-server.ts';
 import type { HostClient } from '../support/host-client.ts';
 import { hostTest } from '../support/host-fixture.ts';
 
-// Issue 14: what a person sees on pages built like common real sites is in the observation, in
-// real Chromium through the host's wire: names YAML must quote, names that come from content,
+// What a person sees on pages built like common real sites is in the observation, in real
+// Chromium through the host's wire: names YAML must quote, names that come from content,
 // controls inside closed shadow roots, and what a modal dialog puts out of reach.
 
 const test = hostTest();

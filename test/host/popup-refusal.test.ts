@@ -1,23 +1,15 @@
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { startBrowserHost } from '../../browser-host/host.ts';
 import type { Observation } from '../../shared/observation.ts';
 import { startFixtureServer } from '../support/fixture-server.ts';
 import type { HostClient } from '../support/host-client.ts';
 import { connectHost } from '../support/host-client.ts';
 import { acquire, hostTest, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
-import { type RequestCounter, startRequestCounter } from '../support/request-counter.ts';
+import { requestCounterFixture, startRequestCounter } from '../support/request-counter.ts';
 
 // Headed, as in production: a headed popup gets a window of its own, and that is where closing a
 // popup too early left its opener's renderer stuck (every capture of the page then timed out).
-const test = hostTest({ headless: false, display: undefined });
-
-let other: RequestCounter;
-beforeAll(async () => {
-  other = await startRequestCounter();
-});
-afterAll(async () => {
-  await other.close();
-});
+const test = hostTest({ headless: false, display: undefined }).extend('other', { scope: 'file' }, requestCounterFixture);
 
 function navigate(client: HostClient, leaseId: string, url: string): Promise<Observation> {
   return client.call('page.navigate', { lease_id: leaseId, url, timeout_ms: 15_000 });
@@ -28,6 +20,7 @@ describe('popups, headed', () => {
     client,
     lease,
     fixtures,
+    other,
   }) => {
     for (let round = 0; round < 5; round++) {
       const page = await navigate(client, lease.lease_id, fixtures.url(`confinement/hostile.html?mode=popup-burst&to=${encodeURIComponent(other.origin)}`));
@@ -42,7 +35,7 @@ describe('popups, headed', () => {
     expect(other.connections()).toBe(0);
   });
 
-  test("a popup to one of the run's own origins never loads its document either", async ({ client, fixtures }) => {
+  test("a popup to one of the run's own origins never loads its document either", async ({ client, fixtures, other }) => {
     // `other` is a run origin here: the egress proxy would let a connection to it through.
     const lease = await acquire(client, 'own-origin-popups', 60_000, undefined, [fixtures.origin, other.origin]);
     try {

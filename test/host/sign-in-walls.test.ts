@@ -6,7 +6,7 @@ import { connectHost, type HostClient } from '../support/host-client.ts';
 import { acquire, TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 import { type SignInWallsSite, startSignInWallsSite } from '../support/sign-in-walls-site.ts';
 
-// Issue 17 in real Chromium: the sign-in walls real sites use are flagged with the evidence that
+// In real Chromium: the sign-in walls real sites use are flagged with the evidence that
 // decided it, and ordinary pages that merely contain an email field or a "Sign in" link are not.
 
 interface WallsWorld {

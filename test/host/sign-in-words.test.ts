@@ -8,7 +8,7 @@ import { accountSiteDefinition } from '../../scripts/account-site.ts';
 import { namesPasskey, namesSingleSignOn, readsAsSignIn, signInReading, signInWords } from '../../shared/sign-in-words.ts';
 import { temporaryDirectory } from '../support/host-fixture.ts';
 
-// Issue 17: the reviewed word list and the pure parts of the sign-in evidence.
+// The reviewed word list and the pure parts of the sign-in evidence.
 
 const words = signInWords();
 const SECRET = 'x'.repeat(32);

@@ -48,3 +48,13 @@ export async function startRequestCounter(): Promise<RequestCounter> {
       }),
   };
 }
+
+/**
+ * {@link startRequestCounter} as a file fixture, closed after the file:
+ * `test.extend('other', { scope: 'file' }, requestCounterFixture)`.
+ */
+export async function requestCounterFixture({}: object, { onCleanup }: { onCleanup: (cleanup: () => Promise<void>) => void }): Promise<RequestCounter> {
+  const counter = await startRequestCounter();
+  onCleanup(() => counter.close());
+  return counter;
+}

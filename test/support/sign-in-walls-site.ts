@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A fixture site with the sign-in walls real sites use, and ordinary pages that merely look a
- * little like them (issue 17). Nothing here ever signs anyone in: each protected path sends every
+ * little like them. Nothing here ever signs anyone in: each protected path sends every
  * visitor to its wall. Inline HTML only, loopback only.
  *
  * Walls (the path the tests ask for, and what it shows):
@@ -25,12 +25,12 @@ import type { AddressInfo } from 'node:net';
  * - `/home`: a public page with "Sign in" and "Create account" links in its header;
  * - `/help/recover-account`: a help article "Can't sign in? Recover your account" with a
  *   contact form (an email field, "Send");
- * - and those a first version took for walls: German and Dutch newsletter footers ("Anmelden",
+ * - and those easily taken for walls: German and Dutch newsletter footers ("Anmelden",
  *   "Aanmelden"), a Portuguese contact form ("Entrar em contato"), help and blog pages whose title
  *   reads as sign-in, a signed-in "Login & security" page with "Add a passkey", documentation of
  *   "Sign in with Apple", "Continue with lesson 2", and a cookie consent page (`/article` redirects
  *   to `/consent?continue=/article`, "Continue with necessary cookies only").
- * Also walls a first version missed (`/spa/signin` without a form, `/plain-username/signin`,
+ * Also walls that are easily missed (`/spa/signin` without a form, `/plain-username/signin`,
  * `/framed/signin` in a same-origin frame) and hostile pages (`/hostile/*`) whose scripts replace
  * the built-ins a page-world read would use.
  */
@@ -105,7 +105,7 @@ customElements.define('acme-sign-in', class extends HTMLElement {
       `<main><h1>Choose how to continue</h1><p><a href="/idp/google">Continue with Google</a></p><p><a href="/idp/github">Continue with GitHub</a></p></main>`,
     ),
   },
-  // Walls the first version missed (the breaking pass of issue 17).
+  // Walls that are easily missed: no form, a plain username field, a form in a frame.
   '/spa/signin': {
     html: page(
       'Acme',
@@ -146,7 +146,7 @@ Array.prototype.filter = function () { return ['Sign in']; };
 <button type=button onclick="this.textContent = 'pressed'">Press</button></main>`,
     ),
   },
-  // Ordinary pages the first version parked (the breaking pass of issue 17).
+  // Ordinary pages easily taken for walls.
   '/de/newsletter': {
     html: page(
       'Neuigkeiten – Bäckerei',

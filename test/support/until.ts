@@ -1,3 +1,6 @@
+/** What {@link until} rejects with when its time is up. */
+export class UntilTimedOut extends Error {}
+
 /**
  * Polls `read` every `intervalMs` until it gives a value other than `undefined` or `false`, and
  * resolves with that value. Bounded: after `timeoutMs` it rejects with an error naming `what` it
@@ -15,7 +18,7 @@ export async function until<T>(
   for (;;) {
     const value = await read();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`);
+    if (Date.now() > end) throw new UntilTimedOut(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

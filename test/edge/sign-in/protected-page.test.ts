@@ -9,8 +9,8 @@ import { backgroundSettled, call, OBSERVED_CONTROLS, partiesForEachTest, row, wo
 import { hostPage, scriptedHost } from '../support/fake-host.ts';
 import { ORIGIN } from '../support/sign-in-fixture.ts';
 
-// Issue 17: the page verification loads is the page the run was after, never the page it could
-// read before the wall; and the host's evidence is recorded on the wait for the owner to read.
+// The page verification loads is the page the run was after, never the page it could read
+// before the wall; and the host's evidence is recorded on the wait for the owner to read.
 
 const parties = partiesForEachTest();
 

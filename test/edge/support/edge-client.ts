@@ -21,6 +21,7 @@ import type { ErrorBody } from '../../../shared/errors.ts';
  * handler whose answers are typed with the shared API types, and direct reads of the D1.
  */
 
+export { errorBody } from '../../support/error-body.ts';
 export type { ErrorBody };
 /** Answer bodies whose schemas shared/api.ts exports without a type of the same name. */
 export type ApprovalList = z.infer<typeof ApprovalListSchema>;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { returnUrlOf } from '../../../shared/sign-in-return.ts';
 
-// Where a sign-in page says the person was going (issue 17): the protected page a ceremony is
-// verified against when an act or a read meets the wall.
+// Where a sign-in page says the person was going: the protected page a ceremony is verified
+// against when an act or a read meets the wall.
 
 const SITE = 'https://reports.example';
 const IDP = 'https://id.example';
