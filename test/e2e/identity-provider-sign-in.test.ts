@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient, observationOf } from '../../scripts/api-client.ts';
-import { LOCAL_OWNER_ID, type LocalStack, startLocalStack } from '../../scripts/local-stack.ts';
-import { type OwnerConsole, openLiveView, openOwnerConsole, pressKeys, typeText, waitForQuietScreen } from '../../scripts/person-in-live-view.ts';
+import { describe, expect } from 'vitest';
+import { type ApiClient, observationOf } from '../../scripts/api-client.ts';
+import { LOCAL_OWNER_ID } from '../../scripts/local-stack.ts';
+import { openLiveView, openOwnerConsole, pressKeys, typeText, waitForQuietScreen } from '../../scripts/person-in-live-view.ts';
 import type { ActivityList } from '../../shared/api.ts';
 import { type IdentityProviderSite, startIdentityProviderSite } from '../support/identity-provider-site.ts';
+import { stackTest } from '../support/stack-fixture.ts';
 import { until } from '../support/until.ts';
 
 // Signing in through an identity provider on another origin (DESIGN.md section 18), with real
@@ -17,48 +18,63 @@ import { until } from '../support/until.ts';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-let stack: LocalStack;
-/** Its provider allowed for egress and for sign-in. */
-let site: IdentityProviderSite;
-/** The same with a second provider page (a one-time code) and an account chooser back on the site. */
-let twoHopSite: IdentityProviderSite;
-/** Its provider on a loopback address the operator did not allow (it is a sign-in origin). */
-let unallowedSite: IdentityProviderSite;
-/** Its provider allowed for egress but not among the host's sign-in origins. */
-let notSignInSite: IdentityProviderSite;
-let agent: ApiClient;
-let owner: ApiClient;
-let ownerConsole: OwnerConsole;
-let page: Page;
+/**
+ * The file's sites, each an Acme Reports site with its own Acme ID provider:
+ * - `plain`: its provider allowed for egress and for sign-in;
+ * - `twoHop`: the same with a second provider page (a one-time code) and an account chooser back
+ *   on the site;
+ * - `unallowed`: its provider on a loopback address the operator did not allow (a sign-in origin);
+ * - `notSignIn`: its provider allowed for egress but not among the host's sign-in origins.
+ */
+interface Sites {
+  readonly plain: IdentityProviderSite;
+  readonly twoHop: IdentityProviderSite;
+  readonly unallowed: IdentityProviderSite;
+  readonly notSignIn: IdentityProviderSite;
+  close(): Promise<void>;
+}
 
-beforeAll(async () => {
-  site = await startIdentityProviderSite();
-  twoHopSite = await startIdentityProviderSite({ twoHop: true, handBack: true });
-  unallowedSite = await startIdentityProviderSite({ providerHost: '127.0.0.3' });
-  notSignInSite = await startIdentityProviderSite();
-  stack = await startLocalStack({
-    database: 'fresh',
-    headless: false,
-    hostVars: {
-      HOST_CEREMONY_POLL_MS: '500',
-      HOST_EGRESS_ALLOW: [site, twoHopSite, notSignInSite].map((s) => s.providerOrigin).join(','),
-      HOST_SIGN_IN_ORIGINS: [site, twoHopSite, unallowedSite].map((s) => s.providerOrigin).join(','),
+async function startSites(): Promise<Sites> {
+  const plain = await startIdentityProviderSite();
+  const twoHop = await startIdentityProviderSite({ twoHop: true, handBack: true });
+  const unallowed = await startIdentityProviderSite({ providerHost: '127.0.0.3' });
+  const notSignIn = await startIdentityProviderSite();
+  return {
+    plain,
+    twoHop,
+    unallowed,
+    notSignIn,
+    close: async () => {
+      for (const site of [plain, twoHop, unallowed, notSignIn]) await site.close();
     },
-  });
-  agent = new ApiClient(stack.edgeUrl, stack.tokens.agent);
-  owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
-  ownerConsole = await openOwnerConsole((await new ApiClient(stack.edgeUrl, stack.tokens.operator).consoleLink(LOCAL_OWNER_ID)).url);
-  page = ownerConsole.page;
-});
+  };
+}
 
-afterAll(async () => {
-  await ownerConsole?.close();
-  await stack?.stop();
-  for (const s of [site, twoHopSite, unallowedSite, notSignInSite]) await s?.close();
-});
+const it = stackTest<Sites>({
+  site: startSites,
+  headless: false,
+  hostVarsOf: (sites) => ({
+    HOST_CEREMONY_POLL_MS: '500',
+    HOST_EGRESS_ALLOW: [sites.plain, sites.twoHop, sites.notSignIn].map((s) => s.providerOrigin).join(','),
+    HOST_SIGN_IN_ORIGINS: [sites.plain, sites.twoHop, sites.unallowed].map((s) => s.providerOrigin).join(','),
+  }),
+})
+  /** The owner's console, signed in with a link the operator issued, in a second Chromium: its page. */
+  .extend('page', { scope: 'file' }, async ({ operator }, { onCleanup }) => {
+    const ownerConsole = await openOwnerConsole((await operator.consoleLink(LOCAL_OWNER_ID)).url);
+    onCleanup(() => ownerConsole.close());
+    return ownerConsole.page;
+  });
+
+/** What the file's helpers use of a test's fixtures. */
+interface Person {
+  readonly agent: ApiClient;
+  readonly owner: ApiClient;
+  readonly page: Page;
+}
 
 /** A run of the owner's whose agent navigates to the site's protected page and meets its sign-in wall. */
-async function parkedRun(at: IdentityProviderSite, profile: string): Promise<string> {
+async function parkedRun({ agent, owner }: Person, at: IdentityProviderSite, profile: string): Promise<string> {
   const run = await owner.createRun({ profile_id: profile, intent: 'Read my weekly reports', origins: [at.siteOrigin], deadline_ms: 600_000 });
   const blocked = (await agent.propose(run.id, 'browser.navigate', { url: at.protectedUrl })).body;
   expect(blocked.error?.code).toBe('authentication_required');
@@ -71,37 +87,37 @@ async function parkedRun(at: IdentityProviderSite, profile: string): Promise<str
 }
 
 /** In the live view: the keyboard to the site's "Sign in with Acme ID" button, then Enter; resolves once the window has drawn the answer. */
-async function chooseProvider(): Promise<void> {
+async function chooseProvider(page: Page): Promise<void> {
   await waitForQuietScreen(page);
   await pressKeys(page, ['Tab', 'Enter']);
 }
 
 /** In the live view, after the provider served its page `counter`: waits for it on screen, then types. */
-async function onProviderPage(at: IdentityProviderSite, counter: 'loginPages' | 'codePages' | 'consentPages', times: number): Promise<void> {
+async function onProviderPage(page: Page, at: IdentityProviderSite, counter: 'loginPages' | 'codePages' | 'consentPages', times: number): Promise<void> {
   await until(() => (at.counters()[counter] >= times ? true : undefined), `the provider's ${counter} to be served`, 30_000);
   await waitForQuietScreen(page);
 }
 
 /** The person signs in at the provider through the live view: username, password, the code when asked, Allow. */
-async function signInAtProvider(at: IdentityProviderSite): Promise<void> {
-  await onProviderPage(at, 'loginPages', 1);
+async function signInAtProvider(page: Page, at: IdentityProviderSite): Promise<void> {
+  await onProviderPage(page, at, 'loginPages', 1);
   await pressKeys(page, ['Tab']);
   await typeText(page, at.account.username);
   await pressKeys(page, ['Tab']);
   await typeText(page, at.account.password);
   await pressKeys(page, ['Enter']);
   if (at.account.code !== undefined) {
-    await onProviderPage(at, 'codePages', 1);
+    await onProviderPage(page, at, 'codePages', 1);
     await pressKeys(page, ['Tab']);
     await typeText(page, at.account.code);
     await pressKeys(page, ['Enter']);
   }
-  await onProviderPage(at, 'consentPages', 1);
+  await onProviderPage(page, at, 'consentPages', 1);
   await pressKeys(page, ['Tab', 'Enter']);
 }
 
 /** Everything the agent can read about `runId`: the run, its activity and every call's view, as JSON. */
-async function agentVisible(runId: string): Promise<string> {
+async function agentVisible(agent: ApiClient, runId: string): Promise<string> {
   const run = await agent.run(runId);
   const activity = (await agent.raw('GET', `/v1/runs/${runId}/activity`)).body as ActivityList;
   expect(activity.activity.length).toBeGreaterThan(0);
@@ -110,12 +126,19 @@ async function agentVisible(runId: string): Promise<string> {
 }
 
 describe('a sign-in through an identity provider on another origin', () => {
-  it('the owner follows it to the provider and back in the live view; the run resumes by itself, reads the page signed in, and the agent never sees the provider', async () => {
-    const runId = await parkedRun(site, 'acme-reports');
+  it('the owner follows it to the provider and back in the live view; the run resumes by itself, reads the page signed in, and the agent never sees the provider', async ({
+    site: sites,
+    stack,
+    agent,
+    owner,
+    page,
+  }) => {
+    const site = sites.plain;
+    const runId = await parkedRun({ agent, owner, page }, site, 'acme-reports');
 
     await openLiveView(page, 30_000);
-    await chooseProvider();
-    await signInAtProvider(site);
+    await chooseProvider(page);
+    await signInAtProvider(page, site);
     await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
     expect(await page.locator('#live-status').textContent()).toContain('you are signed in');
     await until(async () => ((await agent.run(runId)).state === 'queued' ? true : undefined), 'the run to be queued again', 60_000);
@@ -126,7 +149,7 @@ describe('a sign-in through an identity provider on another origin', () => {
     expect(reports.url).toBe(site.protectedUrl);
     expect(reports.snapshot).toContain('Signed in as Ada Lovelace');
     expect(await owner.waitForNotices(runId)).toHaveLength(1);
-    const visible = await agentVisible(runId);
+    const visible = await agentVisible(agent, runId);
     expect(visible).not.toContain(site.providerOrigin);
     expect(visible).not.toContain('Sign in to Acme ID');
     expect(visible).not.toContain('Allow Acme Reports');
@@ -145,11 +168,18 @@ describe('a sign-in through an identity provider on another origin', () => {
     await agent.report(runId, 'completed', 'Read the weekly reports after the owner signed in at Acme ID.');
   });
 
-  it('two pages at the provider (password, then a code) and an account chooser back on the site are one sign-in', async () => {
-    const runId = await parkedRun(twoHopSite, 'acme-two-hop');
+  it('two pages at the provider (password, then a code) and an account chooser back on the site are one sign-in', async ({
+    site: sites,
+    stack,
+    agent,
+    owner,
+    page,
+  }) => {
+    const twoHopSite = sites.twoHop;
+    const runId = await parkedRun({ agent, owner, page }, twoHopSite, 'acme-two-hop');
     await openLiveView(page, 30_000);
-    await chooseProvider();
-    await signInAtProvider(twoHopSite);
+    await chooseProvider(page);
+    await signInAtProvider(page, twoHopSite);
     // Back on the site, "Continue as Ada Lovelace" is still part of the ceremony.
     await until(() => (twoHopSite.counters().chooserPages >= 1 ? true : undefined), 'the account chooser', 30_000);
     await waitForQuietScreen(page);
@@ -163,8 +193,9 @@ describe('a sign-in through an identity provider on another origin', () => {
     await agent.report(runId, 'completed', 'signed in through two provider pages');
   });
 
-  it('a provider on a loopback address the operator did not allow is refused, and the live view says why', async () => {
-    const runId = await parkedRun(unallowedSite, 'acme-unallowed');
+  it('a provider on a loopback address the operator did not allow is refused, and the live view says why', async ({ site: sites, agent, owner, page }) => {
+    const unallowedSite = sites.unallowed;
+    const runId = await parkedRun({ agent, owner, page }, unallowedSite, 'acme-unallowed');
     await openLiveView(page, 30_000);
     await waitForQuietScreen(page);
     await pressKeys(page, ['Tab', 'Enter']);
@@ -176,8 +207,9 @@ describe('a sign-in through an identity provider on another origin', () => {
     expect((await owner.raw('POST', `/v1/runs/${runId}/cancel`)).status).toBe(200);
   });
 
-  it('a provider that is not among the host sign-in origins is refused, and the live view says why', async () => {
-    const runId = await parkedRun(notSignInSite, 'acme-not-sign-in');
+  it('a provider that is not among the host sign-in origins is refused, and the live view says why', async ({ site: sites, agent, owner, page }) => {
+    const notSignInSite = sites.notSignIn;
+    const runId = await parkedRun({ agent, owner, page }, notSignInSite, 'acme-not-sign-in');
     await openLiveView(page, 30_000);
     await waitForQuietScreen(page);
     await pressKeys(page, ['Tab', 'Enter']);

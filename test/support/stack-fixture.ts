@@ -26,6 +26,11 @@ export interface StackTestOptions<S extends Site = FixtureServer> extends LocalS
    * (`HOST_SITE_DEFINITIONS`, removed with the stack). The stack then starts after the site.
    */
   siteDefinitions?: (site: S) => SiteVerificationDefinition[];
+  /**
+   * More environment of the browser host, made from the started site (e.g. `HOST_EGRESS_ALLOW`
+   * naming the site's identity provider). The stack then starts after the site.
+   */
+  hostVarsOf?: (site: S) => Record<string, string>;
 }
 
 /** `fn` once: later calls return the first call's promise. */
@@ -52,14 +57,18 @@ function siteCatalog(definitions: SiteVerificationDefinition[]): { path: string;
  * run several stacks at once.
  */
 export async function startStack<S extends Site>(options: StackTestOptions<S>, site?: S): Promise<LocalStack> {
-  const { site: _startSite, siteDefinitions, ...stackOptions } = options;
+  const { site: _startSite, siteDefinitions, hostVarsOf, ...stackOptions } = options;
   const catalog = site && siteDefinitions ? siteCatalog(siteDefinitions(site)) : undefined;
   try {
     const stack = await startLocalStack({
       database: 'fresh',
       echo: process.env.E2E_ECHO === '1',
       ...stackOptions,
-      hostVars: { ...(catalog ? { HOST_SITE_DEFINITIONS: catalog.path } : {}), ...stackOptions.hostVars },
+      hostVars: {
+        ...(catalog ? { HOST_SITE_DEFINITIONS: catalog.path } : {}),
+        ...(site && hostVarsOf ? hostVarsOf(site) : {}),
+        ...stackOptions.hostVars,
+      },
     });
     const stop = once(async () => {
       await stack.stop();
@@ -109,9 +118,10 @@ function buildStackTest<S extends Site>(options: StackTestOptions<S>, started: (
     onCleanup(stack.stop);
     return stack;
   };
-  const withStack = options.siteDefinitions
-    ? withSite.extend('stack', { scope: 'file' }, ({ site }, { onCleanup }) => begin(site, onCleanup))
-    : withSite.extend('stack', { scope: 'file' }, ({}, { onCleanup }) => begin(undefined, onCleanup));
+  const withStack =
+    options.siteDefinitions || options.hostVarsOf
+      ? withSite.extend('stack', { scope: 'file' }, ({ site }, { onCleanup }) => begin(site, onCleanup))
+      : withSite.extend('stack', { scope: 'file' }, ({}, { onCleanup }) => begin(undefined, onCleanup));
   return withStack
     .extend('agent', { scope: 'file' }, ({ stack }) => clientsOf(stack).agent)
     .extend('owner', { scope: 'file' }, ({ stack }) => clientsOf(stack).owner)
