@@ -24,6 +24,22 @@ import { z } from 'zod';
  * An operator adds phrases (never removes built-in ones) with the `sign_in_words` object of the
  * host's site catalog file (README "Sign-in walls").
  */
+/** Single-sign-on prefixes that say "sign in" themselves ("Sign in with ", "Войти через "). */
+const SIGN_IN_WITH = [
+  'sign in with ',
+  'log in with ',
+  'login with ',
+  'sign on with ',
+  'sign in using ',
+  'log in using ',
+  'se connecter avec ',
+  'iniciar sesión con ',
+  'accedi con ',
+  'inloggen met ',
+  'zaloguj się przez ',
+  'войти через ',
+];
+
 export const BUILT_IN_SIGN_IN_WORDS = {
   sign_in: [
     // English
@@ -100,26 +116,15 @@ export const BUILT_IN_SIGN_IN_WORDS = {
   sign_in_ambiguous: ['anmelden', 'anmeldung', 'aanmelden', 'entrar', 'acceder', 'ingresar', 'accesso', 'masuk', 'ورود'],
   single_sign_on: [
     'continue with ',
-    'sign in with ',
-    'log in with ',
-    'login with ',
-    'sign on with ',
-    'sign in using ',
-    'log in using ',
     'weiter mit ',
     'continuer avec ',
-    'se connecter avec ',
     'continuar con ',
-    'iniciar sesión con ',
     'continuar com ',
     'entrar com ',
     'continua con ',
-    'accedi con ',
     'doorgaan met ',
-    'inloggen met ',
-    'zaloguj się przez ',
-    'войти через ',
     'продолжить с ',
+    ...SIGN_IN_WITH,
   ],
   /**
    * Who a single-sign-on choice names after its prefix ("Continue with Google"): the identity
@@ -170,20 +175,7 @@ export const BUILT_IN_SIGN_IN_WORDS = {
    * ("Sign in with Acme ID", "Log in with Keycloak": a company's own identity provider), where
    * "Continue with ..." needs a known provider or method.
    */
-  single_sign_on_any_provider: [
-    'sign in with ',
-    'log in with ',
-    'login with ',
-    'sign on with ',
-    'sign in using ',
-    'log in using ',
-    'se connecter avec ',
-    'iniciar sesión con ',
-    'accedi con ',
-    'inloggen met ',
-    'zaloguj się przez ',
-    'войти через ',
-  ],
+  single_sign_on_any_provider: SIGN_IN_WITH,
   /** Texts that are a single-sign-on choice on their own. */
   single_sign_on_exact: ['single sign-on', 'single sign on', 'use single sign-on', 'sso', 'sso login', 'log in with sso', 'sign in with sso'],
   passkey: [

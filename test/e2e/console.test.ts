@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -8,13 +7,12 @@ import { BASE_CHROMIUM_ARGS } from '../../browser-host/profiles.ts';
 import { type ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import { LOCAL_OWNER_ID } from '../../scripts/local-stack.ts';
+import { seriousViolations } from '../support/accessibility.ts';
 import { type Stacked, stackTestPerRuntime } from '../support/stack-fixture.ts';
 
 // The owner's console as an owner uses it: a second Chromium (playwright-core) drives the real
 // console page served by the real edge (wrangler dev) while the real host parks and runs the
 // agent's calls. Accessibility is checked with axe-core in the same Chromium.
-
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 const RUNTIMES = ['workers', 'node'] as const;
 const consoleTest = stackTestPerRuntime(RUNTIMES, { headless: true });
@@ -59,21 +57,10 @@ describe.each(RUNTIMES)("the owner's console in a browser, on the %s edge", (run
     return { run, call: proposal.body };
   }
 
-  async function seriousViolations(): Promise<string[]> {
-    // Evaluated, not added as a script tag: the console's Content-Security-Policy refuses inline scripts.
-    await page.evaluate(AXE_SOURCE);
-    const results = (await page.evaluate(() => (window as unknown as { axe: { run: () => Promise<unknown> } }).axe.run())) as {
-      violations: Array<{ id: string; impact: string | null; help: string }>;
-    };
-    return results.violations
-      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-      .map((violation) => `${violation.id}: ${violation.help}`);
-  }
-
   it('an agent token cannot sign in, and the page says so', async ({ stack }) => {
     await page.goto(`${stack.edgeUrl}/console`);
     expect(new URL(page.url()).pathname).toBe('/console/sign-in');
-    expect(await seriousViolations()).toEqual([]);
+    expect(await seriousViolations(page)).toEqual([]);
     await page.getByLabel('Owner token').fill(stack.tokens.agent);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain("Only an owner's token opens the console");
@@ -97,7 +84,7 @@ describe.each(RUNTIMES)("the owner's console in a browser, on the %s edge", (run
     await expect.poll(() => entry.count()).toBe(1);
     expect(await entry.textContent()).toContain('Click the button "Save draft"');
     expect(await entry.textContent()).toContain(site.url('postconditions/toast.html'));
-    expect(await seriousViolations()).toEqual([]);
+    expect(await seriousViolations(page)).toEqual([]);
     // Keyboard only: Tab until the Approve button of this entry has focus, then Enter.
     const approve = entry.getByRole('button', { name: 'Approve', exact: true });
     for (let presses = 0; presses < 40 && !(await approve.evaluate((button) => button === document.activeElement)); presses++) await page.keyboard.press('Tab');
@@ -111,7 +98,7 @@ describe.each(RUNTIMES)("the owner's console in a browser, on the %s edge", (run
     expect(timeline).toContain('Click the button "Save draft"');
     expect(timeline).toContain('approved at');
     expect(timeline).toContain('Settle');
-    expect(await seriousViolations()).toEqual([]);
+    expect(await seriousViolations(page)).toEqual([]);
     await agent.report(run.id, 'completed', 'saved');
   });
 
@@ -184,7 +171,7 @@ describe.each(RUNTIMES)("the owner's console in a browser, on the %s edge", (run
       );
     };
     await expect.poll(colours, { timeout: 20_000 }).toEqual(['red', 'green']);
-    expect(await seriousViolations()).toEqual([]);
+    expect(await seriousViolations(page)).toEqual([]);
     await agent.report(run.id, 'completed', 'paid');
   });
 
@@ -236,7 +223,7 @@ describe.each(RUNTIMES)("the owner's console in a browser, on the %s edge", (run
     await page.goto(`${stack.edgeUrl}/console/runs/${run.id}`);
     expect(await page.locator('main').textContent()).toContain(HOSTILE);
     expect(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations)).toEqual([]);
-    expect(await seriousViolations()).toEqual([]);
+    expect(await seriousViolations(page)).toEqual([]);
     await agent.report(run.id, 'failed', 'denied by the owner').catch(() => undefined);
   });
 

@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
 import { describe, expect } from 'vitest';
 import { type ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { LOCAL_OWNER_ID } from '../../scripts/local-stack.ts';
 import { openLiveView, openOwnerConsole, pressKeys, typeText, waitForQuietScreen } from '../../scripts/person-in-live-view.ts';
 import type { ActivityList } from '../../shared/api.ts';
+import { seriousViolations } from '../support/accessibility.ts';
 import { type IdentityProviderSite, startIdentityProviderSite } from '../support/identity-provider-site.ts';
 import { stackTest } from '../support/stack-fixture.ts';
 import { until } from '../support/until.ts';
@@ -15,8 +14,6 @@ import { until } from '../support/until.ts';
 // edge (wrangler dev) and the real host (headed, under Xvfb): the agent's navigation meets the
 // site's sign-in wall, the owner signs in through the live view at the provider and comes back,
 // the run resumes by itself, and nothing of the provider reaches the agent.
-
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /**
  * The file's sites, each an Acme Reports site with its own Acme ID provider:
@@ -116,6 +113,20 @@ async function signInAtProvider(page: Page, at: IdentityProviderSite): Promise<v
   await pressKeys(page, ['Tab', 'Enter']);
 }
 
+/** The person opens the live view of the run's sign-in and signs in at `at`'s provider: the site's button, then the provider's pages. */
+async function signInThroughLiveView(page: Page, at: IdentityProviderSite): Promise<void> {
+  await openLiveView(page, 30_000);
+  await chooseProvider(page);
+  await signInAtProvider(page, at);
+}
+
+/** The live view ends with the host's word that the person is signed in, and the run is queued again for a fresh lease and read. */
+async function resumedAfterSignIn({ agent, page }: Person, runId: string): Promise<void> {
+  await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
+  expect(await page.locator('#live-status').textContent()).toContain('you are signed in');
+  await until(async () => ((await agent.run(runId)).state === 'queued' ? true : undefined), 'the run to be queued again', 60_000);
+}
+
 /** Everything the agent can read about `runId`: the run, its activity and every call's view, as JSON. */
 async function agentVisible(agent: ApiClient, runId: string): Promise<string> {
   const run = await agent.run(runId);
@@ -136,12 +147,8 @@ describe('a sign-in through an identity provider on another origin', () => {
     const site = sites.plain;
     const runId = await parkedRun({ agent, owner, page }, site, 'acme-reports');
 
-    await openLiveView(page, 30_000);
-    await chooseProvider(page);
-    await signInAtProvider(page, site);
-    await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
-    expect(await page.locator('#live-status').textContent()).toContain('you are signed in');
-    await until(async () => ((await agent.run(runId)).state === 'queued' ? true : undefined), 'the run to be queued again', 60_000);
+    await signInThroughLiveView(page, site);
+    await resumedAfterSignIn({ agent, owner, page }, runId);
     expect(site.counters()).toMatchObject({ logins: 1, consents: 1, tokenExchanges: 1 });
 
     // The run's first read after the sign-in is a fresh one, on the site, signed in.
@@ -158,11 +165,7 @@ describe('a sign-in through an identity provider on another origin', () => {
     await page.goto(`${stack.edgeUrl}/console/sign-ins`);
     const providerHost = new URL(site.providerOrigin).host;
     await expect.poll(() => page.getByText(`${providerHost} → back`).count()).toBeGreaterThan(0);
-    await page.addScriptTag({ content: AXE_SOURCE }).catch(async () => page.evaluate(AXE_SOURCE));
-    const results = (await page.evaluate(() => (window as unknown as { axe: { run: () => Promise<unknown> } }).axe.run())) as {
-      violations: { id: string; impact: string }[];
-    };
-    expect(results.violations.map((violation) => `${violation.id} (${violation.impact})`)).toEqual([]);
+    expect(await seriousViolations(page)).toEqual([]);
     await page.goto(`${stack.edgeUrl}/console/runs/${runId}`);
     expect(await page.getByText(`${providerHost} → back`).count()).toBeGreaterThan(0);
     await agent.report(runId, 'completed', 'Read the weekly reports after the owner signed in at Acme ID.');
@@ -177,16 +180,12 @@ describe('a sign-in through an identity provider on another origin', () => {
   }) => {
     const twoHopSite = sites.twoHop;
     const runId = await parkedRun({ agent, owner, page }, twoHopSite, 'acme-two-hop');
-    await openLiveView(page, 30_000);
-    await chooseProvider(page);
-    await signInAtProvider(page, twoHopSite);
+    await signInThroughLiveView(page, twoHopSite);
     // Back on the site, "Continue as Ada Lovelace" is still part of the ceremony.
     await until(() => (twoHopSite.counters().chooserPages >= 1 ? true : undefined), 'the account chooser', 30_000);
     await waitForQuietScreen(page);
     await pressKeys(page, ['Tab', 'Enter']);
-    await page.locator('#live-view[data-state="ended"]').waitFor({ timeout: 60_000 });
-    expect(await page.locator('#live-status').textContent()).toContain('you are signed in');
-    await until(async () => ((await agent.run(runId)).state === 'queued' ? true : undefined), 'the run to be queued again', 60_000);
+    await resumedAfterSignIn({ agent, owner, page }, runId);
     expect(twoHopSite.counters()).toMatchObject({ codesAccepted: 1, chosen: 1, tokenExchanges: 1 });
     const [episodes] = await stack.queryD1(`SELECT state FROM sign_in_episodes WHERE profile_id = 'acme-two-hop'`);
     expect(episodes?.map((episode) => episode.state)).toEqual(['resolved']);
