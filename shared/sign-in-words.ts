@@ -300,6 +300,9 @@ export function signInWords(additions?: SignInWordAdditions): SignInWords {
   };
 }
 
+/** Names after "Sign in with" that are not a provider's: "your work account", "another account", "a magic link". */
+const NOT_A_PROVIDER = /^(?:your|my|our|their|his|her|another|other|a|an|the|this|that|different|same|new)\b/u;
+
 /** Longest text compared, in characters: a heading or a button, never a paragraph. */
 const MAX_COMPARED_CHARS = 160;
 const SEPARATOR = /^[\s:|·,.!–—-]/;
@@ -344,23 +347,28 @@ export function readsAsSignIn(text: string, words: SignInWords): boolean {
 /**
  * True when `text` (a button or link) names a single-sign-on choice: a prefix ("Continue with ",
  * "Sign in with ", ...) followed by an identity provider or sign-in method and at most "account"
- * or "ID" ("Continue with Google", "Sign in with SSO"), a prefix that says "sign in" itself
- * followed by any name of one to four words ("Sign in with Acme ID"; see
- * `single_sign_on_any_provider`), or one of the exact phrases ("Single sign-on"). With `leading`,
+ * or "ID" ("Continue with Google", "Sign in with SSO"), with `anyProvider` (a button, not a link:
+ * links to articles about signing in say the same words) a prefix that says "sign in" itself
+ * followed by a name of one to four words that is not "your ...", "another ..." and the like
+ * ("Sign in with Acme ID"; see `single_sign_on_any_provider`), or one of the exact phrases
+ * ("Single sign-on"). With `leading`,
  * the choice may be followed by more after a separator ("Sign in with Apple - Apple Developer"):
  * used for titles and headings, which then name the choice, not a page; there a provider must be
  * a known one.
  */
-export function namesSingleSignOn(text: string, words: SignInWords, leading = false): boolean {
+export function namesSingleSignOn(text: string, words: SignInWords, leading = false, anyProvider = false): boolean {
   if (text.length > MAX_COMPARED_CHARS) return false;
   const normalized = normalizeSignInText(text);
   if (words.singleSignOnExact.includes(normalized)) return true;
-  const anyProvider = words.singleSignOnAnyProvider.some((prefix) => {
-    if (leading || !`${normalized} `.startsWith(prefix)) return false;
-    const name = normalized.slice(prefix.length).trim();
-    return name !== '' && /^[\p{L}\p{N}][\p{L}\p{N} .'&-]*$/u.test(name) && name.split(/\s+/).length <= 4;
-  });
-  if (anyProvider) return true;
+  const namesAny =
+    anyProvider &&
+    !leading &&
+    words.singleSignOnAnyProvider.some((prefix) => {
+      if (!`${normalized} `.startsWith(prefix)) return false;
+      const name = normalized.slice(prefix.length).trim();
+      return /^[\p{L}\p{N}][\p{L}\p{N} .'&-]*$/u.test(name) && name.split(/\s+/).length <= 4 && !NOT_A_PROVIDER.test(name);
+    });
+  if (namesAny) return true;
   return words.singleSignOn.some((prefix) => {
     if (!`${normalized} `.startsWith(prefix)) return false;
     const rest = normalized.slice(prefix.length).replace(/\s+(?:account|id)$/, '');

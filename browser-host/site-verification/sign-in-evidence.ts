@@ -178,7 +178,8 @@ export function snapshotReasons(seen: Pick<PageUnderAssessment, 'title' | 'lines
       if (name === '') continue;
       // "Sign in with a passkey" is a passkey, not a single-sign-on choice.
       if (namesPasskey(name, words)) passkeys.push(name);
-      else if (namesSingleSignOn(name, words)) singleSignOn.push(name);
+      // Any provider's name counts on a button only: a link saying "Sign in with ..." may lead to an article about it.
+      else if (namesSingleSignOn(name, words, false, node.role === 'button')) singleSignOn.push(name);
     } else if (node.role === 'heading' && Number(node.attributes.level ?? '2') <= 2) {
       const name = (node.name ?? textOf(node)).trim();
       // "Sign in with Apple" names a choice (or its documentation), not a sign-in page.

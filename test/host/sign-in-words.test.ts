@@ -83,12 +83,16 @@ describe('what reads as sign-in', () => {
   });
 
   it("a choice that says sign in names any provider, a company's own included; continue-with needs a known one", () => {
-    expect(namesSingleSignOn('Sign in with Acme ID', words)).toBe(true);
-    expect(namesSingleSignOn('Log in with Keycloak', words)).toBe(true);
-    expect(namesSingleSignOn('Se connecter avec FranceConnect', words)).toBe(true);
-    expect(namesSingleSignOn('Continue with Acme ID', words)).toBe(false);
-    expect(namesSingleSignOn('Sign in with', words)).toBe(false);
-    expect(namesSingleSignOn('Sign in with your email address or your phone number here', words)).toBe(false);
+    expect(namesSingleSignOn('Sign in with Acme ID', words, false, true)).toBe(true);
+    expect(namesSingleSignOn('Log in with Keycloak', words, false, true)).toBe(true);
+    expect(namesSingleSignOn('Se connecter avec FranceConnect', words, false, true)).toBe(true);
+    expect(namesSingleSignOn('Continue with Acme ID', words, false, true)).toBe(false);
+    expect(namesSingleSignOn('Sign in with', words, false, true)).toBe(false);
+    expect(namesSingleSignOn('Sign in with your email address or your phone number here', words, false, true)).toBe(false);
+    // Not a provider's name, and not on a link (an article about signing in says the same words).
+    expect(namesSingleSignOn('Sign in with your work account', words, false, true)).toBe(false);
+    expect(namesSingleSignOn('Log in with another account', words, false, true)).toBe(false);
+    expect(namesSingleSignOn('Sign in with NextAuth', words)).toBe(false);
     // In a title or heading it names a choice only with a known provider (documentation pages).
     expect(namesSingleSignOn('Sign in with Acme ID - Developer docs', words, true)).toBe(false);
   });
