@@ -264,7 +264,7 @@ export class ProfileBrowser {
     try {
       const page = await this.#openOwnPage(deadline);
       page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
-      const unguard = await this.confinement.guardPage(page);
+      const unguard = await this.confinement.guardPage(page, { temporary: true });
       page.once('close', unguard);
       return page;
     } catch (error) {

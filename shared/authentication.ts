@@ -150,6 +150,22 @@ export type CeremonyState = z.infer<typeof CeremonyState>;
 
 /** Most origins one ceremony's record of where the person's window went keeps (the newest). */
 export const MAX_VISITED_ORIGINS = 32;
+/**
+ * Most characters those origins hold together: the signed event carrying them must fit the
+ * wire's 4,096-character token (`ceremony.status`, the delivery to the edge).
+ */
+export const MAX_VISITED_ORIGINS_CHARS = 1_024;
+
+/**
+ * Where a person's sign-in window went (`CeremonyEventClaims.visited_origins`): origins in order,
+ * never the same one twice in a row, at most {@link MAX_VISITED_ORIGINS} of them and
+ * {@link MAX_VISITED_ORIGINS_CHARS} characters in all.
+ */
+export const VisitedOrigins = z
+  .array(Origin)
+  .max(MAX_VISITED_ORIGINS)
+  .refine((origins) => origins.every((origin, index) => index === 0 || origins[index - 1] !== origin), 'the same origin twice in a row')
+  .refine((origins) => origins.join('').length <= MAX_VISITED_ORIGINS_CHARS, `more than ${MAX_VISITED_ORIGINS_CHARS} characters of origins`);
 
 /** The claims of a signed ceremony outcome event. `event_id` is stable across re-deliveries. */
 export const CeremonyEventClaims = z.strictObject({
@@ -175,7 +191,7 @@ export const CeremonyEventClaims = z.strictObject({
    * its top-level documents in order, a repeat of the one before folded, origins only (never a
    * path or query), the newest {@link MAX_VISITED_ORIGINS}. Absent from hosts that do not record it.
    */
-  visited_origins: z.array(Origin).max(MAX_VISITED_ORIGINS).optional(),
+  visited_origins: VisitedOrigins.optional(),
 });
 export type CeremonyEventClaims = z.infer<typeof CeremonyEventClaims>;
 

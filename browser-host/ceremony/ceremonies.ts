@@ -150,6 +150,8 @@ export class Ceremonies {
       this.#finish(record, check.outcome, check);
       return this.#answer(record);
     }
+    // Ended meanwhile (ceremony.end, a newer ceremony): its window was taken back already.
+    if (record.claims !== undefined) return this.#answer(record);
     await showSignIn(record, browser);
     if (record.claims === undefined && record.life.expired) this.#finish(record, 'not_verified');
     if (record.claims === undefined) {

@@ -1,4 +1,4 @@
-import { MAX_VISITED_ORIGINS } from '../../shared/authentication.ts';
+import { MAX_VISITED_ORIGINS, MAX_VISITED_ORIGINS_CHARS } from '../../shared/authentication.ts';
 import { httpOrigin } from '../../shared/origin.ts';
 import type { Admission } from '../admission.ts';
 import { Deadline } from '../deadline.ts';
@@ -24,9 +24,11 @@ const MAX_NOTICES = 8;
  * origins become navigable, and the window may follow the sign-in top-level to other origins
  * (`Confinement.signInWindow`), each origin it loads noted in `record.visited` and each refusal
  * told to the person once through `record.notify` (the ceremony's live views). Done again on a
- * relaunched browser; a no-op when this browser already has it.
+ * relaunched browser; a no-op when this browser already has it, or when the ceremony is over
+ * (its window was taken back: {@link returnWindow}).
  */
 export function openSignInWindow(record: Ceremony, browser: ProfileBrowser): void {
+  if (record.claims !== undefined) return;
   browser.confinement.ceremonyOrigins = ceremonyOriginsOf(record.params);
   record.window ??= {
     onDocument: (origin) => {
@@ -51,12 +53,21 @@ export function ceremonyOriginsOf(params: { readonly origin: string; readonly si
 }
 
 /**
- * Where the person's window went (`CeremonyEventClaims.visited_origins`): the origins it loaded,
- * less those it could not reach, a repeat folded again; read before the window is closed.
+ * Where the person's window went (`CeremonyEventClaims.visited_origins`, shared/authentication.ts
+ * `VisitedOrigins`): the origins it loaded, less those it could not reach, a repeat folded again,
+ * the newest that fit {@link MAX_VISITED_ORIGINS_CHARS}; read before the window is closed.
  */
 export function visitedOrigins(record: Ceremony, browser: ProfileBrowser | undefined): string[] {
   const reached = record.visited.filter((origin) => browser === undefined || !browser.confinement.signInRefused(origin));
-  return reached.filter((origin, index) => index === 0 || reached[index - 1] !== origin);
+  const folded = reached.filter((origin, index) => index === 0 || reached[index - 1] !== origin);
+  let chars = 0;
+  const newest: string[] = [];
+  for (const origin of folded.reverse()) {
+    chars += origin.length;
+    if (chars > MAX_VISITED_ORIGINS_CHARS) break;
+    newest.unshift(origin);
+  }
+  return newest;
 }
 
 /**
@@ -93,6 +104,7 @@ export async function showSignIn(record: Ceremony, browser: ProfileBrowser): Pro
   const show = record.life.child(SHOW_SIGN_IN_MS);
   try {
     await browser.lock.run(show, async () => {
+      if (record.claims !== undefined) return;
       const page = await browser.page(show);
       browser.revisions.invalidate('a person took the page over for sign-in');
       await show.race(

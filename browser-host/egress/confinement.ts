@@ -74,6 +74,8 @@ export class Confinement {
   readonly #signInRefused = new Set<string>();
   /** Main frame ids of the host's guarded pages: their blocked documents are navigations or forms, any other frame's are frames. */
   readonly #guardedMainFrames = new Set<string>();
+  /** Main frame ids of the guarded pages the host opened for itself (a verification's loads). */
+  readonly #temporaryMainFrames = new Set<string>();
 
   constructor(settings: EgressSettings, events: PageEvents) {
     this.#settings = settings;
@@ -122,9 +124,10 @@ export class Confinement {
   /**
    * Whether a document may load from `url`: undefined when it may, else why not. URLs that need
    * no network (about:, data:, blob:, javascript:) always may; anything else must be http(s) on a
-   * navigable origin.
+   * navigable origin, or, while the sign-in window is open and the document is one `followsSignIn`
+   * (not a page the host opened for itself), on an origin the operator allows for sign-in.
    */
-  documentVerdict(url: string): BlockReason | undefined {
+  documentVerdict(url: string, followsSignIn = true): BlockReason | undefined {
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -133,11 +136,13 @@ export class Confinement {
     }
     if (LOCAL_SCHEMES.has(parsed.protocol)) return undefined;
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'outside_run_origins';
-    if (this.#settings.deny.includes(parsed.origin)) return 'operator_denied';
-    if (this.navigableOrigins.includes(parsed.origin)) return undefined;
-    if (this.#signInWindow === undefined) return 'outside_run_origins';
+    // `evil.example.` is `evil.example`: the fully-qualified spelling names the same host.
+    const origin = withoutTrailingDot(parsed);
+    if (this.#settings.deny.includes(origin)) return 'operator_denied';
+    if (this.navigableOrigins.includes(origin)) return undefined;
+    if (this.#signInWindow === undefined || !followsSignIn) return 'outside_run_origins';
     const allowed = this.#settings.signIn;
-    return allowed === undefined || allowed.includes(parsed.origin) ? undefined : 'outside_sign_in_origins';
+    return allowed === undefined || allowed.includes(origin) ? undefined : 'outside_sign_in_origins';
   }
 
   /**
@@ -160,6 +165,14 @@ export class Confinement {
   }
 
   /**
+   * Notes that the sign-in window's document could not be reached at all (its name does not
+   * resolve), so its origin is not counted among those the window visited. Nothing is reported.
+   */
+  unreached(origin: string): void {
+    if (this.#signInWindow !== undefined && origin === this.#signInTopLevel) this.#signInRefused.add(origin);
+  }
+
+  /**
    * The verdict on one connection to `hostname:port` (`plainHttp` for a plain HTTP request, which
    * matches http origins only), made before it is opened: an
    * operator-denied host and port is refused; the host's own ports on a non-public address are
@@ -169,7 +182,10 @@ export class Confinement {
    * pins the address to connect to.
    */
   async connection(hostname: string, port: number, plainHttp = false): Promise<ConnectionVerdict> {
-    const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    const host = hostname
+      .replace(/^\[|\]$/g, '')
+      .toLowerCase()
+      .replace(/\.$/, '');
     // A plain HTTP request is of an http origin; a tunnel may be https, wss, or ws of an http origin.
     const matches = (origin: string): boolean => {
       const url = new URL(origin);
@@ -230,17 +246,19 @@ export class Confinement {
       }
       // Every other document (the host's pages, their frames, a frame a page writes into a popup
       // before it closes) may come from a navigable origin only.
-      const verdict = this.documentVerdict(request.url);
+      // The host's own temporary pages (a verification's loads) never follow a person's sign-in.
+      const verdict = this.documentVerdict(request.url, !this.#temporaryMainFrames.has(frameId));
       if (verdict === undefined) {
         const window = this.#signInWindow;
-        if (window !== undefined && this.#guardedMainFrames.has(frameId) && !LOCAL_SCHEMES.has(new URL(request.url).protocol)) {
+        if (window !== undefined && this.#personMainFrame(frameId) && !LOCAL_SCHEMES.has(new URL(request.url).protocol)) {
           this.#signInTopLevel = canonical(request.url);
           window.onDocument(this.#signInTopLevel);
         }
         session.send('Fetch.continueRequest', { requestId }).catch(() => {});
         return;
       }
-      this.#recordDocument(request.url, this.#guardedMainFrames.has(frameId) ? (request.method === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
+      if (this.#temporaryMainFrames.has(frameId)) this.events.blocked({ origin: originOrNull(request.url), kind: 'navigation', reason: verdict });
+      else this.#recordDocument(request.url, this.#guardedMainFrames.has(frameId) ? (request.method === 'GET' ? 'navigation' : 'form') : 'frame', verdict);
       // Aborted, not BlockedByClient: an aborted navigation commits no error page, so a page whose
       // own navigation was stopped stays the page it was (and an agent's load fails as it should).
       session.send('Fetch.failRequest', { requestId, errorReason: 'Aborted' }).catch(() => {});
@@ -258,7 +276,7 @@ export class Confinement {
    * each window it asks for (`Page.windowOpen`, reported as a refused popup).
    * @returns a function that stops guarding; never throws.
    */
-  async guardPage(page: Page): Promise<() => void> {
+  async guardPage(page: Page, options: { temporary?: boolean } = {}): Promise<() => void> {
     let session: CDPSession;
     try {
       session = await page.context().newCDPSession(page);
@@ -280,26 +298,46 @@ export class Confinement {
     });
     await session.send('Page.enable').catch(() => {});
     if (mainFrameId !== undefined) this.#guardedMainFrames.add(mainFrameId);
+    if (mainFrameId !== undefined && options.temporary) this.#temporaryMainFrames.add(mainFrameId);
     return () => {
       if (mainFrameId !== undefined) this.#guardedMainFrames.delete(mainFrameId);
+      if (mainFrameId !== undefined) this.#temporaryMainFrames.delete(mainFrameId);
       void session.detach().catch(() => {});
     };
   }
 
+  /** Whether `frameId` is the main frame of a page the person's window shows (not one the host opened for itself). */
+  #personMainFrame(frameId: string): boolean {
+    return this.#guardedMainFrames.has(frameId) && !this.#temporaryMainFrames.has(frameId);
+  }
+
   #recordDocument(url: string, kind: BlockedKind, reason: BlockReason): void {
-    let origin: string;
-    try {
-      origin = new URL(url).origin;
-    } catch {
-      origin = 'null';
-    }
-    this.refuse({ origin, kind, reason });
+    this.refuse({ origin: originOrNull(url), kind, reason });
   }
 }
 
-/** A refusal of the person's sign-in window in words (shown in the live view). */
+/** The origin of `url`, or `null` when it has none. */
+function originOrNull(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'null';
+  }
+}
+
+/** The origin of `url` with a fully-qualified host name's trailing dot dropped (`https://a.example.` is `https://a.example`). */
+function withoutTrailingDot(url: URL): string {
+  if (!url.hostname.endsWith('.')) return url.origin;
+  return `${url.protocol}//${url.hostname.slice(0, -1)}${url.port === '' ? '' : `:${url.port}`}`;
+}
+
+/** Longest origin a refusal sentence names, in characters (a live-view notice holds 500). */
+const MAX_NAMED_ORIGIN_CHARS = 200;
+
+/** A refusal of the person's sign-in window in words (shown in the live view), at most 500 characters. */
 function refusalInWords(entry: Omit<BlockedRequest, 'at'>): string {
-  const where = entry.origin === 'null' ? 'a page that is not a web address' : entry.origin;
+  const named = entry.origin.length > MAX_NAMED_ORIGIN_CHARS ? `${entry.origin.slice(0, MAX_NAMED_ORIGIN_CHARS)}…` : entry.origin;
+  const where = entry.origin === 'null' ? 'a page that is not a web address' : named;
   if (entry.kind === 'popup') {
     return `The sign-in page tried to open a new window (${where}). The live view shows one window only, so it was not opened; if the site offers it, choose to sign in in the same window.`;
   }

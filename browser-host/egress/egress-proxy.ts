@@ -32,7 +32,10 @@ export async function startEgressProxy(confinement: Confinement): Promise<Egress
     verbose: false,
     prepareRequestFunction: async ({ hostname, port, isHttp, request }) => {
       const verdict = await confinement.connection(hostname, port, isHttp);
-      if (verdict.refused === 'unresolvable') throw new RequestError('the host name does not resolve', 502);
+      if (verdict.refused === 'unresolvable') {
+        confinement.unreached(connectionOrigin(hostname, port, isHttp ? request.url : undefined));
+        throw new RequestError('the host name does not resolve', 502);
+      }
       if (verdict.refused !== undefined) {
         confinement.refuse({
           origin: connectionOrigin(hostname, port, isHttp ? request.url : undefined),
