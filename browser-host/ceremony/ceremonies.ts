@@ -239,10 +239,14 @@ export class Ceremonies {
     record.state = outcome;
     record.life.dispose();
     const { admission } = this.#services;
-    // Taken back before the profile is released, so the window's lock is queued ahead of any lease's first command.
-    if (record.hold !== undefined) this.#track(returnWindow(record, record.hold));
-    if (record.hold !== undefined && admission.browserOf(params.profile_id) === record.hold) admission.release(params.profile_id);
+    const hold = record.hold;
     record.hold = undefined;
+    // The profile goes back to admission once its window is taken back from the person.
+    const release = (): void => {
+      if (hold !== undefined && admission.browserOf(params.profile_id) === hold) admission.release(params.profile_id);
+    };
+    if (hold === undefined) release();
+    else this.#track(returnWindow(record, hold, release));
     if (!this.#closing.signal.aborted && this.#services.edgeUrl !== undefined) this.#deliver(this.#services.edgeUrl, record.claims);
     this.#services.onFinished?.(params.ceremony_id, outcome);
     this.#prune();

@@ -75,26 +75,33 @@ export function visitedOrigins(record: Ceremony, browser: ProfileBrowser | undef
  * is navigable for the sign-in any more, and a window left anywhere but the ceremony's origin
  * (an identity provider's page, say) goes to `about:blank`, so no page of the sign-in is there for
  * the agent's next lease, whose first read is a fresh one. What the window's pages did meanwhile
- * (refusals, dialogs) is dropped, not reported to the agent. Never throws.
+ * (refusals, dialogs) is dropped, not reported to the agent. `release` (giving the profile back
+ * to admission) is called once the window is back: at once when it is already on the site or
+ * blank, else after the navigation (at most 5 s), so a lease never starts on a sign-in's page and
+ * admission, woken by the release, finds the browser idle. Never throws.
  */
-export async function returnWindow(record: Ceremony, browser: ProfileBrowser): Promise<void> {
+export async function returnWindow(record: Ceremony, browser: ProfileBrowser, release: () => void): Promise<void> {
   browser.confinement.ceremonyOrigins = [];
   if (browser.confinement.signInWindowOf === record.window) browser.confinement.signInWindow = undefined;
+  browser.events.drain();
+  const page = browser.openPage;
+  const url = page?.url() ?? 'about:blank';
+  if (page === undefined || url === 'about:blank' || httpOrigin(url) === record.params.origin.toLowerCase()) {
+    release();
+    return;
+  }
   const deadline = Deadline.after(RETURN_WINDOW_MS);
   try {
     await browser.lock.run(deadline, async () => {
-      const page = browser.openPage;
-      const url = page?.url();
-      if (page !== undefined && url !== 'about:blank' && httpOrigin(url ?? '') !== record.params.origin.toLowerCase()) {
-        browser.revisions.invalidate('the sign-in window was taken back');
-        await deadline.race(browser.hostNavigation(() => page.goto('about:blank', { timeout: Math.max(1, deadline.remainingMs()) })));
-      }
+      browser.revisions.invalidate('the sign-in window was taken back');
+      await deadline.race(browser.hostNavigation(() => page.goto('about:blank', { timeout: Math.max(1, deadline.remainingMs()) })));
       browser.events.drain();
     });
   } catch {
     // The browser went away or did not answer in time: a relaunched one starts blank anyway.
   } finally {
     deadline.dispose();
+    release();
   }
 }
 

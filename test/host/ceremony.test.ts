@@ -40,6 +40,8 @@ describe('sign-in ceremonies with a reviewed site definition', () => {
       definition: { id: 'fixture-reports', version: 1 },
       account_sha256: sha256('alice@example.test'),
       decided_at_ms: expect.any(Number),
+      // The person's window stayed on the site (DESIGN.md section 18: where the sign-in went).
+      visited_origins: [world.site.origin],
     });
     const delivered = await deliveredFor(world.receiver, id);
     expect(delivered).toEqual([claims]);
