@@ -1,15 +1,14 @@
-import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, test, vi } from 'vitest';
 import type { HostConfig } from '../../browser-host/config.ts';
 import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
-import { devToolsEndpoint } from '../../scripts/person-at-browser.ts';
 import type { LiveViewNotification } from '../../shared/live-view.ts';
 import { ceremonyId, claimsOf, deliveredFor, type EventReceiver, startEventReceiver, stateBecomes } from '../support/ceremony-fixture.ts';
 import { startFixtureServer } from '../support/fixture-server.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
 import { type IdentityProviderSite, type IdentityProviderSiteOptions, startIdentityProviderSite } from '../support/identity-provider-site.ts';
+import { atProfileWindow, profileWindowUrls } from '../support/person-window.ts';
 
 // A person signs in to a site through an identity provider on another origin (DESIGN.md section
 // 18), in real Chromium, at the host's own window: the window follows the sign-in to the provider
@@ -64,43 +63,6 @@ async function beginOn(world: World, profileId: string, id = ceremonyId()) {
   return { id, answer };
 }
 
-/** Acts as the person at the profile's headed window through its DevTools port; disconnects after. */
-async function atWindow<T>(world: World, profileId: string, act: (page: Page) => Promise<T>): Promise<T> {
-  const endpoint = await devToolsEndpoint(path.join(world.profilesDir, profileId), Date.now() + 20_000);
-  const browser: Browser = await chromium.connectOverCDP(endpoint, { timeout: 20_000 });
-  try {
-    let page: Page | undefined;
-    await vi.waitFor(
-      () => {
-        page = browser
-          .contexts()
-          .flatMap((context) => context.pages())
-          .find((candidate) => candidate.url().startsWith(world.site.signInUrl));
-        expect(page, 'the sign-in page in the window').toBeDefined();
-      },
-      { timeout: 20_000, interval: 100 },
-    );
-    page!.setDefaultTimeout(20_000);
-    return await act(page!);
-  } finally {
-    await browser.close().catch(() => {});
-  }
-}
-
-/** The URLs of the pages of the profile's browser, as the person at its window sees them. */
-async function windowUrls(world: World, profileId: string): Promise<string[]> {
-  const endpoint = await devToolsEndpoint(path.join(world.profilesDir, profileId), Date.now() + 10_000);
-  const browser = await chromium.connectOverCDP(endpoint, { timeout: 10_000 });
-  try {
-    return browser
-      .contexts()
-      .flatMap((context) => context.pages())
-      .map((page) => page.url());
-  } finally {
-    await browser.close().catch(() => {});
-  }
-}
-
 /** The person signs in at the provider: the site's button, username and password, the code when asked, then Allow. */
 async function signInAtProvider(page: Page, site: IdentityProviderSite): Promise<void> {
   await page.getByRole('button', { name: 'Sign in with Acme ID' }).click();
@@ -113,6 +75,11 @@ async function signInAtProvider(page: Page, site: IdentityProviderSite): Promise
     await page.getByRole('button', { name: 'Verify' }).click();
   }
   await page.getByRole('button', { name: 'Allow' }).click();
+}
+
+/** Acts as the person at the profile's window on the site's sign-in page. */
+function atWindow<T>(world: World, profileId: string, act: (page: Page) => Promise<T>): Promise<T> {
+  return atProfileWindow(world.profilesDir, profileId, world.site.signInUrl, act);
 }
 
 /** Collects the `liveview.notice` sentences sent on `client`. */
@@ -234,7 +201,7 @@ describe('a sign-in through an identity provider on another origin', () => {
         const claims = await claimsOf(await world.client.call('ceremony.status', { ceremony_id: id }));
         expect(claims.visited_origins).toEqual([world.site.siteOrigin, world.site.providerOrigin]);
         // The person's window no longer shows the provider's page.
-        await vi.waitFor(async () => expect(await windowUrls(world, 'ada')).toEqual(['about:blank']), { timeout: 10_000, interval: 200 });
+        await vi.waitFor(async () => expect(await profileWindowUrls(world.profilesDir, 'ada')).toEqual(['about:blank']), { timeout: 10_000, interval: 200 });
         // The next lease of the profile starts where nothing of the sign-in is.
         const lease = await vi.waitFor(
           () => world.client.call('lease.acquire', { run_id: 'run_next', profile_id: 'ada', origins: [world.site.siteOrigin], ttl_ms: 60_000 }),

@@ -1,14 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
-import { expect, test, vi } from 'vitest';
+import { expect, test } from 'vitest';
 import { startBrowserHost } from '../../browser-host/host.ts';
-import { devToolsEndpoint } from '../../scripts/person-at-browser.ts';
 import { ceremonyId, claimsOf } from '../support/ceremony-fixture.ts';
 import { startFixtureServer } from '../support/fixture-server.ts';
 import { connectHost } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
+import { atProfileWindow } from '../support/person-window.ts';
 
 // The sign-in window may go to any origin, but never to a loopback/private/link-local
 // address however it is spelled, nor to the host's own port.
@@ -52,21 +50,8 @@ test('the sign-in window reaches no loopback server in any spelling, nor the hos
       'file:///etc/passwd',
       'chrome://version',
     ];
-    const endpoint = await devToolsEndpoint(path.join(profiles.dir, 'escape'), Date.now() + 20_000);
-    const browser: Browser = await chromium.connectOverCDP(endpoint, { timeout: 20_000 });
     const landed: string[] = [];
-    try {
-      const page = await vi.waitFor(
-        () => {
-          const found = browser
-            .contexts()
-            .flatMap((context) => context.pages())
-            .find((candidate) => candidate.url().startsWith(site.origin));
-          expect(found).toBeDefined();
-          return found!;
-        },
-        { timeout: 20_000, interval: 100 },
-      );
+    await atProfileWindow(profiles.dir, 'escape', site.origin, async (page) => {
       for (const target of targets) {
         // Top-level, as a provider's redirect or link would (a script navigation from the page).
         await page
@@ -79,9 +64,7 @@ test('the sign-in window reaches no loopback server in any spelling, nor the hos
         if (text.includes('intranet') || text.includes('"protocol"') || text.includes('root:')) landed.push(target);
         if (!page.url().startsWith(site.origin)) await page.goto(site.url('quiet.html')).catch(() => {});
       }
-    } finally {
-      await browser.close().catch(() => {});
-    }
+    });
     expect(landed).toEqual([]);
     expect(hits).toBe(0);
     expect((await client.call('ceremony.end', { ceremony_id: id })).ended).toBe(true);

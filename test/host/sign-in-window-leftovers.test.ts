@@ -1,14 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
 import { describe, expect, test, vi } from 'vitest';
 import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
-import { devToolsEndpoint } from '../../scripts/person-at-browser.ts';
 import { ceremonyId } from '../support/ceremony-fixture.ts';
 import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
+import { profileWindowUrls } from '../support/person-window.ts';
 
 // Nothing a provider's page did while the person signed in reaches the agent's next lease
 // (README "Signing in through an identity provider": refusals, dialogs and every page of the
@@ -66,20 +64,6 @@ async function withWorld(use: (world: World) => Promise<void>): Promise<void> {
   }
 }
 
-/** The URLs of the profile's pages, as the person at its window sees them. */
-async function windowUrls(world: World, profileId: string): Promise<string[]> {
-  const endpoint = await devToolsEndpoint(path.join(world.profilesDir, profileId), Date.now() + 10_000);
-  const browser: Browser = await chromium.connectOverCDP(endpoint, { timeout: 10_000 });
-  try {
-    return browser
-      .contexts()
-      .flatMap((context) => context.pages())
-      .map((page) => page.url());
-  } finally {
-    await browser.close().catch(() => {});
-  }
-}
-
 /** A ceremony whose sign-in page sends the window to the provider's `providerPath`; ended once the window is there. */
 async function endAtProvider(world: World, profileId: string, providerPath: string): Promise<void> {
   const id = ceremonyId();
@@ -92,7 +76,7 @@ async function endAtProvider(world: World, profileId: string, providerPath: stri
     protected_url: world.site.url('quiet.html'),
     timeout_ms: 60_000,
   });
-  await vi.waitFor(async () => expect((await windowUrls(world, profileId)).some((url) => url.startsWith(world.provider))).toBe(true), {
+  await vi.waitFor(async () => expect((await profileWindowUrls(world.profilesDir, profileId)).some((url) => url.startsWith(world.provider))).toBe(true), {
     timeout: 15_000,
     interval: 200,
   });

@@ -1,12 +1,11 @@
-import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { describe, expect, test, vi } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, test } from 'vitest';
 import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
-import { devToolsEndpoint } from '../../scripts/person-at-browser.ts';
 import { ceremonyId, claimsOf } from '../support/ceremony-fixture.ts';
 import { type FixtureServer, startFixtureServer } from '../support/fixture-server.ts';
 import { connectHost, type HostClient } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
+import { atProfileWindow } from '../support/person-window.ts';
 
 // What the host reports as the origins the person's sign-in window visited.
 
@@ -47,26 +46,9 @@ async function begin(world: World, profileId: string): Promise<string> {
   return id;
 }
 
-/** Acts as the person at the profile's window (DevTools port), on the page showing the site. */
-async function atWindow<T>(world: World, profileId: string, act: (page: Page) => Promise<T>): Promise<T> {
-  const endpoint = await devToolsEndpoint(path.join(world.profilesDir, profileId), Date.now() + 20_000);
-  const browser: Browser = await chromium.connectOverCDP(endpoint, { timeout: 20_000 });
-  try {
-    let page: Page | undefined;
-    await vi.waitFor(
-      () => {
-        page = browser
-          .contexts()
-          .flatMap((context) => context.pages())
-          .find((candidate) => candidate.url().startsWith(world.site.origin));
-        expect(page).toBeDefined();
-      },
-      { timeout: 20_000, interval: 100 },
-    );
-    return await act(page!);
-  } finally {
-    await browser.close().catch(() => {});
-  }
+/** Acts as the person at the profile's window, on the page showing the site. */
+function atWindow<T>(world: World, profileId: string, act: (page: Page) => Promise<T>): Promise<T> {
+  return atProfileWindow(world.profilesDir, profileId, world.site.origin, act);
 }
 
 describe('visited origins', () => {

@@ -1,13 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
-import { expect, test, vi } from 'vitest';
+import { expect, test } from 'vitest';
 import { startBrowserHost } from '../../browser-host/host.ts';
-import { devToolsEndpoint } from '../../scripts/person-at-browser.ts';
 import { ceremonyId, claimsOf } from '../support/ceremony-fixture.ts';
 import { connectHost } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory, testHostConfig } from '../support/host-fixture.ts';
+import { atProfileWindow } from '../support/person-window.ts';
+import { until } from '../support/until.ts';
 
 // `visited_origins` says where the person's window went (README: "the host reports the
 // origins the window visited"). The host's own verification loads (a temporary page of the same
@@ -35,7 +34,9 @@ async function serve(route: (pathname: string, origin: string) => { status: numb
 test("a verification load that the site bounces to its identity provider is not where the person's window went", async () => {
   const provider = await serve(() => ({ status: 200, body: '<!doctype html><title>Acme ID</title><h1>Choose an account</h1>' }));
   // The site: a public home page, a sign-in page, and a protected page that sends anyone not signed in straight to the provider.
+  let privateLoads = 0;
   const site = await serve((pathname) => {
+    if (pathname === '/private') privateLoads += 1;
     if (pathname === '/private') return { status: 302, headers: { Location: `${provider.origin}/authorize?client_id=shop` } };
     if (pathname === '/login')
       return {
@@ -62,26 +63,10 @@ test("a verification load that the site bounces to its identity provider is not 
     });
     expect(answer.state).toBe('awaiting_person');
     // The person goes to the site's home page instead of signing in; the window never leaves the site.
-    const endpoint = await devToolsEndpoint(path.join(profiles.dir, 'bounced'), Date.now() + 20_000);
-    const browser: Browser = await chromium.connectOverCDP(endpoint, { timeout: 20_000 });
-    try {
-      const page = await vi.waitFor(
-        () => {
-          const found = browser
-            .contexts()
-            .flatMap((context) => context.pages())
-            .find((candidate) => candidate.url().startsWith(`${site.origin}/login`));
-          expect(found).toBeDefined();
-          return found!;
-        },
-        { timeout: 20_000, interval: 100 },
-      );
-      await page.goto(`${site.origin}/home`);
-    } finally {
-      await browser.close().catch(() => {});
-    }
-    // Polling finds the person past the sign-in page and verifies (loading /private, which goes to the provider).
-    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    await atProfileWindow(profiles.dir, 'bounced', `${site.origin}/login`, (page) => page.goto(`${site.origin}/home`));
+    // Polling finds the person past the sign-in page and verifies, loading /private (which goes to the provider).
+    const loadsBefore = privateLoads;
+    await until(() => privateLoads >= loadsBefore + 2, 'two verification loads of /private after the person left the sign-in page', 30_000);
     expect((await client.call('ceremony.end', { ceremony_id: id })).ended).toBe(true);
     const claims = await claimsOf(await client.call('ceremony.status', { ceremony_id: id }));
     // Before the fix: [site, provider, site, ...]: the verification's load is reported as the person's route.

@@ -1,23 +1,11 @@
-import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { devToolsEndpoint } from '../../scripts/person-at-browser.ts';
+import type { Browser, Page } from 'playwright-core';
+import { withProfileBrowser } from './person-window.ts';
 
 // What a faulty site or a dying machine does to a profile's browser, for host tests of recovery:
 // through the loopback DevTools port of a host started with `personDebugging` (never the wire).
 
-/** Longest reaching the profile's browser and doing one thing in it may take, in ms. */
+/** Longest doing one thing in the profile's browser may take, in ms. */
 const DEVTOOLS_TIMEOUT_MS = 10_000;
-
-/** Connects to the browser of `profileId` under `profilesDir`, runs `use` and disconnects (nothing is closed). */
-async function withBrowser<T>(profilesDir: string, profileId: string, use: (browser: Browser) => Promise<T>): Promise<T> {
-  const endpoint = await devToolsEndpoint(path.join(profilesDir, profileId), Date.now() + DEVTOOLS_TIMEOUT_MS);
-  const browser = await chromium.connectOverCDP(endpoint, { timeout: DEVTOOLS_TIMEOUT_MS });
-  try {
-    return await use(browser);
-  } finally {
-    await browser.close().catch(() => {});
-  }
-}
 
 /** The one page of the profile's browser whose URL starts with `url`. @throws Error when there is none. */
 function pageAt(browser: Browser, url: string): Page {
@@ -34,7 +22,7 @@ function pageAt(browser: Browser, url: string): Page {
  * renderer would; resolves once the crash has been reported.
  */
 export async function crashPage(profilesDir: string, profileId: string, url: string): Promise<void> {
-  await withBrowser(profilesDir, profileId, async (browser) => {
+  await withProfileBrowser(profilesDir, profileId, async (browser) => {
     const page = pageAt(browser, url);
     const crashed = page.waitForEvent('crash', { timeout: DEVTOOLS_TIMEOUT_MS });
     const session = await page.context().newCDPSession(page);
@@ -46,7 +34,7 @@ export async function crashPage(profilesDir: string, profileId: string, url: str
 
 /** Makes the profile's Chromium quit (CDP `Browser.close`), as a crash of the whole browser would. */
 export async function quitBrowser(profilesDir: string, profileId: string): Promise<void> {
-  await withBrowser(profilesDir, profileId, async (browser) => {
+  await withProfileBrowser(profilesDir, profileId, async (browser) => {
     const session = await browser.newBrowserCDPSession();
     const gone = new Promise<void>((resolve) => browser.once('disconnected', () => resolve()));
     session.send('Browser.close').catch(() => {});
