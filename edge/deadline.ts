@@ -59,9 +59,4 @@ export class Deadline {
   upTo(capMs: number): number {
     return Math.min(this.remaining(), capMs);
   }
-
-  /** A deadline `ms` from now or at this one, whichever comes first. */
-  within(ms: number): Deadline {
-    return new Deadline(this.clock, Math.min(this.endsAt, this.clock.now() + ms));
-  }
 }

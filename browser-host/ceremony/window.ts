@@ -43,7 +43,7 @@ export function openSignInWindow(record: Ceremony, browser: ProfileBrowser): voi
       record.notify(sentence);
     },
   };
-  if (browser.confinement.signInWindowOf !== record.window) browser.confinement.signInWindow = record.window;
+  if (browser.confinement.signInWindow !== record.window) browser.confinement.signInWindow = record.window;
 }
 
 /** The ceremony's origins: the site's, and its sign-in page's when that is elsewhere (an identity provider). */
@@ -82,7 +82,7 @@ export function visitedOrigins(record: Ceremony, browser: ProfileBrowser | undef
  */
 export async function returnWindow(record: Ceremony, browser: ProfileBrowser, release: () => void): Promise<void> {
   browser.confinement.ceremonyOrigins = [];
-  if (browser.confinement.signInWindowOf === record.window) browser.confinement.signInWindow = undefined;
+  if (browser.confinement.signInWindow === record.window) browser.confinement.signInWindow = undefined;
   browser.events.drain();
   const page = browser.openPage;
   const url = page?.url() ?? 'about:blank';

@@ -107,7 +107,7 @@ export class Confinement {
   }
 
   /** The open sign-in window, if any. */
-  get signInWindowOf(): SignInWindow | undefined {
+  get signInWindow(): SignInWindow | undefined {
     return this.#signInWindow;
   }
 

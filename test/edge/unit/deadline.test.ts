@@ -45,13 +45,6 @@ describe('the edge deadline', () => {
     expect(deadline.passed(200)).toBe(true);
   });
 
-  it('a child deadline never outlives its parent', () => {
-    const clock = movableClock();
-    const parent = Deadline.after(clock, 2_000);
-    expect(parent.within(500).endsAt).toBe(clock.now() + 500);
-    expect(parent.within(60_000).endsAt).toBe(parent.endsAt);
-  });
-
   it('a deadline already in the past has passed and leaves nothing', () => {
     const clock = movableClock();
     const deadline = Deadline.at(clock, clock.now() - 1);
