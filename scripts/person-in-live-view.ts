@@ -121,11 +121,10 @@ export async function openLiveView(page: Page, timeoutMs: number): Promise<numbe
 
 /** Types the username, Tab, the password and Enter into the live view's keyboard target. */
 export async function typeCredentials(page: Page, person: Pick<LiveViewPerson, 'username' | 'password'>): Promise<void> {
-  await page.getByLabel('Keyboard input to the sign-in window').focus();
-  await page.keyboard.type(person.username, { delay: 20 });
-  await page.keyboard.press('Tab');
-  await page.keyboard.type(person.password, { delay: 20 });
-  await page.keyboard.press('Enter');
+  await typeText(page, person.username);
+  await pressKeys(page, ['Tab']);
+  await typeText(page, person.password);
+  await pressKeys(page, ['Enter']);
 }
 
 /**

@@ -1,14 +1,8 @@
 import { describe, expect, test, vi } from 'vitest';
+import { answers } from '../support/scripted-dns.ts';
 
 // A name server that rebinds: answers are scripted per name, and nothing here opens a socket.
-const answers = new Map<string, Array<{ address: string; family: number }>>();
-vi.mock('node:dns/promises', () => ({
-  lookup: vi.fn(async (name: string) => {
-    const answer = answers.get(name);
-    if (answer === undefined) throw Object.assign(new Error('ENOTFOUND'), { code: 'ENOTFOUND' });
-    return answer;
-  }),
-}));
+vi.mock('node:dns/promises', () => import('../support/scripted-dns.ts'));
 
 const { Confinement } = await import('../../browser-host/egress/confinement.ts');
 const { PageEvents } = await import('../../browser-host/page/events.ts');
