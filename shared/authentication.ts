@@ -1,5 +1,6 @@
 import { jwtVerify, SignJWT } from 'jose';
 import { z } from 'zod';
+import { PlacementGrant } from './fleet.ts';
 import { Observation } from './observation.ts';
 import { Origin } from './origin.ts';
 import { Predicate } from './predicate.ts';
@@ -266,6 +267,8 @@ export const CEREMONY_METHODS = {
       sign_in_url: z.string().min(1).max(MAX_URL_LENGTH),
       protected_url: z.string().min(1).max(MAX_URL_LENGTH),
       timeout_ms: z.int().min(1_000).max(MAX_CEREMONY_MS),
+      /** The profile's placement on this host (shared/fleet.ts), as with `lease.acquire`. */
+      placement: PlacementGrant.optional(),
     }),
     result: z.strictObject({ ceremony_id: CeremonyId, state: CeremonyState, event: z.string().max(4096).optional() }),
   },

@@ -29,9 +29,11 @@ export const ErrorCode = z.enum([
   'authentication_required',
   'profile_revoked',
   'profile_in_use',
+  'stale_generation',
   // quotas and rate limits
   'rate_limited',
   'quota_exceeded',
+  'fleet_full',
   // browser host
   'lease_lost',
   'admission_full',
@@ -42,6 +44,7 @@ export const ErrorCode = z.enum([
   'not_actionable',
   'target_changed',
   'host_unavailable',
+  'host_draining',
   'deadline_exceeded',
   // wire protocol only
   'unauthorized_frame',
@@ -85,6 +88,7 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'authentication_required':
     case 'profile_revoked':
     case 'profile_in_use':
+    case 'stale_generation':
     case 'lease_lost':
     case 'page_changed':
     case 'outcome_unknown':
@@ -98,8 +102,10 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'unsupported_media_type':
       return 415;
     case 'host_unavailable':
+    case 'host_draining':
       return 424;
     case 'admission_full':
+    case 'fleet_full':
     case 'rate_limited':
     case 'quota_exceeded':
       return 429;

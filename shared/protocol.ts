@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CEREMONY_METHODS, HostObservation } from './authentication.ts';
 import { ErrorDetail } from './errors.ts';
+import { PlacementGrant, RestoreReport } from './fleet.ts';
 import { LIVE_VIEW_METHODS } from './live-view.ts';
 import { Origin } from './origin.ts';
 import { BrowserAction, ContinuationCursor, ElementRef, MAX_URL_LENGTH, Revision } from './tool-arguments.ts';
@@ -48,6 +49,11 @@ export const LeaseGrant = z.strictObject({
   generation: z.int().min(1),
   /** Epoch ms at which the lease lapses unless renewed. */
   expires_at_ms: z.int(),
+  /**
+   * `lease.acquire` with a placement, when it started the profile's browser: what it restored
+   * (shared/fleet.ts). Absent when the profile's browser was already open, and on renewals.
+   */
+  restore: RestoreReport.optional(),
 });
 export type LeaseGrant = z.infer<typeof LeaseGrant>;
 
@@ -66,6 +72,12 @@ export const HostStatus = z.strictObject({
   verification_loads: z.int().min(0),
   /** Ceremonies waiting for a person or being verified. */
   ceremonies_open: z.int().min(0),
+  /** The host's software version (package.json `version`, or `HOST_VERSION`). */
+  version: z.string().max(64),
+  /** True once the host was told to drain (`host.drain`, SIGTERM): it admits nothing new. */
+  draining: z.boolean(),
+  /** Profile snapshots written or being written and not yet accepted or refused by the edge. */
+  snapshots_pending: z.int().min(0),
 });
 export type HostStatus = z.infer<typeof HostStatus>;
 
@@ -122,6 +134,11 @@ export const HOST_METHODS = {
       ttl_ms: z.int().min(1_000).max(3_600_000),
       /** How long to wait for an admission slot before failing `admission_full`, in ms. */
       wait_ms: z.int().min(0).max(60_000).optional(),
+      /**
+       * The profile's placement on this host (shared/fleet.ts): its fencing generation, snapshot
+       * key and the snapshots to restore from. Absent: an edge without a fleet; no snapshots.
+       */
+      placement: PlacementGrant.optional(),
     }),
     result: LeaseGrant,
   },
@@ -158,6 +175,15 @@ export const HOST_METHODS = {
   'host.status': {
     params: z.strictObject({}),
     result: HostStatus,
+  },
+  /**
+   * Starts draining (idempotent): from now on `lease.acquire` and `ceremony.begin` fail
+   * `host_draining`; live leases and ceremonies finish, every profile is snapshotted as its hold
+   * ends and its browser closed. `drained` is true once nothing is held, open or being written.
+   */
+  'host.drain': {
+    params: z.strictObject({}),
+    result: z.strictObject({ draining: z.literal(true), drained: z.boolean(), leases: z.int().min(0), snapshots_pending: z.int().min(0) }),
   },
   ...CEREMONY_METHODS,
   ...LIVE_VIEW_METHODS,
