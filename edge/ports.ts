@@ -4,7 +4,7 @@ import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
 import type { UpgradeWebSocket } from 'hono/ws';
 import type { ArtifactStore } from './artifacts/artifact-store.ts';
 import type * as schema from './db/schema.ts';
-import type { HostConnector } from './host/host-session.ts';
+import type { HostDialer } from './host/host-session.ts';
 import type { RequestProfile } from './metrics/request-profile.ts';
 import { DEFAULT_QUOTAS, type QuotaConfig } from './quotas/quota-config.ts';
 
@@ -16,13 +16,22 @@ import { DEFAULT_QUOTAS, type QuotaConfig } from './quotas/quota-config.ts';
 export interface Ports {
   /** drizzle over D1 on Workers, over a libSQL (SQLite) file on Deno and Node. */
   readonly db: Database;
-  readonly host: HostConnector;
+  /**
+   * Connects to the browser host at a URL (the fetch upgrade on Workers, a standard WebSocket on
+   * Deno and Node). Which host a call goes to is the fleet's business (edge/fleet/).
+   */
+  readonly dial: HostDialer;
   /** Where the owner's screenshots are kept: R2 on Workers, files on Deno and Node (edge/artifacts/artifact-store.ts). */
   readonly artifacts: ArtifactStore;
   readonly clock: Clock;
   readonly config: EdgeConfig;
-  /** The secret shared with the browser host (`HOST_SHARED_SECRET`); verifies its ceremony events. */
+  /** The secret shared with the browser host (`HOST_SHARED_SECRET`); verifies its ceremony events and snapshot tokens. */
   readonly hostSecret: string;
+  /**
+   * The edge's secret the profiles' snapshot keys are derived from (`PROFILE_SNAPSHOT_SECRET`;
+   * `HOST_SHARED_SECRET` when unset): shared/fleet.ts `deriveSnapshotKey`.
+   */
+  readonly snapshotSecret: string;
   /**
    * Runs `task` after the request has answered, without holding the answer: `ctx.waitUntil` on
    * Workers, a detached promise on Deno and Node. A task that fails is logged with `what` and
@@ -116,6 +125,13 @@ export interface EdgeConfig {
   readonly artifactMaxPerOwner: number;
   /** Longest a screenshot is kept, in ms (`ARTIFACT_MAX_AGE_HOURS`, in hours). */
   readonly artifactMaxAgeMs: number;
+  /**
+   * The browser hosts listed in configuration (`HOST_URLS`, comma-separated ws:// or wss:// URLs;
+   * else `HOST_URL`; else ws://127.0.0.1:8790). The operator API adds more (edge/fleet/registry.ts).
+   */
+  readonly hostUrls: readonly string[];
+  /** Failed checks in a row after which a host is `unreachable` and its profiles move (`HOST_UNREACHABLE_AFTER_CHECKS`). */
+  readonly hostUnreachableAfterChecks: number;
 }
 
 /** Defaults for {@link EdgeConfig}. */
@@ -128,7 +144,24 @@ export const DEFAULT_EDGE_CONFIG: EdgeConfig = {
   quotas: DEFAULT_QUOTAS,
   artifactMaxPerOwner: 500,
   artifactMaxAgeMs: 7 * 24 * 3_600_000,
+  hostUrls: ['ws://127.0.0.1:8790'],
+  hostUnreachableAfterChecks: 2,
 };
+
+/**
+ * The configured host URLs: `HOST_URLS` (comma-separated), else `HOST_URL`, else the default.
+ * @throws Error for a URL that is not ws:// or wss://, or more than 64 of them.
+ */
+function hostUrlsFrom(vars: Record<string, unknown>): readonly string[] {
+  const raw = typeof vars.HOST_URLS === 'string' && vars.HOST_URLS.trim() !== '' ? vars.HOST_URLS : typeof vars.HOST_URL === 'string' && vars.HOST_URL !== '' ? vars.HOST_URL : '';
+  if (raw === '') return DEFAULT_EDGE_CONFIG.hostUrls;
+  const urls = [...new Set(raw.split(',').map((url) => url.trim()).filter((url) => url !== ''))];
+  if (urls.length > 64) throw new Error(`HOST_URLS lists ${urls.length} hosts; at most 64`);
+  for (const url of urls) {
+    if (!/^wss?:\/\/[^\s/]+/.test(url) || !URL.canParse(url)) throw new Error(`HOST_URLS must list ws:// or wss:// URLs, got ${url}`);
+  }
+  return urls;
+}
 
 /**
  * Parses the edge's string settings (Workers vars, process env) over the defaults.
@@ -150,6 +183,8 @@ export function edgeConfigFrom(vars: Record<string, unknown>): EdgeConfig {
     claimTtlMs: read('CLAIM_TTL_MS', DEFAULT_EDGE_CONFIG.claimTtlMs),
     artifactMaxPerOwner: read('ARTIFACT_MAX_PER_OWNER', DEFAULT_EDGE_CONFIG.artifactMaxPerOwner),
     artifactMaxAgeMs: read('ARTIFACT_MAX_AGE_HOURS', DEFAULT_EDGE_CONFIG.artifactMaxAgeMs / 3_600_000) * 3_600_000,
+    hostUrls: hostUrlsFrom(vars),
+    hostUnreachableAfterChecks: read('HOST_UNREACHABLE_AFTER_CHECKS', DEFAULT_EDGE_CONFIG.hostUnreachableAfterChecks),
     ...(typeof vars.PUBLIC_URL === 'string' && /^https?:\/\//.test(vars.PUBLIC_URL) ? { publicUrl: vars.PUBLIC_URL } : {}),
     quotas: {
       runsPerMinutePerAgent: read('QUOTA_RUNS_PER_MINUTE_PER_AGENT', DEFAULT_QUOTAS.runsPerMinutePerAgent),

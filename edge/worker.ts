@@ -14,8 +14,12 @@ export interface WorkerEnv {
   DB: D1Database;
   /** The R2 bucket of the owner's screenshots (wrangler.toml `[[r2_buckets]]`). */
   ARTIFACTS: R2Bucket;
-  /** ws:// or wss:// URL of the browser host. */
-  HOST_URL: string;
+  /** ws:// or wss:// URL of the browser host, when there is one (`HOST_URLS` lists a fleet). */
+  HOST_URL?: string;
+  /** Comma-separated ws:// or wss:// URLs of the fleet's browser hosts (issue 32). */
+  HOST_URLS?: string;
+  /** The secret the profiles' snapshot keys are derived from; `HOST_SHARED_SECRET` when unset. */
+  PROFILE_SNAPSHOT_SECRET?: string;
   /** Shared secret for edge-host wire tokens, at least 32 bytes. */
   HOST_SHARED_SECRET: string;
   TOOL_DEADLINE_MS?: string;
@@ -35,17 +39,21 @@ export interface WorkerEnv {
 function portsOf(env: WorkerEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, requestId: string): Ports {
   const profile = env.D1_STATEMENT_COUNTER === '1' ? new RequestProfile() : undefined;
   const counter = profile ? countStatements(env.DB, profile) : undefined;
-  const host = fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET, profile);
+  const dial = (hostUrl: string) => {
+    const host = fetchUpgradeConnector(hostUrl, env.HOST_SHARED_SECRET, profile);
+    return profile ? profiledConnector(host, profile) : host;
+  };
   return {
     db: drizzle(counter?.db ?? env.DB, { schema }),
     ...(counter && profile ? { statementsSent: counter.count, profile } : {}),
-    host: profile ? profiledConnector(host, profile) : host,
+    dial,
     artifacts: r2ArtifactStore(env.ARTIFACTS),
     upgradeWebSocket,
     clock: systemClock,
     background: backgroundRunner(requestId, (promise) => ctx.waitUntil(promise)),
     requestId,
     hostSecret: env.HOST_SHARED_SECRET,
+    snapshotSecret: env.PROFILE_SNAPSHOT_SECRET || env.HOST_SHARED_SECRET,
     config: edgeConfigFrom(env as unknown as Record<string, unknown>),
   };
 }

@@ -4,7 +4,7 @@ import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { type ArtifactRow, artifacts } from '../db/schema.ts';
 import { Deadline } from '../deadline.ts';
-import { HostCallError, HostNoAnswer, HostUnreachable } from '../host/host-session.ts';
+import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { type ArtifactKey, screenshotKey } from './artifact-store.ts';
 
@@ -23,6 +23,8 @@ export interface ScreenshotRequest {
   /** `after`: the page the call's act or navigation left; `parked`: the page when it parked, with the target's box. */
   readonly kind: ArtifactRow['kind'];
   readonly leaseId: string;
+  /** The URL of the host holding the lease (the run's `lease_host_url`). */
+  readonly hostUrl: string;
   /** The page revision to picture. */
   readonly revision: number;
   /** The act's target, whose box the picture carries (`parked` only). */
@@ -69,9 +71,9 @@ export async function keepScreenshot(ports: Ports, request: ScreenshotRequest): 
 /** The host's picture for `request`, or undefined when it has none to give. */
 async function fetchScreenshot(ports: Ports, request: ScreenshotRequest): Promise<PageScreenshot | undefined> {
   const deadline = Deadline.after(ports.clock, SCREENSHOT_WAIT_MS);
-  let session: Awaited<ReturnType<Ports['host']['connect']>> | undefined;
+  let session: HostSession | undefined;
   try {
-    session = await ports.host.connect(deadline.remaining());
+    session = await ports.dial(request.hostUrl).connect(deadline.remaining());
     // The host's own timeout ends half a second before ours, so its typed answer arrives first.
     const timeoutMs = Math.max(100, deadline.remaining() - 500);
     const answer = await session.call(

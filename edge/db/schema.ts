@@ -13,6 +13,7 @@
 export * from '../artifacts/tables.ts';
 export * from '../auth/tables.ts';
 export * from '../console/tables.ts';
+export * from '../fleet/tables.ts';
 export * from '../grants/tables.ts';
 export * from '../mcp/tables.ts';
 export * from '../metrics/tables.ts';

@@ -19,10 +19,13 @@ export interface WireSocket {
   addEventListener(type: 'close' | 'error', listener: (event: unknown) => void): void;
 }
 
-/** Opens a socket to the configured browser host. Throws {@link HostUnreachable} when it cannot. */
+/** Opens a socket to one browser host. Throws {@link HostUnreachable} when it cannot. */
 export interface HostConnector {
   connect(timeoutMs: number): Promise<HostSession>;
 }
+
+/** The runtime's way to reach the browser host at `hostUrl` (ws:// or wss://). */
+export type HostDialer = (hostUrl: string) => HostConnector;
 
 /** The host could not be reached or did not prove it holds the shared secret: nothing was sent. */
 export class HostUnreachable extends Error {

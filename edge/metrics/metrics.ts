@@ -1,13 +1,15 @@
 import { sql } from 'drizzle-orm';
 import type { HostStatus } from '../../shared/protocol.ts';
-import { approvals, grantUses, refusalCounts, runs, toolCalls } from '../db/schema.ts';
-import type { HostSession } from '../host/host-session.ts';
+import { approvals, grantUses, type HostRow, profilePlacements, refusalCounts, runs, toolCalls } from '../db/schema.ts';
+import { checkHost } from '../fleet/health.ts';
+import { freeSlots } from '../fleet/placement.ts';
+import { fleetHosts } from '../fleet/registry.ts';
 import type { Ports } from '../ports.ts';
 
 /**
  * `GET /metrics` (README "Security"): the edge's counts in the Prometheus text exposition format
- * (version 0.0.4), read from D1 at scrape time, plus the host's admission queue and leases from
- * `host.status`. Nothing is kept in memory: a Worker's isolates share no state, so every figure
+ * (version 0.0.4), read from D1 at scrape time, plus each host's admission queue and leases from
+ * `host.status` (issue 32: one sample per host, labelled with its registry id). Nothing is kept in memory: a Worker's isolates share no state, so every figure
  * is what the database (or the host) says now. Written by hand: the format is a few lines of
  * text, and the Prometheus client libraries need Node APIs that Workers lack.
  */
@@ -46,17 +48,28 @@ function render(family: Family): string {
   return lines.join('\n');
 }
 
-/** The host's status, or undefined when it cannot be asked within {@link HOST_STATUS_TIMEOUT_MS}. */
-async function hostStatus(ports: Ports): Promise<HostStatus | undefined> {
-  let session: HostSession | undefined;
-  try {
-    session = await ports.host.connect(HOST_STATUS_TIMEOUT_MS);
-    return await session.call('host.status', {}, HOST_STATUS_TIMEOUT_MS);
-  } catch {
-    return undefined;
-  } finally {
-    session?.close();
-  }
+/** One host of the fleet at scrape time: its row as recorded, its status (undefined: no answer), free slots and placements. */
+interface HostSample {
+  readonly row: HostRow;
+  readonly status: HostStatus | undefined;
+  readonly free: number;
+  readonly placements: number;
+}
+
+/** Every host of the fleet, each asked for its status (recorded as a check) within {@link HOST_STATUS_TIMEOUT_MS}. */
+async function fleetSamples(ports: Ports): Promise<HostSample[]> {
+  const fleet = await fleetHosts(ports);
+  const [statuses, free, placed] = await Promise.all([
+    Promise.all(fleet.map((host) => Promise.race([checkHost(ports, host).catch(() => undefined), ports.clock.sleep(HOST_STATUS_TIMEOUT_MS).then(() => undefined)]))),
+    freeSlots(ports, fleet),
+    ports.db.select({ hostId: profilePlacements.hostId, n: sql<number>`count(*)` }).from(profilePlacements).groupBy(profilePlacements.hostId).all(),
+  ]);
+  return fleet.map((row, index) => ({
+    row,
+    status: statuses[index],
+    free: free.get(row.id) ?? 0,
+    placements: Number(placed.find((entry) => entry.hostId === row.id)?.n ?? 0),
+  }));
 }
 
 /**
@@ -67,7 +80,7 @@ async function hostStatus(ports: Ports): Promise<HostStatus | undefined> {
  */
 export async function renderMetrics(ports: Ports): Promise<string> {
   const now = ports.clock.now();
-  const [calls, settles, decided, pending, uses, refusals, runStates, leased, host] = await Promise.all([
+  const [calls, settles, decided, pending, uses, refusals, runStates, leased, fleet] = await Promise.all([
     ports.db.select({ tool: toolCalls.tool, state: toolCalls.state, n: sql<number>`count(*)` }).from(toolCalls).groupBy(toolCalls.tool, toolCalls.state).all(),
     ports.db
       .select({ outcome: sql<string>`json_extract(${toolCalls.phases}, '$.settle.outcome')`, n: sql<number>`count(*)` })
@@ -86,8 +99,13 @@ export async function renderMetrics(ports: Ports): Promise<string> {
     ports.db.select().from(refusalCounts).all(),
     ports.db.select({ state: runs.state, n: sql<number>`count(*)` }).from(runs).groupBy(runs.state).all(),
     ports.db.select({ n: sql<number>`count(*)` }).from(runs).where(sql`${runs.leaseId} is not null and ${runs.leaseExpiresAt} > ${now}`).get(),
-    hostStatus(ports),
+    fleetSamples(ports),
   ]);
+  const perHost = (value: (sample: HostSample) => number | undefined): Sample[] =>
+    fleet.flatMap((sample) => {
+      const figure = value(sample);
+      return figure === undefined ? [] : [{ labels: { host: sample.row.id }, value: figure }];
+    });
   const families: Family[] = [
     {
       name: 'governed_tool_calls_total',
@@ -128,20 +146,24 @@ export async function renderMetrics(ports: Ports): Promise<string> {
       type: 'gauge',
       samples: [{ value: leased?.n ?? 0 }],
     },
-    { name: 'governed_host_up', help: '1 when the browser host answered host.status for this scrape.', type: 'gauge', samples: [{ value: host ? 1 : 0 }] },
+    { name: 'governed_host_up', help: '1 when the browser host answered host.status for this scrape, by host.', type: 'gauge', samples: perHost((h) => (h.status ? 1 : 0)) },
+    {
+      name: 'governed_host_state',
+      help: "1 for each host's state as the edge records it (healthy, unreachable, draining, drained).",
+      type: 'gauge',
+      samples: fleet.map((h) => ({ labels: { host: h.row.id, state: h.row.state }, value: 1 })),
+    },
+    { name: 'governed_host_slots_free', help: 'Browser slots free on the host by the edge records (leases, reservations, ceremonies).', type: 'gauge', samples: perHost((h) => h.free) },
+    { name: 'governed_host_placements', help: 'Profiles placed on the host.', type: 'gauge', samples: perHost((h) => h.placements) },
+    { name: 'governed_host_browsers', help: 'Browsers open or launching on the host.', type: 'gauge', samples: perHost((h) => h.status?.browsers) },
+    { name: 'governed_host_browsers_max', help: 'Most browsers the host opens at once.', type: 'gauge', samples: perHost((h) => h.status?.max_browsers) },
+    { name: 'governed_host_leases', help: 'Live leases on the host.', type: 'gauge', samples: perHost((h) => h.status?.leases) },
+    {
+      name: 'governed_host_admission_waiting',
+      help: 'Lease acquisitions waiting in the host admission queue.',
+      type: 'gauge',
+      samples: perHost((h) => h.status?.waiting),
+    },
   ];
-  if (host) {
-    families.push(
-      { name: 'governed_host_browsers', help: 'Browsers open or launching on the host.', type: 'gauge', samples: [{ value: host.browsers }] },
-      { name: 'governed_host_browsers_max', help: 'Most browsers the host opens at once.', type: 'gauge', samples: [{ value: host.max_browsers }] },
-      { name: 'governed_host_leases', help: 'Live leases on the host.', type: 'gauge', samples: [{ value: host.leases }] },
-      {
-        name: 'governed_host_admission_waiting',
-        help: 'Lease acquisitions waiting in the host admission queue.',
-        type: 'gauge',
-        samples: [{ value: host.waiting }],
-      },
-    );
-  }
   return `${families.map(render).join('\n')}\n`;
 }

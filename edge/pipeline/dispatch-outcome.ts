@@ -42,6 +42,8 @@ export interface DispatchOutcome {
   retryable: boolean;
   dispatch: NonNullable<CallPhases['dispatch']>['outcome'];
   leaseGeneration?: number;
+  /** The registry id of the host the call was sent to (issue 32), once one was reached. */
+  hostId?: string;
   /** A lease renewal whose expiry (epoch ms) is recorded with the outcome, not before (lease.ts `ensureLease`). */
   leaseExpiry?: { readonly leaseId: string; readonly expiresAtMs: number };
   /** The page the command left the browser on asks for sign-in (the host's signal). */

@@ -10,6 +10,7 @@ import { callTraits, type ToolCommand, type ToolInvocation } from '../../shared/
 import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { RunRow, ToolCallRow } from '../db/schema.ts';
 import { Deadline, HOST_ANSWER_MARGIN_MS, HOST_CONNECT_MS } from '../deadline.ts';
+import { connectForRun } from '../fleet/host-connection.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
@@ -29,7 +30,8 @@ import { recordOutcome } from './record-outcome.ts';
  * the background (issue 15), never delaying the answer.
  * @returns the call row as stored afterwards.
  */
-export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow, invocation: ToolInvocation): Promise<ToolCallRow> {
+export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: ToolCallRow, invocation: ToolInvocation): Promise<ToolCallRow> {
+  let run = reservedRun;
   const traits = callTraits(invocation);
   const { isWrite } = traits;
   const startedAt = ports.clock.now();
@@ -40,16 +42,20 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
   let sent = false;
   let leaseExpiry: DispatchOutcome['leaseExpiry'];
   // The page an act or navigation answered with: the host keeps a picture of it for the owner.
-  let answered: { leaseId: string; revision: number } | undefined;
+  let answered: { leaseId: string; revision: number; hostUrl: string } | undefined;
+  // The host that served the call (issue 32: `phases.dispatch.host_id`), once connected.
+  let hostId: string | undefined;
   try {
-    session = await ports.host.connect(deadline.upTo(HOST_CONNECT_MS));
-    const lease = await ensureLease(ports, session, run, isWrite, deadline);
+    const connection = await connectForRun(ports, run, deadline.upTo(HOST_CONNECT_MS));
+    ({ session, run } = connection);
+    hostId = connection.host.id;
+    const lease = await ensureLease(ports, session, run, isWrite, deadline, connection.host);
     if (!lease.expiryRecorded) leaseExpiry = { leaseId: lease.lease_id, expiresAtMs: lease.expires_at_ms };
     const timeout = Math.max(100, deadline.upTo(MAX_OPERATION_TIMEOUT_MS));
     sent = true;
     const target = (call.phases as CallPhases).target;
     const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, traits.command, timeout, target));
-    if (traits.command.method !== 'page.observe') answered = { leaseId: lease.lease_id, revision: observation.revision };
+    if (traits.command.method !== 'page.observe') answered = { leaseId: lease.lease_id, revision: observation.revision, hostUrl: connection.host.url };
     outcome = {
       state: 'succeeded',
       observation,
@@ -72,7 +78,8 @@ export async function dispatchCall(ports: Ports, run: RunRow, call: ToolCallRow,
   } finally {
     session?.close();
   }
-  const recorded = await recordOutcome(ports, run, call, leaseExpiry ? { ...outcome, leaseExpiry } : outcome, startedAt, isWrite);
+  const served = hostId === undefined ? outcome : { ...outcome, hostId };
+  const recorded = await recordOutcome(ports, run, call, leaseExpiry ? { ...served, leaseExpiry } : served, startedAt, isWrite);
   if (answered !== undefined) {
     const picture = answered;
     ports.background(`the screenshot after call ${call.id}`, () =>

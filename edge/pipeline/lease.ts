@@ -2,6 +2,8 @@ import { and, eq, isNull, or } from 'drizzle-orm';
 import type { LeaseGrant } from '../../shared/protocol.ts';
 import { type RunRow, runs } from '../db/schema.ts';
 import { Deadline } from '../deadline.ts';
+import { placementGrantOf, placementOf } from '../fleet/placement.ts';
+import { recordRefusedSnapshots } from '../fleet/snapshots.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { hostProfileId } from '../profiles/bindings.ts';
@@ -15,6 +17,8 @@ import { hostProfileId } from '../profiles/bindings.ts';
  * or, when the expiry on record outlasts the tool deadline, by the caller with the call's outcome
  * (`expiryRecorded: false`; see record-outcome.ts).
  * @param deadline the dispatch's deadline: each lease command gets what is left of it.
+ * @param host the host `session` is connected to (registry id and URL): a new lease is acquired
+ *   there with the profile's placement (issue 32), and recorded as the run's lease host.
  * @throws HostCallError('lease_lost') for a write whose lease is gone;
  *   HostCallError('admission_full') when no browser slot frees up in time; and whatever
  *   {@link HostSession.call} throws.
@@ -25,6 +29,7 @@ export async function ensureLease(
   run: RunRow,
   forWrite: boolean,
   deadline: Deadline,
+  host: { readonly id: string; readonly url: string },
 ): Promise<LeaseGrant & { readonly expiryRecorded: boolean }> {
   if (run.leaseId !== null) {
     try {
@@ -48,22 +53,41 @@ export async function ensureLease(
   } else if (forWrite) {
     throw new HostCallError('lease_lost', 'the run holds no lease; observe the page first');
   }
-  const grant = await acquire(ports, session, run, deadline.remaining());
+  const grant = await acquire(ports, session, run, deadline.remaining(), host.id);
   await ports.db
     .update(runs)
-    .set({ leaseId: grant.lease_id, leaseGeneration: grant.generation, leaseExpiresAt: grant.expires_at_ms, updatedAt: ports.clock.now() })
+    .set({
+      leaseId: grant.lease_id,
+      leaseGeneration: grant.generation,
+      leaseExpiresAt: grant.expires_at_ms,
+      leaseHostId: host.id,
+      leaseHostUrl: host.url,
+      updatedAt: ports.clock.now(),
+    })
     .where(and(eq(runs.id, run.id), or(isNull(runs.leaseId), eq(runs.leaseId, run.leaseId ?? ''))));
   return { ...grant, expiryRecorded: true };
 }
 
-/** `lease.acquire` for the run; a failure gives back the run's reservation (`reserveLease`), so its profile is free at once. */
-async function acquire(ports: Ports, session: HostSession, run: RunRow, timeoutMs: number): Promise<LeaseGrant> {
+/**
+ * `lease.acquire` for the run on host `hostId`, with the profile's placement there (its generation,
+ * snapshot key and snapshots to restore from); snapshots the host refused to restore are recorded.
+ * A failure gives back the run's reservation (`reserveLease`), so its profile is free at once.
+ * @throws HostCallError('host_unavailable') when the profile is no longer placed on that host (it
+ *   moved meanwhile; nothing was sent).
+ */
+async function acquire(ports: Ports, session: HostSession, run: RunRow, timeoutMs: number, hostId: string): Promise<LeaseGrant> {
+  const profileId = await hostProfileId(run.ownerId, run.profileId);
   try {
-    return await session.call(
+    const placement = await placementOf(ports, profileId);
+    if (placement === undefined || placement.hostId !== hostId) {
+      throw new HostCallError('host_unavailable', `profile ${run.profileId} moved to another browser host meanwhile; nothing was sent, try again`);
+    }
+    const grant = await session.call(
       'lease.acquire',
       {
         run_id: run.id,
-        profile_id: await hostProfileId(run.ownerId, run.profileId),
+        profile_id: profileId,
+        placement: await placementGrantOf(ports, { hostProfileId: profileId, generation: placement.generation }),
         origins: run.origins,
         ttl_ms: ports.config.leaseTtlMs,
         // Unset: the host's own admission wait applies (README "Configuration").
@@ -71,6 +95,8 @@ async function acquire(ports: Ports, session: HostSession, run: RunRow, timeoutM
       },
       timeoutMs,
     );
+    if (grant.restore && grant.restore.refused.length > 0) await recordRefusedSnapshots(ports, profileId, grant.restore.refused);
+    return grant;
   } catch (error) {
     await giveBackReservation(ports, run.id);
     throw error;
@@ -108,7 +134,8 @@ export async function releaseLease(ports: Ports, run: RunRow): Promise<void> {
   let session: HostSession | undefined;
   const deadline = Deadline.after(ports.clock, RELEASE_WITHIN_MS);
   try {
-    session = await ports.host.connect(deadline.remaining());
+    if (run.leaseHostUrl === null) throw new Error('no host on record for the lease');
+    session = await ports.dial(run.leaseHostUrl).connect(deadline.remaining());
     await session.call('lease.release', { lease_id: run.leaseId }, deadline.remaining());
   } catch {
     // best effort: the lease lapses by its TTL

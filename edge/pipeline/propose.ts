@@ -198,21 +198,21 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
     );
     if (grant) {
       // About to dispatch: a call that needs a new lease takes it only if the profile is free and the owner under its browser quota.
-      await reserveLease(ports, run);
+      const reserved = await reserveLease(ports, run);
       const covered = { ...decided, phases: { ...decided.phases, decision: { ...decision, grant_id: grant.id } } };
       const started = await beginDispatch(ports, run, covered, invocation, { by: 'grant', grant }).catch((error: unknown) => {
         // The grant ran out between the look-up and the batch: ask the owner instead.
         if (error instanceof DomainError && error.code === 'already_decided') return undefined;
         throw error;
       });
-      if (started) return { status: 200, call: await dispatchCall(ports, run, started, invocation), approvalId: null };
+      if (started) return { status: 200, call: await dispatchCall(ports, reserved, started, invocation), approvalId: null };
     }
     return park(ports, run, decided, decision, argumentsHash, context.ownerHasWebhook, pictured);
   }
 
-  await reserveLease(ports, run);
+  const reserved = await reserveLease(ports, run);
   const call = await beginDispatch(ports, run, decided, invocation, { by: 'policy' });
-  return { status: 200, call: await dispatchCall(ports, run, call, invocation), approvalId: null };
+  return { status: 200, call: await dispatchCall(ports, reserved, call, invocation), approvalId: null };
 }
 
 /** Longest JSON of a rejected proposal's arguments kept whole, in characters; past it, an excerpt. */
@@ -288,10 +288,10 @@ async function park(
     throw translateConstraint(error);
   }
   if (ownerHasWebhook) notifyOwner(ports, run.ownerId, 'approval_needed', { run_id: run.id, approval_id: approvalId, tool_call_id: call.id, tool: call.tool });
-  const leaseId = run.leaseId;
-  if (pictured !== undefined && leaseId !== null) {
+  const { leaseId, leaseHostUrl: hostUrl } = run;
+  if (pictured !== undefined && leaseId !== null && hostUrl !== null) {
     ports.background(`the screenshot of parked call ${call.id}`, () =>
-      keepScreenshot(ports, { ownerId: run.ownerId, runId: run.id, toolCallId: call.id, kind: 'parked', leaseId, ...pictured }),
+      keepScreenshot(ports, { ownerId: run.ownerId, runId: run.id, toolCallId: call.id, kind: 'parked', leaseId, hostUrl, ...pictured }),
     );
   }
   return { status: 202, call, approvalId };

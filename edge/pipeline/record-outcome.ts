@@ -34,6 +34,7 @@ export async function recordOutcome(
       elapsed_ms: now - startedAt,
       outcome: outcome.dispatch,
       ...(outcome.leaseGeneration !== undefined ? { lease_generation: outcome.leaseGeneration } : {}),
+      ...(outcome.hostId !== undefined ? { host_id: outcome.hostId } : {}),
     },
     ...(outcome.settle ? { settle: outcome.settle } : {}),
     // The operator's record keeps what the page tried, whatever version the agent reads.

@@ -56,6 +56,8 @@ export async function createRun(ports: Ports, principal: Principal, body: Create
     latestUrl: null,
     deadlineAt: now + (body.deadline_ms ?? DEFAULT_RUN_DEADLINE_MS),
     leaseId: null,
+    leaseHostId: null,
+    leaseHostUrl: null,
     leaseGeneration: null,
     leaseExpiresAt: null,
     latestRevision: null,

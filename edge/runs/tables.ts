@@ -37,6 +37,12 @@ export const runs = sqliteTable(
     leaseGeneration: integer('lease_generation'),
     /** When the host said the lease ends unless renewed (epoch ms, host clock); meaningful only with `leaseId`. */
     leaseExpiresAt: integer('lease_expires_at'),
+    /**
+     * The host (registry id and URL) the run's lease or lease reservation is on (issue 32): its
+     * later calls go there while the lease lives, and a host's free slots count the runs here.
+     */
+    leaseHostId: text('lease_host_id'),
+    leaseHostUrl: text('lease_host_url'),
     /** The newest page revision the host reported for this run's page. */
     latestRevision: integer('latest_revision'),
     /** URL of the page at that revision; an act touches this page's origin. */
@@ -58,7 +64,12 @@ export const runs = sqliteTable(
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
-  (t) => [index('runs_owner_idx').on(t.ownerId, t.createdAt), index('runs_created_by_idx').on(t.createdBy, t.createdAt)],
+  (t) => [
+    index('runs_owner_idx').on(t.ownerId, t.createdAt),
+    index('runs_created_by_idx').on(t.createdBy, t.createdAt),
+    // A host's free slots count the live leases on it.
+    index('runs_lease_host_idx').on(t.leaseHostId, t.leaseExpiresAt),
+  ],
 );
 
 export const messages = sqliteTable(

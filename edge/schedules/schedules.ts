@@ -98,6 +98,8 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
       claimExpiresAt: null,
       deadlineAt: now + schedule.deadlineMs,
       leaseId: null,
+    leaseHostId: null,
+    leaseHostUrl: null,
       leaseGeneration: null,
       leaseExpiresAt: null,
       latestRevision: null,

@@ -52,13 +52,14 @@ export async function startSelfHostedEdge(settings: SelfHostedSettings, parts: R
   const artifacts = fileArtifactStore(settings.artifactsDir);
   const portsOf = (requestId: string): Ports => ({
     db: database.drizzle(),
-    host: standardWebSocketConnector(settings.hostUrl, settings.hostSharedSecret, parts.WebSocket),
+    dial: (hostUrl) => standardWebSocketConnector(hostUrl, settings.hostSharedSecret, parts.WebSocket),
     artifacts,
     upgradeWebSocket: parts.upgradeWebSocket,
     clock: systemClock,
     background: backgroundRunner(requestId),
     requestId,
     hostSecret: settings.hostSharedSecret,
+    snapshotSecret: settings.snapshotSecret,
     config: settings.edge,
   });
   const cronPassAt = async (scheduledTime: number) => (await cronPass(portsOf(`cron_${crypto.randomUUID()}`), scheduledTime)).queued;

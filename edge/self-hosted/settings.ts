@@ -3,7 +3,7 @@ import { type EdgeConfig, edgeConfigFrom } from '../ports.ts';
 
 /**
  * Settings of the edge on Deno and Node, read from the environment with the same names as the
- * Worker's vars (`HOST_URL`, `HOST_SHARED_SECRET`, `TOOL_DEADLINE_MS`, ...) plus what Workers
+ * Worker's vars (`HOST_URLS`, `HOST_SHARED_SECRET`, `TOOL_DEADLINE_MS`, ...) plus what Workers
  * provides by itself there: the listening address, the database file and the artifact directory.
  */
 export interface SelfHostedSettings {
@@ -15,10 +15,10 @@ export interface SelfHostedSettings {
   readonly sqlitePath: string;
   /** The directory of the owner's screenshots (`EDGE_ARTIFACTS_DIR`, default `.data/artifacts`), relative to the working directory. */
   readonly artifactsDir: string;
-  /** ws:// or wss:// URL of the browser host (`HOST_URL`, default ws://127.0.0.1:8790). */
-  readonly hostUrl: string;
-  /** Secret shared with the browser host (`HOST_SHARED_SECRET`, required, at least 32 bytes). */
+  /** Secret shared with the browser hosts (`HOST_SHARED_SECRET`, required, at least 32 bytes). */
   readonly hostSharedSecret: string;
+  /** The secret the profiles' snapshot keys are derived from (`PROFILE_SNAPSHOT_SECRET`, default `HOST_SHARED_SECRET`). */
+  readonly snapshotSecret: string;
   /**
    * `--test-scheduled`: also answer `GET /__scheduled` by running the cron pass at once, as
    * `wrangler dev --test-scheduled` does for the Worker. For local development and tests only.
@@ -37,7 +37,7 @@ export class SettingsError extends Error {
  * Reads the settings from environment variables and command-line arguments.
  * @param env the process environment (`process.env`, `Deno.env.toObject()`).
  * @param args command-line arguments after the script (only `--test-scheduled` is known).
- * @throws SettingsError for a missing or short secret, a bad port, a bad host URL, an unknown
+ * @throws SettingsError for a missing or short secret, a bad port, a bad host URL (`HOST_URLS`, `HOST_URL`), an unknown
  *   argument, or an edge setting that is not a positive integer.
  */
 export function selfHostedSettingsFrom(env: Record<string, string | undefined>, args: readonly string[]): SelfHostedSettings {
@@ -46,9 +46,6 @@ export function selfHostedSettingsFrom(env: Record<string, string | undefined>, 
 
   const port = Number(env.EDGE_PORT || 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new SettingsError(`EDGE_PORT must be a TCP port, got ${env.EDGE_PORT}`);
-
-  const hostUrl = env.HOST_URL || 'ws://127.0.0.1:8790';
-  if (!/^wss?:\/\/[^\s/]+/.test(hostUrl)) throw new SettingsError(`HOST_URL must be a ws:// or wss:// URL, got ${hostUrl}`);
 
   const hostSharedSecret = env.HOST_SHARED_SECRET ?? '';
   if (new TextEncoder().encode(hostSharedSecret).length < MIN_SHARED_SECRET_BYTES) {
@@ -67,8 +64,8 @@ export function selfHostedSettingsFrom(env: Record<string, string | undefined>, 
     bind: env.EDGE_BIND || '127.0.0.1',
     sqlitePath: env.EDGE_SQLITE_PATH || '.data/edge.sqlite',
     artifactsDir: env.EDGE_ARTIFACTS_DIR || '.data/artifacts',
-    hostUrl,
     hostSharedSecret,
+    snapshotSecret: env.PROFILE_SNAPSHOT_SECRET || hostSharedSecret,
     testScheduled: args.includes('--test-scheduled'),
     edge,
   };

@@ -6,6 +6,8 @@ import { selectedRow } from '../db/insert-select.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { notices, type SignInEpisodeRow, signInEpisodes } from '../db/schema.ts';
 import { HOST_CONNECT_MS } from '../deadline.ts';
+import { connectToProfileHost } from '../fleet/host-connection.ts';
+import { placementGrantOf } from '../fleet/placement.ts';
 import type { HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { applyCeremonyEvent } from './events.ts';
@@ -53,10 +55,13 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, opt
     // A profile has one window: while another episode's ceremony is live in it, this one waits
     // (the maintenance pass begins it once the window is free) instead of ending the other.
     if (!(await claimWindow(ports, episode, options))) throw new WindowTaken();
-    session = await ports.host.connect(HOST_CONNECT_MS);
+    // The ceremony runs where the profile is placed (issue 32), with its placement there.
+    const connection = await connectToProfileHost(ports, episode.hostProfileId, HOST_CONNECT_MS);
+    session = connection.session;
     const answer = await session.call(
       'ceremony.begin',
       {
+        placement: await placementGrantOf(ports, connection.placed),
         ceremony_id: episode.ceremonyId,
         profile_id: episode.hostProfileId,
         origin: episode.origin,

@@ -5,6 +5,7 @@ import { rowsChanged } from '../db/rows-changed.ts';
 import { type ConsoleSessionRow, liveViews, signInEpisodes } from '../db/schema.ts';
 import { HOST_CALL_MS, HOST_CONNECT_MS } from '../deadline.ts';
 import { DomainError } from '../domain-error.ts';
+import { connectToProfileHost } from '../fleet/host-connection.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import { sha256Hex } from '../policy/canonical-hash.ts';
 import type { Ports } from '../ports.ts';
@@ -275,7 +276,7 @@ export async function relayLiveView(ports: Ports, grant: LiveViewGrant, viewer: 
   };
 
   try {
-    session = await ports.host.connect(HOST_CONNECT_MS);
+    session = (await connectToProfileHost(ports, grant.hostProfileId, HOST_CONNECT_MS)).session;
     session.onNotification(onNotification);
     session.onClose(() => end('unavailable', 'the connection to the browser host was lost'));
     const opened = await session.call(

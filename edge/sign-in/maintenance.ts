@@ -3,6 +3,7 @@ import { rowsChanged } from '../db/rows-changed.ts';
 import { notices, runs, type SignInEpisodeRow, type SignInWaitRow, signInEpisodes, signInWaits } from '../db/schema.ts';
 import { HOST_CALL_MS, HOST_CONNECT_MS } from '../deadline.ts';
 import { DomainError } from '../domain-error.ts';
+import { connectToProfileHost } from '../fleet/host-connection.ts';
 import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { expireIfPastDeadline } from '../runs/lifecycle.ts';
@@ -53,11 +54,13 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
     try {
       if (live === 0) {
         abandoned += await abandonEpisode(ports, episode);
-        session = await ports.host.connect(HOST_CONNECT_MS);
+        session = (await connectToProfileHost(ports, episode.hostProfileId, HOST_CONNECT_MS)).session;
         await session.call('ceremony.end', { ceremony_id: episode.ceremonyId }, HOST_CALL_MS);
         continue;
       }
-      session = await ports.host.connect(HOST_CONNECT_MS);
+      // Where the profile is placed now: a ceremony whose host was lost begins again on the next
+      // host (the host there does not know it), so the sign-in follows the profile (issue 32).
+      session = (await connectToProfileHost(ports, episode.hostProfileId, HOST_CONNECT_MS)).session;
       const status = await session.call('ceremony.status', { ceremony_id: episode.ceremonyId }, HOST_CALL_MS);
       if (status.event) {
         const receipt = await applyCeremonyEvent(ports, status.event, 'reconciliation');
@@ -88,7 +91,8 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
         if (status.state === 'awaiting_person' || status.state === 'challenge') await notifyOwner(ports, episode);
       }
     } catch (error) {
-      if (error instanceof DomainError) console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the host's event was refused: ${error.message}`);
+      if (error instanceof DomainError && error.code === 'host_unavailable') console.error(`[${ports.requestId}] sign-in episode ${episode.id}: ${error.message}`);
+      else if (error instanceof DomainError) console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the host's event was refused: ${error.message}`);
       // Host trouble (unreachable, no answer, a typed refusal) is routine: the next pass asks again.
       else if (!(error instanceof HostUnreachable || error instanceof HostNoAnswer || error instanceof HostCallError)) {
         console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the maintenance pass failed unexpectedly; the next pass tries again`, error);

@@ -76,6 +76,8 @@ export const CallPhases = z.strictObject({
       finished_at: z.string().optional(),
       elapsed_ms: z.int().min(0).optional(),
       lease_generation: z.int().optional(),
+      /** The browser host the call was sent to (its registry id, `GET /v1/hosts`; issue 32). */
+      host_id: z.string().optional(),
       outcome: z.enum(['answered', 'host_error', 'not_sent', 'connection_lost', 'deadline_exceeded']).optional(),
     })
     .optional(),

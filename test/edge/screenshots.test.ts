@@ -166,6 +166,7 @@ describe('screenshots of the owner', () => {
         toolCallId: `call_extra${revision}`,
         kind: 'after',
         leaseId: 'lease_pictures0001',
+        hostUrl: 'ws://127.0.0.1:8790',
         revision,
       });
     }

@@ -206,11 +206,13 @@ export async function backgroundSettled(): Promise<void> {
 export function workerdPorts(host?: HostConnector): Ports {
   return {
     db: drizzle(env.DB, { schema }),
-    host: host ?? fetchUpgradeConnector(env.HOST_URL, env.HOST_SHARED_SECRET),
+    // A stand-in serves every host of the fleet; without one, each URL is dialled (and closed).
+    dial: (hostUrl) => host ?? fetchUpgradeConnector(hostUrl, env.HOST_SHARED_SECRET),
     artifacts: r2ArtifactStore(env.ARTIFACTS),
     clock: systemClock,
     config: DEFAULT_EDGE_CONFIG,
     hostSecret: env.HOST_SHARED_SECRET,
+    snapshotSecret: env.HOST_SHARED_SECRET,
     requestId: 'test',
     background: backgroundRunner('test', (promise) => {
       backgroundTasks.add(promise);
