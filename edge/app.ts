@@ -4,12 +4,14 @@ import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { type ErrorBody, type ErrorCode, httpStatusOf } from '../shared/errors.ts';
+import { MAX_SNAPSHOT_BYTES } from '../shared/fleet.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { DomainError } from './domain-error.ts';
 import type { AppEnv } from './http/app-env.ts';
 import { approvalRoutes } from './http/routes/approvals.ts';
 import { grantRoutes } from './http/routes/grants.ts';
 import { healthRoutes } from './http/routes/health.ts';
+import { hostRoutes } from './http/routes/hosts.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
 import { policyProfileRoutes } from './http/routes/policy-profiles.ts';
 import { recipeRoutes } from './http/routes/recipes.ts';
@@ -35,8 +37,10 @@ export const DOCS_PATH = '/docs';
  */
 export const DOCS_ASSETS_PATH = '/docs/assets';
 
-/** Largest request body the API accepts, in bytes. */
+/** Largest request body the API accepts, in bytes (a host's profile snapshot excepted: `MAX_SNAPSHOT_BYTES`). */
 export const MAX_BODY_BYTES = 256 * 1024;
+/** Where hosts PUT profile snapshots (shared/fleet.ts `snapshotUploadPath`). */
+const SNAPSHOTS_PATH_PREFIX = '/v1/host/snapshots/';
 /** Most bytes of a request body nobody read that are read and thrown away before answering. */
 const MAX_DISCARDED_BYTES = 4 * 1024 * 1024;
 
@@ -68,12 +72,12 @@ async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>): Pro
 
 /**
  * A body sent without a Content-Length (chunked), read whole before anything else looks at the
- * request, so it has a known length (at most {@link MAX_BODY_BYTES}); a longer one is read to its
+ * request, so it has a known length (at most `maxBytes`); a longer one is read to its
  * end (bounded, see {@link discardRest}) and refused. Hono's `bodyLimit` alone would stop reading
  * such a body at the limit, and `wrangler dev` answers 503 for the unread rest.
  * @throws DomainError('payload_too_large') for a body over the limit.
  */
-async function sizedBody(request: Request): Promise<Request> {
+async function sizedBody(request: Request, maxBytes: number): Promise<Request> {
   if (request.body === null || request.headers.has('content-length')) return request;
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -82,9 +86,9 @@ async function sizedBody(request: Request): Promise<Request> {
     const chunk = await reader.read();
     if (chunk.done) break;
     size += chunk.value.byteLength;
-    if (size > MAX_BODY_BYTES) {
+    if (size > maxBytes) {
       await discardRest(reader);
-      throw new DomainError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+      throw new DomainError('payload_too_large', `request bodies are limited to ${maxBytes} bytes`);
     }
     chunks.push(chunk.value);
   }
@@ -123,18 +127,24 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     const profile = c.var.ports.profile;
     if (profile) c.header('Server-Timing', profile.serverTiming());
   });
+  // A host's profile snapshot (issue 32) is the one body allowed past MAX_BODY_BYTES.
+  const maxBytesOf = (c: Context<AppEnv>) => (c.req.method === 'PUT' && c.req.path.startsWith(SNAPSHOTS_PATH_PREFIX) ? MAX_SNAPSHOT_BYTES : MAX_BODY_BYTES);
+  const limits = new Map(
+    [MAX_BODY_BYTES, MAX_SNAPSHOT_BYTES].map((maxSize) => [
+      maxSize,
+      bodyLimit({
+        maxSize,
+        onError: () => {
+          throw new DomainError('payload_too_large', `request bodies are limited to ${maxSize} bytes`);
+        },
+      }),
+    ]),
+  );
   app.use(async function knownBodySize(c, next) {
-    c.req.raw = await sizedBody(c.req.raw);
+    c.req.raw = await sizedBody(c.req.raw, maxBytesOf(c));
     await next();
   });
-  app.use(
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        throw new DomainError('payload_too_large', `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
-      },
-    }),
-  );
+  app.use((c, next) => limits.get(maxBytesOf(c))!(c, next));
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   app.route('/', healthRoutes);
@@ -147,6 +157,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', approvalRoutes);
   app.route('/', signInRoutes);
   app.route('/', metricsRoutes);
+  app.route('/', hostRoutes);
   app.route('/', webhookRoutes);
   app.route('/', consoleRoutes);
   app.route('/', mcpRoutes);

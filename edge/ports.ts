@@ -153,9 +153,21 @@ export const DEFAULT_EDGE_CONFIG: EdgeConfig = {
  * @throws Error for a URL that is not ws:// or wss://, or more than 64 of them.
  */
 function hostUrlsFrom(vars: Record<string, unknown>): readonly string[] {
-  const raw = typeof vars.HOST_URLS === 'string' && vars.HOST_URLS.trim() !== '' ? vars.HOST_URLS : typeof vars.HOST_URL === 'string' && vars.HOST_URL !== '' ? vars.HOST_URL : '';
+  const raw =
+    typeof vars.HOST_URLS === 'string' && vars.HOST_URLS.trim() !== ''
+      ? vars.HOST_URLS
+      : typeof vars.HOST_URL === 'string' && vars.HOST_URL !== ''
+        ? vars.HOST_URL
+        : '';
   if (raw === '') return DEFAULT_EDGE_CONFIG.hostUrls;
-  const urls = [...new Set(raw.split(',').map((url) => url.trim()).filter((url) => url !== ''))];
+  const urls = [
+    ...new Set(
+      raw
+        .split(',')
+        .map((url) => url.trim())
+        .filter((url) => url !== ''),
+    ),
+  ];
   if (urls.length > 64) throw new Error(`HOST_URLS lists ${urls.length} hosts; at most 64`);
   for (const url of urls) {
     if (!/^wss?:\/\/[^\s/]+/.test(url) || !URL.canParse(url)) throw new Error(`HOST_URLS must list ws:// or wss:// URLs, got ${url}`);

@@ -7,6 +7,7 @@
 export * from './api/approvals.ts';
 export * from './api/common.ts';
 export * from './api/grants.ts';
+export * from './api/hosts.ts';
 export * from './api/owners.ts';
 export * from './api/runs.ts';
 export * from './api/schedules.ts';

@@ -53,7 +53,11 @@ export async function connectForRun(ports: Ports, run: RunRow, timeoutMs: number
  * like {@link connectForRun} when its host is unreachable.
  * @throws HostUnreachable; DomainError('host_unavailable') when the fleet has no healthy host.
  */
-export async function connectToProfileHost(ports: Ports, profile: string, timeoutMs = HOST_CONNECT_MS): Promise<HostConnection & { readonly placed: PlacedHost }> {
+export async function connectToProfileHost(
+  ports: Ports,
+  profile: string,
+  timeoutMs = HOST_CONNECT_MS,
+): Promise<HostConnection & { readonly placed: PlacedHost }> {
   const placed = await placeProfile(ports, profile);
   const reached = await reach(ports, { id: placed.hostId, url: placed.url }, timeoutMs);
   if (reached) return { session: reached, host: { id: placed.hostId, url: placed.url }, placed };

@@ -1,7 +1,7 @@
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { deriveSnapshotKey, type PlacementGrant, SNAPSHOTS_KEPT } from '../../shared/fleet.ts';
-import { type HostRow, type PlacementRow, profilePlacements, profileSnapshots } from '../db/schema.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
+import { type HostRow, type PlacementRow, profilePlacements, profileSnapshots } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 import { checkHost } from './health.ts';
@@ -90,7 +90,14 @@ export async function placeProfile(ports: Ports, hostProfileId: string, options:
       if (rowsChanged(inserted) === 1) return { hostProfileId, hostId: target.id, url: target.url, generation: 1, used: false };
       continue;
     }
-    const reason = current === undefined ? 'host_removed' : current.state === 'unreachable' ? 'host_unreachable' : current.state === 'healthy' ? 'first_lease' : 'host_draining';
+    const reason =
+      current === undefined
+        ? 'host_removed'
+        : current.state === 'unreachable'
+          ? 'host_unreachable'
+          : current.state === 'healthy'
+            ? 'first_lease'
+            : 'host_draining';
     const moved = await ports.db
       .update(profilePlacements)
       .set({ hostId: target.id, generation: row.generation + 1, reason, previousHostId: row.hostId, placedAt: now, usedAt: null })
@@ -107,7 +114,9 @@ export async function markPlacementUsed(ports: Ports, placed: PlacedHost): Promi
   await ports.db
     .update(profilePlacements)
     .set({ usedAt: ports.clock.now() })
-    .where(and(eq(profilePlacements.hostProfileId, placed.hostProfileId), eq(profilePlacements.generation, placed.generation), isNull(profilePlacements.usedAt)));
+    .where(
+      and(eq(profilePlacements.hostProfileId, placed.hostProfileId), eq(profilePlacements.generation, placed.generation), isNull(profilePlacements.usedAt)),
+    );
 }
 
 /**

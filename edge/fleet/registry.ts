@@ -1,7 +1,7 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { type HostRow, hosts, profilePlacements } from '../db/schema.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
+import { type HostRow, hosts, profilePlacements } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 
@@ -83,11 +83,7 @@ export async function removeHost(ports: Ports, hostId: string): Promise<{ remove
   if (host.source === 'config' && inFleet(ports, host)) {
     throw new DomainError('invalid_request', `host ${hostId} is listed in HOST_URLS; remove it there (or drain it with POST /v1/hosts/${hostId}/drain)`);
   }
-  const [placed] = await ports.db
-    .select({ n: sql<number>`count(*)` })
-    .from(profilePlacements)
-    .where(eq(profilePlacements.hostId, hostId))
-    .all();
+  const [placed] = await ports.db.select({ n: sql<number>`count(*)` }).from(profilePlacements).where(eq(profilePlacements.hostId, hostId)).all();
   await ports.db.delete(hosts).where(eq(hosts.id, hostId));
   return { removed: true, placements: Number(placed?.n ?? 0) };
 }

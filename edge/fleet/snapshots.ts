@@ -2,8 +2,8 @@ import { and, desc, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { RefusedSnapshot, SnapshotReceipt, SnapshotUploadClaims } from '../../shared/fleet.ts';
 import { SNAPSHOTS_KEPT } from '../../shared/fleet.ts';
 import { type ArtifactKey, isArtifactKey } from '../artifacts/artifact-store.ts';
-import { hosts, profilePlacements, profileSnapshots } from '../db/schema.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
+import { hosts, profilePlacements, profileSnapshots } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 
@@ -60,7 +60,8 @@ async function currentPlacementFor(ports: Ports, hostProfileId: string, reported
  *   match the token's size or digest.
  */
 export async function acceptSnapshot(ports: Ports, claims: SnapshotUploadClaims, bytes: Uint8Array): Promise<SnapshotReceipt> {
-  if (bytes.byteLength !== claims.sizeBytes) throw new DomainError('invalid_request', `the snapshot has ${bytes.byteLength} bytes; its token says ${claims.sizeBytes}`);
+  if (bytes.byteLength !== claims.sizeBytes)
+    throw new DomainError('invalid_request', `the snapshot has ${bytes.byteLength} bytes; its token says ${claims.sizeBytes}`);
   if ((await sha256Hex(bytes)) !== claims.digest) throw new DomainError('invalid_request', "the snapshot's SHA-256 is not the one its token names");
   const placement = await currentPlacementFor(ports, claims.profileId, claims.hostId, claims.generation);
   const newest = await ports.db
@@ -152,5 +153,6 @@ async function trimSnapshots(ports: Ports, hostProfileId: string, newest: number
     .delete(profileSnapshots)
     .where(and(eq(profileSnapshots.hostProfileId, hostProfileId), lt(profileSnapshots.version, oldestKept)))
     .run();
-  if (rowsChanged(removed) !== surplus.length) console.error(`profile ${hostProfileId}: trimming snapshots removed ${rowsChanged(removed)} of ${surplus.length} rows`);
+  if (rowsChanged(removed) !== surplus.length)
+    console.error(`profile ${hostProfileId}: trimming snapshots removed ${rowsChanged(removed)} of ${surplus.length} rows`);
 }

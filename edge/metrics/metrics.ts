@@ -60,7 +60,9 @@ interface HostSample {
 async function fleetSamples(ports: Ports): Promise<HostSample[]> {
   const fleet = await fleetHosts(ports);
   const [statuses, free, placed] = await Promise.all([
-    Promise.all(fleet.map((host) => Promise.race([checkHost(ports, host).catch(() => undefined), ports.clock.sleep(HOST_STATUS_TIMEOUT_MS).then(() => undefined)]))),
+    Promise.all(
+      fleet.map((host) => Promise.race([checkHost(ports, host).catch(() => undefined), ports.clock.sleep(HOST_STATUS_TIMEOUT_MS).then(() => undefined)])),
+    ),
     freeSlots(ports, fleet),
     ports.db.select({ hostId: profilePlacements.hostId, n: sql<number>`count(*)` }).from(profilePlacements).groupBy(profilePlacements.hostId).all(),
   ]);
@@ -146,14 +148,24 @@ export async function renderMetrics(ports: Ports): Promise<string> {
       type: 'gauge',
       samples: [{ value: leased?.n ?? 0 }],
     },
-    { name: 'governed_host_up', help: '1 when the browser host answered host.status for this scrape, by host.', type: 'gauge', samples: perHost((h) => (h.status ? 1 : 0)) },
+    {
+      name: 'governed_host_up',
+      help: '1 when the browser host answered host.status for this scrape, by host.',
+      type: 'gauge',
+      samples: perHost((h) => (h.status ? 1 : 0)),
+    },
     {
       name: 'governed_host_state',
       help: "1 for each host's state as the edge records it (healthy, unreachable, draining, drained).",
       type: 'gauge',
       samples: fleet.map((h) => ({ labels: { host: h.row.id, state: h.row.state }, value: 1 })),
     },
-    { name: 'governed_host_slots_free', help: 'Browser slots free on the host by the edge records (leases, reservations, ceremonies).', type: 'gauge', samples: perHost((h) => h.free) },
+    {
+      name: 'governed_host_slots_free',
+      help: 'Browser slots free on the host by the edge records (leases, reservations, ceremonies).',
+      type: 'gauge',
+      samples: perHost((h) => h.free),
+    },
     { name: 'governed_host_placements', help: 'Profiles placed on the host.', type: 'gauge', samples: perHost((h) => h.placements) },
     { name: 'governed_host_browsers', help: 'Browsers open or launching on the host.', type: 'gauge', samples: perHost((h) => h.status?.browsers) },
     { name: 'governed_host_browsers_max', help: 'Most browsers the host opens at once.', type: 'gauge', samples: perHost((h) => h.status?.max_browsers) },

@@ -77,7 +77,12 @@ export async function reserveLease(ports: Ports, run: RunRow): Promise<RunRow> {
       .run();
     if (rowsChanged(reserved) === 1) {
       await markPlacementUsed(ports, placed);
-      return { ...run, leaseExpiresAt: Math.max(run.leaseExpiresAt ?? 0, at + ports.config.toolDeadlineMs), leaseHostId: placed.hostId, leaseHostUrl: placed.url };
+      return {
+        ...run,
+        leaseExpiresAt: Math.max(run.leaseExpiresAt ?? 0, at + ports.config.toolDeadlineMs),
+        leaseHostId: placed.hostId,
+        leaseHostUrl: placed.url,
+      };
     }
     const holding = await holders();
     if (holding.some((holder) => holder.profileId === run.profileId) || holding.length >= limit) break;

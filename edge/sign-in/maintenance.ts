@@ -91,8 +91,10 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
         if (status.state === 'awaiting_person' || status.state === 'challenge') await notifyOwner(ports, episode);
       }
     } catch (error) {
-      if (error instanceof DomainError && error.code === 'host_unavailable') console.error(`[${ports.requestId}] sign-in episode ${episode.id}: ${error.message}`);
-      else if (error instanceof DomainError) console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the host's event was refused: ${error.message}`);
+      if (error instanceof DomainError && error.code === 'host_unavailable')
+        console.error(`[${ports.requestId}] sign-in episode ${episode.id}: ${error.message}`);
+      else if (error instanceof DomainError)
+        console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the host's event was refused: ${error.message}`);
       // Host trouble (unreachable, no answer, a typed refusal) is routine: the next pass asks again.
       else if (!(error instanceof HostUnreachable || error instanceof HostNoAnswer || error instanceof HostCallError)) {
         console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the maintenance pass failed unexpectedly; the next pass tries again`, error);

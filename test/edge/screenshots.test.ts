@@ -198,6 +198,7 @@ describe('screenshots of the owner', () => {
       toolCallId: parked.id,
       kind: 'parked' as const,
       leaseId: 'lease_pictures0001',
+      hostUrl: 'ws://127.0.0.1:8790',
       revision: 1,
       reference: 'e2',
     };
