@@ -1,4 +1,5 @@
 import { pruneArtifacts } from './artifacts/screenshots.ts';
+import { checkFleet } from './fleet/health.ts';
 import { retryDueDeliveries } from './notifications/webhooks.ts';
 import type { Ports } from './ports.ts';
 import { driveDueRecipeRuns } from './recipes/scheduling.ts';
@@ -15,7 +16,8 @@ export interface CronPassReport {
 
 /**
  * The cron pass, the same on Workers (`scheduled`), Deno (`Deno.cron`) and Node (croner): queue
- * the runs of schedules due in the minute of `scheduledTime` (epoch ms), then the sign-in
+ * the runs of schedules due in the minute of `scheduledTime` (epoch ms), then a check of every
+ * browser host of the fleet (`host.status`; issue 32), then the sign-in
  * maintenance pass, the recipe runner (bound runs past their limit while parked end `partial`; up
  * to 8 running or queued bound runs are driven, issue 19), webhook retries, the screenshot retention pass (oldest first, at most 256
  * per pass, past `ARTIFACT_MAX_AGE_HOURS`) and the removal of live-view links expired a day ago. A failure of any part is logged with
@@ -28,6 +30,12 @@ export async function cronPass(ports: Ports, scheduledTime: number): Promise<Cro
     queued = (await fireDueSchedules(ports, scheduledTime)).length;
   } catch (error) {
     console.error(`[${ports.requestId}] cron pass: firing due schedules failed`, error);
+  }
+  try {
+    // The fleet's hosts first: the passes after it place and move profiles by what it found.
+    await checkFleet(ports);
+  } catch (error) {
+    console.error(`[${ports.requestId}] cron pass: checking the browser hosts failed`, error);
   }
   try {
     signIns = await reconcileSignIns(ports);

@@ -4,6 +4,7 @@ import { rowsChanged } from '../db/rows-changed.ts';
 import { type HostRow, type PlacementRow, profilePlacements, profileSnapshots } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
+import { hostProfileId } from '../profiles/bindings.ts';
 import { checkHost } from './health.ts';
 import { fleetHosts } from './registry.ts';
 
@@ -132,6 +133,11 @@ export async function placementGrantOf(ports: Ports, placed: Pick<PlacedHost, 'h
     .limit(SNAPSHOTS_KEPT)
     .all();
   return { generation: placed.generation, snapshot_key: await deriveSnapshotKey(ports.snapshotSecret, placed.hostProfileId), restore: snapshots };
+}
+
+/** The placement of `run`'s profile, or undefined when it was never placed. */
+export async function placementOfRun(ports: Ports, run: { ownerId: string; profileId: string }): Promise<PlacementRow | undefined> {
+  return placementOf(ports, await hostProfileId(run.ownerId, run.profileId));
 }
 
 /** The placement of `hostProfileId`, or undefined when it was never placed. */

@@ -3,6 +3,7 @@ import type { RunView, ToolCallView } from '../../shared/api.ts';
 import { CallStatusInput, MCP_TOOL_VERSION, MCP_TOOLS, RunClaimInput, RunReportInput } from '../../shared/mcp-tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { DomainError } from '../domain-error.ts';
+import { placementOfRun } from '../fleet/placement.ts';
 import { enterProposal } from '../pipeline/agent-entry.ts';
 import { readToolCall } from '../pipeline/read-call.ts';
 import { toolCallView } from '../pipeline/views.ts';
@@ -72,7 +73,8 @@ export async function runMcpTool(ports: Ports, principal: Principal, name: strin
 export async function runOfCall(ports: Ports, principal: Principal, call: ToolCallView): Promise<RunView | undefined> {
   try {
     const run = await loadRun(ports, principal, call.run_id);
-    return runView(run, run.state === 'waiting_for_authentication' ? await pendingWaitOf(ports, run.id) : undefined);
+    const wait = run.state === 'waiting_for_authentication' ? await pendingWaitOf(ports, run.id) : undefined;
+    return runView(run, wait, await placementOfRun(ports, run));
   } catch {
     return undefined;
   }

@@ -117,6 +117,31 @@ export async function reserveLease(ports: Ports, run: RunRow): Promise<RunRow> {
   );
 }
 
+/**
+ * Before an agent claims `run` (issue 32: a full fleet answers claims 429 too): when the run holds
+ * no live lease, waits up to the admission wait for a free slot on the host its profile is placed
+ * on (placing it where there is most room when it is not placed yet, or when its placement was
+ * never used). Reserves nothing: the run's first call reserves its slot (see {@link reserveLease}).
+ * @throws DomainError('fleet_full') with Retry-After; DomainError('host_unavailable') when the
+ *   fleet has no healthy host.
+ */
+export async function awaitFleetRoom(ports: Ports, run: RunRow): Promise<void> {
+  if (run.leaseId !== null && (run.leaseExpiresAt ?? 0) > ports.clock.now()) return;
+  const profile = await hostProfileId(run.ownerId, run.profileId);
+  const waitUntil = ports.clock.now() + (ports.config.admissionWaitMs ?? DEFAULT_FLEET_WAIT_MS);
+  let placed = await placeProfile(ports, profile);
+  for (;;) {
+    if (await hasRoom(ports, placed.hostId)) return;
+    if (!placed.used) {
+      const moved = await placeProfile(ports, profile, { avoid: placed.hostId }).catch(() => undefined);
+      if (moved) placed = moved;
+      if (moved && (await hasRoom(ports, moved.hostId))) return;
+    }
+    if (ports.clock.now() >= waitUntil) throw await fleetFull(ports, placed);
+    await ports.clock.sleep(Math.min(FLEET_FULL_POLL_MS, Math.max(1, waitUntil - ports.clock.now())));
+  }
+}
+
 /** Whether host `hostId` has a free browser slot by the edge's records. */
 async function hasRoom(ports: Ports, hostId: string): Promise<boolean> {
   const row = await ports.db.get<{ room: number }>(

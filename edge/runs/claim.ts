@@ -4,12 +4,15 @@ import { rowsChanged } from '../db/rows-changed.ts';
 import { type RunRow, runs, toolCalls } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
+import { awaitFleetRoom } from '../quotas/lease-availability.ts';
 
 /**
  * An agent claims the oldest queued run of its owner (or, with `runId`, that run), or a running
  * run whose claim expired while nothing was in flight: one conditional update, so two agents
  * never both win. Runs bound to a reviewed recipe are never offered (issue 19).
- * @throws DomainError('not_found') when no run (or not that run) is waiting to be claimed.
+ * @throws DomainError('not_found') when no run (or not that run) is waiting to be claimed;
+ *   DomainError('fleet_full') when no browser slot is free for the run's profile within the
+ *   admission wait (issue 32).
  */
 export async function claimRun(ports: Ports, principal: Principal, runId?: string): Promise<RunRow> {
   const now = ports.clock.now();
@@ -35,6 +38,8 @@ export async function claimRun(ports: Ports, principal: Principal, runId?: strin
       .where(and(eq(toolCalls.runId, run.id), eq(toolCalls.state, 'dispatching')))
       .get();
     if (active) continue;
+    // A full fleet refuses the claim (429 fleet_full) before anything changes.
+    await awaitFleetRoom(ports, run);
     const claimExpiresAt = now + ports.config.claimTtlMs;
     const claimed = await ports.db
       .update(runs)

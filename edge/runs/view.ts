@@ -1,12 +1,12 @@
-import type { RunView } from '../../shared/api.ts';
-import type { RunRow, SignInWaitRow } from '../db/schema.ts';
+import type { PlacementView, RunView } from '../../shared/api.ts';
+import type { PlacementRow, RunRow, SignInWaitRow } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 
 /**
  * The API view of a run row; `wait` is its pending sign-in wait, shown while the run is
- * `waiting_for_authentication`.
+ * `waiting_for_authentication`; `placement` is its profile's placement in the fleet (issue 32).
  */
-export function runView(row: RunRow, wait?: SignInWaitRow): RunView {
+export function runView(row: RunRow, wait?: SignInWaitRow, placement?: PlacementRow): RunView {
   return {
     id: row.id,
     state: row.state,
@@ -26,5 +26,17 @@ export function runView(row: RunRow, wait?: SignInWaitRow): RunView {
       row.recipeId !== null && row.recipeVersion !== null && row.recipeHash !== null
         ? { id: row.recipeId, version: row.recipeVersion, hash: row.recipeHash }
         : null,
+    placement: placement === undefined ? null : placementView(placement),
+  };
+}
+
+/** The API view of a placement row. */
+export function placementView(row: PlacementRow): PlacementView {
+  return {
+    host_id: row.hostId,
+    generation: row.generation,
+    placed_at: iso(row.placedAt),
+    reason: row.reason,
+    previous_host_id: row.previousHostId,
   };
 }

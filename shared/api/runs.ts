@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { SignInReason } from '../authentication.ts';
 import { Origin } from '../origin.ts';
 import { MessageFields, RecipeBinding } from '../recipes.ts';
+import { PlacementView } from './hosts.ts';
 
 // Runs: creating one, its states and view, its messages, report and activity.
 // Part of the agent-facing HTTP API v1: shared/api.ts re-exports every resource's file.
@@ -83,6 +84,11 @@ export const RunView = z.strictObject({
     .nullable(),
   /** The reviewed recipe the run is bound to (its id, version and hash), or null for the ordinary agent path. */
   recipe: RecipeBinding.nullable(),
+  /**
+   * Where the run's profile is placed in the fleet of browser hosts (issue 32), on the run's own
+   * view (`GET /v1/runs/{id}`, MCP `run_status`); null when it was never placed, and in lists.
+   */
+  placement: PlacementView.nullable(),
 });
 
 export type RunView = z.infer<typeof RunView>;

@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunView } from '../../../shared/api.ts';
+import { placementOfRun } from '../../fleet/placement.ts';
 import { noteRecipeEnd } from '../../recipes/progress.ts';
 import { kickRecipeRuns } from '../../recipes/scheduling.ts';
 import { runActivity } from '../../runs/activity.ts';
@@ -82,7 +83,8 @@ export const runRoutes = newRouter()
   })
   .openapi(read, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
-    return c.json(runView(run, run.state === 'waiting_for_authentication' ? await pendingWaitOf(c.var.ports, run.id) : undefined), 200);
+    const wait = run.state === 'waiting_for_authentication' ? await pendingWaitOf(c.var.ports, run.id) : undefined;
+    return c.json(runView(run, wait, await placementOfRun(c.var.ports, run)), 200);
   })
   .openapi(activity, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);

@@ -34,7 +34,7 @@ const claim = createRoute({
   summary: 'Claim the oldest queued run (e.g. one a schedule fired); the claim expires unless the agent keeps proposing',
   security,
   middleware: [requirePrincipal('agent')] as const,
-  responses: { 200: jsonResponse(RunView, 'the claimed run'), ...errorResponses(...AUTH_ERRORS, 'not_found') },
+  responses: { 200: jsonResponse(RunView, 'the claimed run'), ...errorResponses(...AUTH_ERRORS, 'not_found', 'fleet_full', 'host_unavailable') },
 });
 
 /** Schedule endpoints (owners) and the run claim (agents). */

@@ -51,6 +51,8 @@ const propose = createRoute({
       'profile_in_use',
       'rate_limited',
       'quota_exceeded',
+      'fleet_full',
+      'host_unavailable',
     ),
   },
 });
