@@ -3,7 +3,8 @@ import { Hono } from 'hono';
 import { html } from 'hono/html';
 import type { CallPhases } from '../../shared/api.ts';
 import { screenshotsOfRun } from '../artifacts/screenshots.ts';
-import { type RunRow, runs } from '../db/schema.ts';
+import { type PlacementRow, type RunRow, runs } from '../db/schema.ts';
+import { placementOfRun } from '../fleet/placement.ts';
 import { callSummary } from '../pipeline/views.ts';
 import type { Ports } from '../ports.ts';
 import { type RunRecord, runRecordOf } from '../runs/record.ts';
@@ -29,7 +30,7 @@ async function timelineOf(ports: Ports, run: RunRow): Promise<TimelineEntry[]> {
       if (phases.dispatch)
         details.push([
           'Dispatch',
-          `${phases.dispatch.outcome ?? 'started'}${phases.dispatch.elapsed_ms !== undefined ? ` in ${phases.dispatch.elapsed_ms} ms` : ''}`,
+          `${phases.dispatch.outcome ?? 'started'}${phases.dispatch.elapsed_ms !== undefined ? ` in ${phases.dispatch.elapsed_ms} ms` : ''}${phases.dispatch.host_id ? ` on host ${phases.dispatch.host_id}` : ''}`,
         ]);
       if (phases.settle) details.push(['Settle', `${phases.settle.outcome} after ${phases.settle.elapsed_ms} ms`]);
       if (phases.postcondition) details.push(['Postcondition', `${phases.postcondition.status} after ${phases.postcondition.observations} observation(s)`]);
@@ -72,6 +73,15 @@ async function timelineOf(ports: Ports, run: RunRow): Promise<TimelineEntry[]> {
   return entries.sort((a, b) => a.at - b.at);
 }
 
+/** Where a profile is placed, in the owner's words: the host, the generation and why it is there. */
+function placementInWords(placed: PlacementRow): string {
+  const why =
+    placed.reason === 'first_lease'
+      ? 'placed there for its first lease'
+      : `moved there from ${placed.previousHostId ?? 'another host'} because that host ${placed.reason === 'host_unreachable' ? 'could not be reached' : placed.reason === 'host_draining' ? 'was drained' : 'was removed'}`;
+  return `the profile is served by host ${placed.hostId} (placement ${placed.generation}, ${why} at ${new Date(placed.placedAt).toISOString()})`;
+}
+
 /** The runs section: the owner's runs, newest first, and each run's timeline. */
 export const runsSection = new Hono<ConsoleEnv>()
   .get('/console/runs', async (c) => {
@@ -92,5 +102,7 @@ export const runsSection = new Hono<ConsoleEnv>()
     if (!run || run.ownerId !== c.var.session.ownerId)
       return c.html(layout('Not found', html`<p>No such run.</p>`, { csrfToken: c.var.session.csrfToken }), 404);
     const recipe = run.recipeId === null ? null : `${run.recipeId} version ${run.recipeVersion} (hash ${run.recipeHash?.slice(0, 12)})`;
-    return c.html(runPage({ ...run, report: run.reportSummary, recipe }, await timelineOf(c.var.ports, run), c.var.session.csrfToken));
+    const placed = await placementOfRun(c.var.ports, run);
+    const placement = placed ? placementInWords(placed) : null;
+    return c.html(runPage({ ...run, report: run.reportSummary, recipe, placement }, await timelineOf(c.var.ports, run), c.var.session.csrfToken));
   });

@@ -1,6 +1,7 @@
 import { and, eq } from 'drizzle-orm';
 import { type RunRow, runs } from '../db/schema.ts';
 import { HOST_CONNECT_MS } from '../deadline.ts';
+import { DomainError } from '../domain-error.ts';
 import { type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { hostProfileId } from '../profiles/bindings.ts';
@@ -28,16 +29,19 @@ export interface HostConnection {
  * the run's reservation moves with it.
  * @param timeoutMs for each connection attempt, in ms.
  * @returns the connection and the run as it is afterwards (its lease fields may have changed).
- * @throws HostUnreachable when no host can be reached; DomainError('host_unavailable') when the
- *   fleet has no healthy host.
+ * @throws HostUnreachable when no host can be reached or the fleet has no healthy host (nothing
+ *   was sent either way).
  */
 export async function connectForRun(ports: Ports, run: RunRow, timeoutMs: number): Promise<HostConnection & { readonly run: RunRow }> {
   const profile = await hostProfileId(run.ownerId, run.profileId);
-  const first = run.leaseHostId !== null && run.leaseHostUrl !== null ? { id: run.leaseHostId, url: run.leaseHostUrl } : await placeProfile(ports, profile);
+  const first =
+    run.leaseHostId !== null && run.leaseHostUrl !== null
+      ? { id: run.leaseHostId, url: run.leaseHostUrl }
+      : await placeProfile(ports, profile).catch(asUnreachable);
   const target = 'hostId' in first ? { id: first.hostId, url: first.url } : first;
   const reached = await reach(ports, target, timeoutMs);
   if (reached) return { session: reached, host: target, run };
-  const placed = await placeProfile(ports, profile, { avoid: target.id });
+  const placed = await placeProfile(ports, profile, { avoid: target.id }).catch(asUnreachable);
   const moved: RunRow = { ...run, leaseId: null, leaseGeneration: null, leaseHostId: placed.hostId, leaseHostUrl: placed.url };
   await ports.db
     .update(runs)
@@ -51,17 +55,17 @@ export async function connectForRun(ports: Ports, run: RunRow, timeoutMs: number
  * Connects to the host `hostProfileId` is placed on (placing it when it is not), for a sign-in
  * ceremony, its live view or its maintenance: the ceremony follows the profile. Moves the profile
  * like {@link connectForRun} when its host is unreachable.
- * @throws HostUnreachable; DomainError('host_unavailable') when the fleet has no healthy host.
+ * @throws HostUnreachable, also when the fleet has no healthy host.
  */
 export async function connectToProfileHost(
   ports: Ports,
   profile: string,
   timeoutMs = HOST_CONNECT_MS,
 ): Promise<HostConnection & { readonly placed: PlacedHost }> {
-  const placed = await placeProfile(ports, profile);
+  const placed = await placeProfile(ports, profile).catch(asUnreachable);
   const reached = await reach(ports, { id: placed.hostId, url: placed.url }, timeoutMs);
   if (reached) return { session: reached, host: { id: placed.hostId, url: placed.url }, placed };
-  const moved = await placeProfile(ports, profile, { avoid: placed.hostId });
+  const moved = await placeProfile(ports, profile, { avoid: placed.hostId }).catch(asUnreachable);
   const session = await ports.dial(moved.url).connect(timeoutMs);
   return { session, host: { id: moved.hostId, url: moved.url }, placed: moved };
 }
@@ -84,4 +88,10 @@ async function reach(ports: Ports, host: { id: string; url: string }, timeoutMs:
     }
   }
   throw lastError ?? new HostUnreachable(`cannot reach the browser host ${host.id}`);
+}
+
+/** A placement that found no healthy host, as the connection failure it is: nothing was sent. */
+function asUnreachable(error: unknown): never {
+  if (error instanceof DomainError && error.code === 'host_unavailable') throw new HostUnreachable(error.message);
+  throw error;
 }

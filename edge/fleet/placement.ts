@@ -65,19 +65,27 @@ const PLACEMENT_ATTEMPTS = 4;
  * a new placement on the healthy host with the most free slots (fewest profiles placed breaks
  * ties). Moving off a draining host that still answers first waits (within 5 s) for its snapshots
  * to be written, so the move does not outrun the newest one.
- * @param options.avoid a host not to use (it just failed), even if it is healthy on record.
- * @param options.movable move even off a healthy host, when the placement was never used and
- *   `movable` (a host id) is not where it is (a first placement that landed on a full host).
+ * When no host is healthy on record, the unreachable ones are checked again at once (see
+ * `revive`), so a lone host that restarted serves again without waiting for the cron pass.
+ * @param options.avoid a host not to use (it just failed or is full), even if it is healthy on record.
  * @throws DomainError('host_unavailable') when no healthy host is in the fleet.
  */
-export async function placeProfile(ports: Ports, hostProfileId: string, options: { avoid?: string; moveTo?: string } = {}): Promise<PlacedHost> {
+export async function placeProfile(ports: Ports, hostProfileId: string, options: { avoid?: string } = {}): Promise<PlacedHost> {
   for (let attempt = 0; attempt < PLACEMENT_ATTEMPTS; attempt++) {
     const fleet = await fleetHosts(ports);
     const row = await ports.db.select().from(profilePlacements).where(eq(profilePlacements.hostProfileId, hostProfileId)).get();
     const current = row === undefined ? undefined : fleet.find((host) => host.id === row.hostId);
-    if (row && current && current.state === 'healthy' && current.id !== options.avoid && options.moveTo === undefined) return placedOn(row, current);
+    if (row && current && current.state === 'healthy' && current.id !== options.avoid) return placedOn(row, current);
     if (row && current && current.state === 'draining' && current.id !== options.avoid) await snapshotsWritten(ports, current);
-    const target = options.moveTo ? fleet.find((host) => host.id === options.moveTo) : await emptiestHost(ports, fleet, [row?.hostId, options.avoid]);
+    let target = await emptiestHost(ports, fleet, [row?.hostId, options.avoid]);
+    if (!target) {
+      // No healthy host on record: the unreachable ones are asked again now (a lone host that
+      // restarted must not wait for the next cron pass). Its own host answering keeps the profile there.
+      const revived = await revive(ports, fleet, options.avoid);
+      const own = row && revived.find((host) => host.id === row.hostId);
+      if (row && own) return placedOn(row, own);
+      target = revived[0];
+    }
     if (!target) {
       throw new DomainError('host_unavailable', `no healthy browser host can take profile ${hostProfileId}: ${fleetInWords(fleet)}`);
     }
@@ -161,6 +169,13 @@ async function emptiestHost(ports: Ports, fleet: readonly HostRow[], excluded: r
     .all();
   const placements = (host: HostRow) => Number(placed.find((row) => row.hostId === host.id)?.n ?? 0);
   return [...candidates].sort((a, b) => (free.get(b.id) ?? 0) - (free.get(a.id) ?? 0) || placements(a) - placements(b) || a.id.localeCompare(b.id))[0];
+}
+
+/** The unreachable hosts of `fleet` (not `avoid`) that answer a check now, healthy again; checked concurrently. */
+async function revive(ports: Ports, fleet: readonly HostRow[], avoid: string | undefined): Promise<HostRow[]> {
+  const unreachable = fleet.filter((host) => host.state === 'unreachable' && host.id !== avoid);
+  const answers = await Promise.all(unreachable.map((host) => checkHost(ports, host)));
+  return unreachable.filter((_, index) => answers[index] !== undefined && !answers[index]?.draining).map((host) => ({ ...host, state: 'healthy' as const }));
 }
 
 /** Waits (within 5 s, checking every 500 ms) until a draining host has written its pending snapshots. */

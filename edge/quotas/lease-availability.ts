@@ -56,36 +56,31 @@ export async function reserveLease(ports: Ports, run: RunRow): Promise<RunRow> {
   const limit = ports.config.quotas.leasedBrowsersPerOwner;
   const profile = await hostProfileId(run.ownerId, run.profileId);
   const waitUntil = now + (ports.config.admissionWaitMs ?? DEFAULT_FLEET_WAIT_MS);
-  let placed: PlacedHost = await placeProfile(ports, profile);
+  // Undefined when no host of the fleet answers at all: the reservation then holds no slot
+  // anywhere, and the dispatch fails host_unavailable (not sent) as a recorded call, as it always
+  // has with the one host down.
+  let placed: PlacedHost | undefined = await placeProfile(ports, profile).catch(noHealthyHost);
   for (;;) {
     const at = ports.clock.now();
+    const host = { leaseHostId: placed?.hostId ?? null, leaseHostUrl: placed?.url ?? null };
     const reserved = await ports.db
       .update(runs)
-      .set({
-        leaseExpiresAt: sql`max(coalesce(${runs.leaseExpiresAt}, 0), ${at + ports.config.toolDeadlineMs})`,
-        leaseHostId: placed.hostId,
-        leaseHostUrl: placed.url,
-      })
+      .set({ leaseExpiresAt: sql`max(coalesce(${runs.leaseExpiresAt}, 0), ${at + ports.config.toolDeadlineMs})`, ...host })
       .where(
         and(
           eq(runs.id, run.id),
           sql`not exists (select 1 ${others(run.profileId)})`,
           sql`(select count(*) ${others()}) < ${limit}`,
-          sql`${slotsInUseSql(placed.hostId, at, run.id)} < (select max_browsers from hosts where id = ${placed.hostId})`,
+          placed === undefined ? undefined : sql`${slotsInUseSql(placed.hostId, at, run.id)} < (select max_browsers from hosts where id = ${placed.hostId})`,
         ),
       )
       .run();
     if (rowsChanged(reserved) === 1) {
-      await markPlacementUsed(ports, placed);
-      return {
-        ...run,
-        leaseExpiresAt: Math.max(run.leaseExpiresAt ?? 0, at + ports.config.toolDeadlineMs),
-        leaseHostId: placed.hostId,
-        leaseHostUrl: placed.url,
-      };
+      if (placed) await markPlacementUsed(ports, placed);
+      return { ...run, leaseExpiresAt: Math.max(run.leaseExpiresAt ?? 0, at + ports.config.toolDeadlineMs), ...host };
     }
     const holding = await holders();
-    if (holding.some((holder) => holder.profileId === run.profileId) || holding.length >= limit) break;
+    if (placed === undefined || holding.some((holder) => holder.profileId === run.profileId) || holding.length >= limit) break;
     // The profile's host is full. A placement no lease used yet goes where there is room.
     if (!placed.used) {
       const moved = await placeProfile(ports, profile, { avoid: placed.hostId }).catch(() => undefined);
@@ -129,7 +124,10 @@ export async function awaitFleetRoom(ports: Ports, run: RunRow): Promise<void> {
   if (run.leaseId !== null && (run.leaseExpiresAt ?? 0) > ports.clock.now()) return;
   const profile = await hostProfileId(run.ownerId, run.profileId);
   const waitUntil = ports.clock.now() + (ports.config.admissionWaitMs ?? DEFAULT_FLEET_WAIT_MS);
-  let placed = await placeProfile(ports, profile);
+  const firstPlaced = await placeProfile(ports, profile).catch(noHealthyHost);
+  // No host answers at all: nothing to wait for here; the run's calls say host_unavailable.
+  if (firstPlaced === undefined) return;
+  let placed = firstPlaced;
   for (;;) {
     if (await hasRoom(ports, placed.hostId)) return;
     if (!placed.used) {
@@ -169,4 +167,10 @@ async function fleetFull(ports: Ports, placed: PlacedHost): Promise<DomainError>
     { host_id: placed.hostId, retry_at: new Date(until).toISOString() },
     { retryAfterS: secondsUntil(now, until) },
   );
+}
+
+/** `placeProfile`'s refusal when the fleet has no healthy host, as undefined; anything else is thrown again. */
+function noHealthyHost(error: unknown): undefined {
+  if (error instanceof DomainError && error.code === 'host_unavailable') return undefined;
+  throw error;
 }

@@ -1,10 +1,13 @@
+import { env } from 'cloudflare:test';
 import { describe, expect, it, vi } from 'vitest';
+import { configuredHostId } from '../../edge/fleet/registry.ts';
 import type { RunView } from '../../shared/api.ts';
 import { call, errorBody, partiesForEachTest } from './support/edge-client.ts';
 import { ORIGIN } from './support/run-fixture.ts';
 
 // GET /metrics: the operator's counts in the Prometheus text format, read from the real D1 (and
-// the host, which is the bindings' closed port here: governed_host_up is 0).
+// the hosts: here the one configured host is the bindings' closed port, so governed_host_up is 0
+// for it; each host's samples carry its registry id as the `host` label).
 
 const parties = partiesForEachTest();
 
@@ -46,10 +49,15 @@ describe('GET /metrics', () => {
       'governed_runs',
       'governed_runs_leased',
       'governed_host_up',
+      'governed_host_state',
+      'governed_host_slots_free',
+      'governed_host_placements',
     ]) {
       expect(text).toContain(`# TYPE ${family} `);
     }
-    expect(samples.get('governed_host_up')).toBe(0);
+    const hostId = await configuredHostId(env.HOST_URL);
+    expect(samples.get(`governed_host_up{host="${hostId}"}`)).toBe(0);
+    expect(samples.get(`governed_host_slots_free{host="${hostId}"}`)).toBeGreaterThan(0);
   });
 
   it('counts calls by tool and state, and refusals by code', async () => {

@@ -4,6 +4,7 @@ import { beforeEach } from 'vitest';
 import type { z } from 'zod';
 import { r2ArtifactStore } from '../../../edge/artifacts/artifact-store.ts';
 import * as schema from '../../../edge/db/schema.ts';
+import { configuredHostId } from '../../../edge/fleet/registry.ts';
 import { fetchUpgradeConnector } from '../../../edge/host/fetch-upgrade-connector.ts';
 import type { HostConnector } from '../../../edge/host/host-session.ts';
 import { backgroundRunner, DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../../edge/ports.ts';
@@ -65,6 +66,7 @@ async function seedPrincipal(kind: 'owner' | 'agent' | 'operator', ownerId: stri
 
 /** Seeds a fresh owner with an agent and an operator, plus a stranger owner and agent. */
 export async function seedParties(): Promise<Parties> {
+  await standInHostsWithRoom();
   const owner = await seedPrincipal('owner', null);
   const strangerOwner = await seedPrincipal('owner', null);
   return {
@@ -75,6 +77,26 @@ export async function seedParties(): Promise<Parties> {
     strangerOwner,
     strangerAgent: await seedPrincipal('agent', strangerOwner.id),
   };
+}
+
+/** The host URLs edge tests configure: the Worker's binding and the app-level ports' default. */
+const STAND_IN_HOST_URLS = [env.HOST_URL, DEFAULT_EDGE_CONFIG.hostUrls[0]!];
+
+/**
+ * The configured stand-in hosts, healthy and with room for every run the file's tests leave
+ * leased: tests share one database per file, and a host's free slots count every live lease on
+ * it (issue 32). Fleet tests register hosts of their own with real capacities.
+ */
+async function standInHostsWithRoom(): Promise<void> {
+  for (const url of STAND_IN_HOST_URLS) {
+    const id = await configuredHostId(url);
+    await env.DB.prepare(
+      `INSERT INTO hosts (id, url, source, state, max_browsers, failed_checks, created_at) VALUES (?, ?, 'config', 'healthy', 10000, 0, ?)
+       ON CONFLICT (id) DO UPDATE SET state = 'healthy', max_browsers = 10000, failed_checks = 0`,
+    )
+      .bind(id, url, Date.now())
+      .run();
+  }
 }
 
 /**
