@@ -26,6 +26,8 @@ export interface StandInHost {
   draining: boolean;
   /** Live leases by id: their profile. */
   readonly leases: Map<string, string>;
+  /** What its next `lease.acquire` reports it restored (once), like a host that started the profile's browser. */
+  restoreReport?: { restored_version: number | null; refused: Array<{ version: number; reason: string }> };
 }
 
 /** `count` stand-in hosts on made-up URLs unique to this fleet, each admitting `maxBrowsers`. */
@@ -49,7 +51,9 @@ export function standInFleet(count: number, options: { origin: string; maxBrowse
         if (host.draining) throw new HostCallError('host_draining', 'this host is draining');
         const leaseId = `lease_fleet${tag}${String(++leaseSerial).padStart(6, '0')}`;
         host.leases.set(leaseId, String(params.profile_id));
-        return { lease_id: leaseId, profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
+        const restore = host.restoreReport;
+        host.restoreReport = undefined;
+        return { lease_id: leaseId, profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000, ...(restore ? { restore } : {}) };
       }
       case 'lease.renew':
         return {
