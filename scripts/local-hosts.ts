@@ -9,6 +9,8 @@ import { startTcpRelay, type TcpRelay } from './tcp-relay.ts';
  * edge dials, and a link that can be cut.
  */
 export interface HostNetwork {
+  /** The namespace's name (`ip netns exec <name> ...` runs a command in it). */
+  readonly name: string;
   /** The host's address in its namespace: its HOST_BIND, and where the edge dials it. */
   readonly address: string;
   /** What runs a command inside the namespace, put before the host's command line (e.g. `ip netns exec <name>`). */
@@ -43,8 +45,8 @@ export interface LocalHost {
   readonly pid: number | undefined;
   /** True from its start until its process has ended. */
   readonly running: boolean;
-  /** `namespace` when it runs in a network namespace of its own ({@link cut} takes the link down), else `loopback`. */
-  readonly network: 'namespace' | 'loopback';
+  /** The network namespace it runs in, when it has one of its own ({@link cut} then takes the link down); undefined: this machine's loopback. */
+  readonly namespace: string | undefined;
   /**
    * Sends `signal` (default SIGKILL) while it runs; no-op otherwise. SIGKILL, SIGSTOP and SIGCONT
    * go to its whole process group (a crash or a freeze takes its Chromiums and Xvfb along);
@@ -142,7 +144,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<Managed
     get running() {
       return running();
     },
-    network: network ? 'namespace' : 'loopback',
+    namespace: network?.name,
     async kill(signal: NodeJS.Signals = 'SIGKILL') {
       if (!current || !running()) return;
       const { child } = current;
