@@ -1,23 +1,17 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
+import { type EdgeRuntime, edgeLaunchOf, queryLocalD1 } from './local-edge.ts';
+import { type HostNetwork, type LocalHost, type ManagedHost, startLocalHost } from './local-hosts.ts';
+import { freePort, root, type Started, signalGroup, startProcess, stopProcess, waitFor } from './local-processes.ts';
 import { DEFAULT_LOCAL_SQLITE_PATH, prepareLocalSqlite, querySqliteFile } from './local-sqlite.ts';
 import { prepareLocalDatabase, readDevVars } from './setup.mjs';
 import { type StaticServer, startStaticServer } from './static-server.ts';
-import { startTcpRelay, type TcpRelay } from './tcp-relay.ts';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const execFileAsync = promisify(execFile);
-
-/**
- * Where the edge runs: `workers` under `wrangler dev` with a local D1; `node` (edge/node.ts) and
- * `deno` (edge/deno.ts) over a local SQLite file. The same app on all three.
- */
-export type EdgeRuntime = 'workers' | 'node' | 'deno';
+export type { EdgeRuntime } from './local-edge.ts';
+export { queryLocalD1 } from './local-edge.ts';
+export type { HostExit, HostNetwork, LocalHost } from './local-hosts.ts';
+export { freePort } from './local-processes.ts';
 
 /** Every runtime the edge runs on. */
 export const EDGE_RUNTIMES: readonly EdgeRuntime[] = ['workers', 'node', 'deno'];
@@ -25,13 +19,18 @@ export const EDGE_RUNTIMES: readonly EdgeRuntime[] = ['workers', 'node', 'deno']
 /** The local owner's principal id, as scripts/setup.mjs seeds it. */
 export const LOCAL_OWNER_ID = 'prn_local_owner';
 
-/** The real processes of a local system: the browser host, the edge, and the demo site. */
+/** The real processes of a local system: the browser hosts, the edge, and the demo site. */
 export interface LocalStack {
   readonly runtime: EdgeRuntime;
   /** `http://127.0.0.1:<port>` of the edge. */
   readonly edgeUrl: string;
-  /** `ws://127.0.0.1:<port>` of the browser host. */
+  /** The ws:// URL of the first browser host, `host-1` (the edge's HOST_URL). */
   readonly hostUrl: string;
+  /**
+   * Every browser host, `host-1` first, each with its own port, data directory and process
+   * (scripts/local-hosts.ts): the edge's HOST_URLS lists their {@link LocalHost.url}s in this order.
+   */
+  readonly hosts: readonly LocalHost[];
   /** Origin serving the npm package `todomvc` as it ships. */
   readonly siteOrigin: string;
   /** URL of the TodoMVC VanillaJS app. */
@@ -42,7 +41,7 @@ export interface LocalStack {
   /** Deno and Node: the SQLite file the edge uses (a fresh temp file, or `.data/edge.sqlite`). */
   readonly sqlitePath: string | undefined;
   readonly hostSecret: string;
-  /** The host's profiles directory: one user-data directory per host profile id. */
+  /** The first host's profiles directory: one user-data directory per host profile id. */
   readonly profilesDir: string;
   /**
    * Runs read-only SQL statements against the edge's database and resolves to each statement's
@@ -50,16 +49,17 @@ export interface LocalStack {
    * serves), on Deno and Node straight from the SQLite file. Same row shapes on all three.
    */
   queryD1(...statements: string[]): Promise<Record<string, unknown>[][]>;
-  /** Kills the browser host's process group at once (SIGKILL), as a crash would. */
+  /** Kills the first browser host's process group at once (SIGKILL), as a crash would: `hosts[0].kill()`. */
   killHost(): Promise<void>;
   /**
-   * With `hostRelay`, cuts every connection open between the edge and the host (the host and its
-   * browsers go on; new connections work); returns how many were cut. Without it: 0, nothing cut.
+   * With `hostRelay`, cuts every connection open between the edge and the hosts (the hosts and
+   * their browsers go on; new connections work); returns how many were cut. Without it: 0.
    */
   cutHostConnections(): number;
   /**
-   * Starts the browser host again after {@link killHost}, on the same port, secret and profiles
-   * directory (its browsers are new: nothing of the old pages survives); resolves when it listens.
+   * Starts the first browser host again after {@link killHost}, on the same port, secret and
+   * profiles directory (its browsers are new: nothing of the old pages survives); resolves when it
+   * listens: `hosts[0].start()`.
    */
   startHost(): Promise<void>;
   /** Stops the edge process (its database stays), e.g. so a host callback finds nobody listening. */
@@ -74,8 +74,9 @@ export interface LocalStack {
    */
   triggerCron(): Promise<void>;
   /**
-   * The last lines (at most 400 each, oldest first) the running host and edge wrote to stdout and
-   * stderr, each prefixed `[host]` or `[edge]`: what a failing test prints to say what happened.
+   * The last lines (at most 400 each, oldest first) the hosts and the edge wrote to stdout and
+   * stderr since they last started, each prefixed `[host]` (with several hosts `[host-2]`, ...)
+   * or `[edge]`: what a failing test prints to say what happened.
    */
   recentOutput(): string[];
   /** Stops everything it started (process groups, SIGTERM then SIGKILL) and removes temp dirs. */
@@ -87,7 +88,12 @@ export interface LocalStackOptions {
   runtime?: EdgeRuntime;
   /** Edge port; default a free port (`npm run dev` passes EDGE_PORT or 8787). */
   edgePort?: number;
-  /** Host port; default a free port. */
+  /**
+   * How many browser hosts, `host-1` ... `host-N` (default 1, at most 9): each its own process,
+   * port, data directory and HOST_ID; the edge gets all of them (HOST_URLS).
+   */
+  hosts?: number;
+  /** The first host's port; the others' follow it (`hostPort + 1`, ...). Default free ports. */
   hostPort?: number;
   /**
    * `fresh`: a new temp database, migrated and seeded; `default`: the persistent local one (the
@@ -105,85 +111,29 @@ export interface LocalStackOptions {
    * `HOST_EDGE_URL` is always the edge's URL, for ceremony callbacks.
    */
   hostVars?: Record<string, string>;
-  /** The edge reaches the host through a loopback relay that {@link LocalStack.cutHostConnections} can cut (scripts/tcp-relay.ts). */
+  /** The edge reaches each host through a loopback relay that {@link LocalStack.cutHostConnections} can cut (scripts/tcp-relay.ts). */
   hostRelay?: boolean;
+  /**
+   * Where host `id` runs on the network: a namespace of its own (test/support/host-network.ts),
+   * given the loopback ports it must still reach (the edge's, the demo site's); undefined: this
+   * machine's loopback. Called once per host before the edge starts.
+   */
+  hostNetwork?: (id: string, loopbackPorts: readonly number[]) => Promise<HostNetwork | undefined>;
 }
 
-/** A free loopback TCP port. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-interface Started {
-  child: ChildProcess;
-  output: string[];
-}
-
-/** Whether the process has ended, by exiting or by a signal (`exitCode` stays null for the latter). */
-function hasEnded(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-function startProcess(name: string, command: string, args: string[], env: NodeJS.ProcessEnv, echo: boolean): Started {
-  const child = spawn(command, args, { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  const output: string[] = [];
-  const collect = (chunk: Buffer) => {
-    for (const line of chunk.toString().split('\n')) {
-      if (!line.trim()) continue;
-      output.push(line);
-      if (output.length > 400) output.shift();
-      if (echo) process.stderr.write(`[${name}] ${line}\n`);
-    }
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  return { child, output };
-}
-
-async function waitFor(what: string, started: Started, ready: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (hasEnded(started.child)) {
-      throw new Error(`${what} exited with ${started.child.signalCode ?? `code ${started.child.exitCode}`}:\n${started.output.slice(-30).join('\n')}`);
-    }
-    if (await ready()) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`${what} was not ready within ${timeoutMs} ms:\n${started.output.slice(-30).join('\n')}`);
-}
-
-async function stopProcess(started: Started): Promise<void> {
-  const { child } = started;
-  // A process that already ended (killHost's SIGKILL included) emits no second 'exit'.
-  if (hasEnded(child) || child.pid === undefined) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const signal = (name: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, name);
-    } catch {
-      // already gone
-    }
-  };
-  signal('SIGTERM');
-  const timer = setTimeout(() => signal('SIGKILL'), 8_000);
-  await exited;
-  clearTimeout(timer);
-  signal('SIGKILL'); // anything left in the group (workerd, Chromium, Xvfb)
-}
+/** Most hosts a local stack starts. */
+export const MAX_LOCAL_HOSTS = 9;
 
 /**
- * Starts the demo site, the browser host and the edge (on `options.runtime`) on loopback and
- * waits until each is ready (host: its listening line; edge: `GET /v1/health` answers 200).
- * Throws, after stopping what it started, when one of them does not come up within 90 s.
+ * Starts the demo site, the browser hosts and the edge (on `options.runtime`) on loopback and
+ * waits until each is ready (hosts: their listening line; edge: `GET /v1/health` answers 200).
+ * Throws, after stopping what it started, when one of them does not come up within 90 s, or when
+ * `options.hosts` is not a whole number from 1 to {@link MAX_LOCAL_HOSTS}.
  */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const hostCount = options.hosts ?? 1;
+  if (!Number.isInteger(hostCount) || hostCount < 1 || hostCount > MAX_LOCAL_HOSTS)
+    throw new Error(`hosts must be a whole number from 1 to ${MAX_LOCAL_HOSTS}`);
   const vars = readDevVars();
   const runtime = options.runtime ?? 'workers';
   const echo = options.echo ?? false;
@@ -194,77 +144,54 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   if (persistTo) prepareLocalDatabase(vars, persistTo);
   if (sqlitePath) await prepareLocalSqlite(vars, sqlitePath);
 
-  const processes: Started[] = [];
-  const profilesDir = join(scratch, 'profiles');
+  const hosts: ManagedHost[] = [];
+  let edge: Started | undefined;
   let site: StaticServer | undefined;
-  let relay: TcpRelay | undefined;
   const stop = async () => {
-    await Promise.all(processes.reverse().map(stopProcess));
+    await Promise.all([...(edge ? [stopProcess(edge)] : []), ...hosts.map((host) => host.stop())]);
     await site?.close();
-    await relay?.close();
     rmSync(scratch, { recursive: true, force: true });
   };
   const onExit = () => {
-    for (const started of processes) {
-      try {
-        if (started.child.pid) process.kill(-started.child.pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
+    for (const pid of [edge?.child.pid, ...hosts.map((host) => host.pid)]) {
+      signalGroup(pid, 'SIGKILL');
     }
   };
   process.once('exit', onExit);
 
   try {
     site = await startStaticServer(join(root, 'node_modules', 'todomvc'));
-    const hostPort = options.hostPort ?? (await freePort());
     const edgePort = options.edgePort ?? (await freePort());
-    const env = { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' };
-
-    let host: Started | undefined;
-    const startHost = async () => {
-      const started = startProcess(
-        'host',
-        process.execPath,
-        ['--import', 'tsx', 'browser-host/main.ts', ...(options.headless ? ['--headless'] : [])],
-        {
-          ...env,
-          HOST_PORT: String(hostPort),
-          HOST_SHARED_SECRET: vars.HOST_SHARED_SECRET,
-          HOST_PROFILES_DIR: profilesDir,
-          HOST_EDGE_URL: `http://127.0.0.1:${edgePort}`,
-          ...(options.hostVars ?? {}),
-        },
-        echo,
-      );
-      host = started;
-      processes.push(started);
-      await waitFor('the browser host', started, () => started.output.some((line) => line.includes('browser-host listening on')), 90_000);
-    };
-    const killHost = async () => {
-      const running = host;
-      if (!running) return;
-      host = undefined;
-      const exited = new Promise<void>((resolve) => (hasEnded(running.child) ? resolve() : running.child.once('exit', () => resolve())));
-      try {
-        process.kill(-running.child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      await exited;
-      processes.splice(processes.indexOf(running), 1);
-    };
-    await startHost();
-
-    if (options.hostRelay) relay = await startTcpRelay(hostPort);
-    const hostUrl = `ws://127.0.0.1:${relay?.port ?? hostPort}`;
     const edgeUrl = `http://127.0.0.1:${edgePort}`;
-    let edge: Started | undefined;
+    const env = { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' };
+    const hostPorts = await Promise.all(Array.from({ length: hostCount }, (_, i) => (options.hostPort === undefined ? freePort() : options.hostPort + i)));
+    const siteOrigin = site.origin;
+    const started = await Promise.allSettled(
+      hostPorts.map(async (port, i) => {
+        const id = `host-${i + 1}`;
+        const network = await options.hostNetwork?.(id, [edgePort, Number(new URL(siteOrigin).port)]);
+        const host = await startLocalHost({
+          id,
+          port,
+          dataDir: join(scratch, 'hosts', id),
+          env: { ...env, HOST_SHARED_SECRET: vars.HOST_SHARED_SECRET, HOST_EDGE_URL: edgeUrl, ...(options.hostVars ?? {}) },
+          headless: options.headless ?? false,
+          echoAs: echo ? (hostCount === 1 ? 'host' : id) : undefined,
+          relay: options.hostRelay ?? false,
+          network,
+        });
+        hosts[i] = host;
+      }),
+    );
+    const failed = started.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
+    const hostUrls = hosts.map((host) => host.url);
+
     const startEdge = async () => {
       const launch = edgeLaunchOf(runtime, {
         edgePort,
         inspectorPort: await freePort(),
-        hostUrl,
+        hostUrls,
         hostSecret: vars.HOST_SHARED_SECRET,
         persistTo,
         sqlitePath,
@@ -272,12 +199,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // Links in notices and webhooks are absolute, as a deployed edge's are with PUBLIC_URL.
         edgeVars: { PUBLIC_URL: edgeUrl, ...options.edgeVars },
       });
-      const started = startProcess('edge', launch.command, launch.args, { ...env, ...launch.env }, echo);
-      edge = started;
-      processes.push(started);
+      const starting = startProcess('edge', launch.command, launch.args, { ...env, ...launch.env }, echo);
+      edge = starting;
       await waitFor(
         runtime === 'workers' ? 'wrangler dev' : `the ${runtime} edge`,
-        started,
+        starting,
         async () => {
           try {
             return (await fetch(`${edgeUrl}/v1/health`)).status === 200;
@@ -293,28 +219,32 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       if (!running) return;
       edge = undefined;
       await stopProcess(running);
-      processes.splice(processes.indexOf(running), 1);
     };
     await startEdge();
+    const first = hosts[0]!;
 
     return {
       runtime,
       edgeUrl,
-      hostUrl,
+      hostUrl: first.url,
+      hosts,
       siteOrigin: site.origin,
       todoUrl: `${site.origin}/examples/vanillajs/index.html`,
       tokens: { agent: vars.AGENT_TOKEN, owner: vars.OWNER_TOKEN, operator: vars.OPERATOR_TOKEN },
       persistTo,
       sqlitePath,
       hostSecret: vars.HOST_SHARED_SECRET,
-      profilesDir,
+      profilesDir: first.profilesDir,
       stopEdge,
       startEdge,
       queryD1: (...statements) => (sqlitePath ? querySqliteFile(sqlitePath, statements) : queryLocalD1(statements, persistTo)),
-      killHost,
-      cutHostConnections: () => relay?.cut() ?? 0,
-      startHost,
-      recentOutput: () => [...(host?.output.map((line) => `[host] ${line}`) ?? []), ...(edge?.output.map((line) => `[edge] ${line}`) ?? [])],
+      killHost: () => first.kill('SIGKILL'),
+      cutHostConnections: () => hosts.reduce((count, host) => count + host.cutConnections(), 0),
+      startHost: () => first.start(),
+      recentOutput: () => [
+        ...hosts.flatMap((host) => host.output().map((line) => `[${hostCount === 1 ? 'host' : host.id}] ${line}`)),
+        ...(edge?.output.map((line) => `[edge] ${line}`) ?? []),
+      ],
       triggerCron: async () => {
         // The self-hosted edges serve it to the operator only; wrangler dev ignores the header.
         const response = await fetch(`${edgeUrl}/__scheduled?cron=${encodeURIComponent('* * * * *')}`, {
@@ -332,104 +262,3 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     throw error;
   }
 }
-
-/** Where and how an edge process is started. */
-interface EdgeLaunch {
-  command: string;
-  args: string[];
-  /** Added to the environment. */
-  env: NodeJS.ProcessEnv;
-}
-
-/**
- * What starts the edge on `runtime`: `wrangler dev` with `--var`s for Workers; for Deno and Node
- * the npm scripts `edge:deno` and `edge:node` (so their flags and permissions live in one place,
- * package.json) with the Worker's vars as environment variables of the same names, plus the
- * port, the loopback address and the database file.
- */
-function edgeLaunchOf(
-  runtime: EdgeRuntime,
-  where: {
-    edgePort: number;
-    inspectorPort: number;
-    hostUrl: string;
-    hostSecret: string;
-    persistTo: string | undefined;
-    sqlitePath: string | undefined;
-    /** Where Deno and Node keep screenshots; undefined: their default, `.data/artifacts`. */
-    artifactsDir: string | undefined;
-    edgeVars: Record<string, string>;
-  },
-): EdgeLaunch {
-  if (runtime !== 'workers') {
-    return {
-      command: 'npm',
-      args: ['run', '--silent', `edge:${runtime}`, '--', '--test-scheduled'],
-      env: {
-        ...where.edgeVars,
-        EDGE_PORT: String(where.edgePort),
-        EDGE_BIND: '127.0.0.1',
-        ...(where.sqlitePath ? { EDGE_SQLITE_PATH: where.sqlitePath } : {}),
-        ...(where.artifactsDir ? { EDGE_ARTIFACTS_DIR: where.artifactsDir } : {}),
-        HOST_URL: where.hostUrl,
-        HOST_SHARED_SECRET: where.hostSecret,
-        DENO_NO_UPDATE_CHECK: '1',
-      },
-    };
-  }
-  return {
-    command: join(root, 'node_modules', '.bin', 'wrangler'),
-    args: [
-      'dev',
-      '--local',
-      '--ip',
-      '127.0.0.1',
-      '--port',
-      String(where.edgePort),
-      '--inspector-port',
-      String(where.inspectorPort),
-      '--show-interactive-dev-session=false',
-      '--test-scheduled',
-      '--var',
-      `HOST_URL:${where.hostUrl}`,
-      ...Object.entries(where.edgeVars).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
-      ...(where.persistTo ? ['--persist-to', where.persistTo] : []),
-    ],
-    env: {},
-  };
-}
-
-/**
- * Rows of each statement (reads: a failed attempt is repeated) from a local D1 (`persistTo`, or
- * the default state dir), via wrangler.
- * Asynchronous on purpose: a blocked event loop lets HTTP keep-alive sockets go stale unseen.
- */
-export async function queryLocalD1(statements: string[], persistTo?: string): Promise<Record<string, unknown>[][]> {
-  const sql = statements.map((statement) => statement.trim().replace(/;$/, '')).join(';\n');
-  const run = () =>
-    execFileAsync(
-      join(root, 'node_modules', '.bin', 'wrangler'),
-      ['d1', 'execute', 'governed-browser', '--local', '--json', ...(persistTo ? ['--persist-to', persistTo] : []), '--command', sql],
-      { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' }, maxBuffer: 64 * 1024 * 1024 },
-    );
-  // The running `wrangler dev` holds the same SQLite file: a statement may meet it mid-write and
-  // fail (the file is busy). Tests only read through this, so it is tried again, up to 5 times.
-  let stdout = '';
-  for (let attempt = 1; ; attempt++) {
-    try {
-      ({ stdout } = await run());
-      break;
-    } catch (error) {
-      if (attempt >= LOCAL_D1_ATTEMPTS) {
-        const stderr = (error as { stderr?: string }).stderr ?? '';
-        throw new Error(`wrangler d1 execute failed ${attempt} times; last: ${stderr.trim().slice(-2_000) || String(error)}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 300 * attempt));
-    }
-  }
-  const parsed = JSON.parse(stdout) as Array<{ results: Record<string, unknown>[] }>;
-  return parsed.map((statement) => statement.results);
-}
-
-/** How many times a local D1 statement is tried while `wrangler dev` holds the file. */
-const LOCAL_D1_ATTEMPTS = 5;

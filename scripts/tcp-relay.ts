@@ -2,14 +2,15 @@ import type { AddressInfo } from 'node:net';
 import { createConnection, createServer, type Socket } from 'node:net';
 
 /**
- * A loopback TCP relay in front of the browser host, for tests that cut the edge's connection to
- * the host at a chosen moment ("the connection to the host is cut after the submit is
- * dispatched", issue 19) while the host and its browsers go on: the edge connects to the relay,
- * the relay to the host. {@link TcpRelay.cut} destroys every connection open through it; new
- * connections are relayed as before.
+ * A TCP relay: in front of a browser host, for tests that cut the edge's connection to the host
+ * at a chosen moment ("the connection to the host is cut after the submit is dispatched", issue
+ * 19) while the host and its browsers go on: the edge connects to the relay, the relay to the
+ * host. {@link TcpRelay.cut} destroys every connection open through it; new connections are
+ * relayed as before. Also the bridge between a host's network namespace and this machine's
+ * loopback (test/support/host-network.ts).
  */
 export interface TcpRelay {
-  /** The relay's port on 127.0.0.1. */
+  /** The port the relay listens on. */
   readonly port: number;
   /** Destroys every connection open through the relay, both ends; returns how many there were. */
   cut(): number;
@@ -17,14 +18,22 @@ export interface TcpRelay {
   close(): Promise<void>;
 }
 
+/** Where a relay listens and where it connects; each address defaults to 127.0.0.1, the listening port to any free one. */
+export interface RelayEnds {
+  readonly listenHost?: string;
+  readonly listenPort?: number;
+  readonly targetHost?: string;
+}
+
 /**
- * Starts a relay on 127.0.0.1 (any free port) to `127.0.0.1:targetPort`.
- * @throws Error when no port can be bound.
+ * Starts a relay on `ends.listenHost:ends.listenPort` (default 127.0.0.1, any free port) to
+ * `ends.targetHost:targetPort` (default 127.0.0.1).
+ * @throws Error when the address cannot be bound.
  */
-export async function startTcpRelay(targetPort: number): Promise<TcpRelay> {
+export async function startTcpRelay(targetPort: number, ends: RelayEnds = {}): Promise<TcpRelay> {
   const open = new Set<[Socket, Socket]>();
   const server = createServer((inbound) => {
-    const outbound = createConnection({ host: '127.0.0.1', port: targetPort });
+    const outbound = createConnection({ host: ends.targetHost ?? '127.0.0.1', port: targetPort });
     const pair: [Socket, Socket] = [inbound, outbound];
     open.add(pair);
     // An ordinary end is passed on as an end (pipe does that), so nothing in flight is lost; an
@@ -42,7 +51,7 @@ export async function startTcpRelay(targetPort: number): Promise<TcpRelay> {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(ends.listenPort ?? 0, ends.listenHost ?? '127.0.0.1', () => resolve());
   });
   const cut = () => {
     const count = open.size;
@@ -62,4 +71,20 @@ export async function startTcpRelay(targetPort: number): Promise<TcpRelay> {
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * As a command, `node scripts/tcp-relay.ts <listenHost>:<port>=<targetHost>:<port> ...` relays each
+ * pair until it is signalled, and prints `relaying` once every one listens (test/support/host-network.ts
+ * runs it inside a host's network namespace, where only plain Node is at hand: no tsx needed).
+ */
+if (import.meta.main) {
+  const pairs = process.argv.slice(2).map((arg) => {
+    const match = /^([^:=]+):(\d+)=([^:=]+):(\d+)$/.exec(arg);
+    if (!match) throw new Error(`not <listenHost>:<port>=<targetHost>:<port>: ${arg}`);
+    return { listenHost: match[1]!, listenPort: Number(match[2]), targetHost: match[3]!, targetPort: Number(match[4]) };
+  });
+  await Promise.all(pairs.map(({ targetPort, ...ends }) => startTcpRelay(targetPort, ends)));
+  process.stdout.write('relaying\n');
+  process.on('SIGTERM', () => process.exit(0));
 }

@@ -10,6 +10,7 @@ import { signInAsPerson } from '../../scripts/person-at-browser.ts';
 import type { RunView } from '../../shared/api.ts';
 import type { SiteVerificationDefinition } from '../../shared/authentication.ts';
 import { type FixtureServer, startFixtureServer } from './fixture-server.ts';
+import { hostNamespaces } from './host-network.ts';
 import { until } from './until.ts';
 
 /** A web site a file's runs visit: anything that can be closed after the file. */
@@ -31,6 +32,13 @@ export interface StackTestOptions<S extends Site = FixtureServer> extends LocalS
    * naming the site's identity provider). The stack then starts after the site.
    */
   hostVarsOf?: (site: S) => Record<string, string>;
+  /**
+   * Hosts (e.g. `['host-3']`, with `hosts: 3`) that run in a network namespace of their own, so
+   * that `stack.hosts[i].cut()` takes their link down (test/support/host-network.ts; where
+   * namespaces cannot be made, a cut freezes the host instead). The stack's loopback ports and, when
+   * the site is started first (it then is), the site's port are bridged into each.
+   */
+  isolatedHosts?: readonly string[];
 }
 
 /** `fn` once: later calls return the first call's promise. */
@@ -57,13 +65,15 @@ function siteCatalog(definitions: SiteVerificationDefinition[]): { path: string;
  * run several stacks at once.
  */
 export async function startStack<S extends Site>(options: StackTestOptions<S>, site?: S): Promise<LocalStack> {
-  const { site: _startSite, siteDefinitions, hostVarsOf, ...stackOptions } = options;
+  const { site: _startSite, siteDefinitions, hostVarsOf, isolatedHosts, ...stackOptions } = options;
+  const sitePort = site && 'origin' in site && typeof site.origin === 'string' ? Number(new URL(site.origin).port) : undefined;
   const catalog = site && siteDefinitions ? siteCatalog(siteDefinitions(site)) : undefined;
   try {
     const stack = await startLocalStack({
       database: 'fresh',
       echo: process.env.E2E_ECHO === '1',
       ...stackOptions,
+      ...(isolatedHosts ? { hostNetwork: hostNamespaces(isolatedHosts, sitePort ? [sitePort] : []) } : {}),
       hostVars: {
         ...(catalog ? { HOST_SITE_DEFINITIONS: catalog.path } : {}),
         ...(site && hostVarsOf ? hostVarsOf(site) : {}),
@@ -119,7 +129,7 @@ function buildStackTest<S extends Site>(options: StackTestOptions<S>, started: (
     return stack;
   };
   const withStack =
-    options.siteDefinitions || options.hostVarsOf
+    options.siteDefinitions || options.hostVarsOf || options.isolatedHosts
       ? withSite.extend('stack', { scope: 'file' }, ({ site }, { onCleanup }) => begin(site, onCleanup))
       : withSite.extend('stack', { scope: 'file' }, ({}, { onCleanup }) => begin(undefined, onCleanup));
   return withStack

@@ -1,0 +1,113 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { root } from './local-processes.ts';
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * Where the edge runs: `workers` under `wrangler dev` with a local D1; `node` (edge/node.ts) and
+ * `deno` (edge/deno.ts) over a local SQLite file. The same app on all three.
+ */
+export type EdgeRuntime = 'workers' | 'node' | 'deno';
+
+/** Where and how an edge process is started. */
+export interface EdgeLaunch {
+  command: string;
+  args: string[];
+  /** Added to the environment. */
+  env: NodeJS.ProcessEnv;
+}
+
+/** What an edge process is started with. */
+export interface EdgeWhere {
+  edgePort: number;
+  inspectorPort: number;
+  /** The ws:// URL of every host, `host-1` first. HOST_URL is the first (until the edge reads HOST_URLS), HOST_URLS all of them, comma-separated. */
+  hostUrls: readonly string[];
+  hostSecret: string;
+  persistTo: string | undefined;
+  sqlitePath: string | undefined;
+  /** Where Deno and Node keep screenshots; undefined: their default, `.data/artifacts`. */
+  artifactsDir: string | undefined;
+  edgeVars: Record<string, string>;
+}
+
+/**
+ * What starts the edge on `runtime`: `wrangler dev` with `--var`s for Workers; for Deno and Node
+ * the npm scripts `edge:deno` and `edge:node` (so their flags and permissions live in one place,
+ * package.json) with the Worker's vars as environment variables of the same names, plus the
+ * port, the loopback address and the database file.
+ */
+export function edgeLaunchOf(runtime: EdgeRuntime, where: EdgeWhere): EdgeLaunch {
+  const hosts = { HOST_URL: where.hostUrls[0]!, HOST_URLS: where.hostUrls.join(',') };
+  if (runtime !== 'workers') {
+    return {
+      command: 'npm',
+      args: ['run', '--silent', `edge:${runtime}`, '--', '--test-scheduled'],
+      env: {
+        ...where.edgeVars,
+        EDGE_PORT: String(where.edgePort),
+        EDGE_BIND: '127.0.0.1',
+        ...(where.sqlitePath ? { EDGE_SQLITE_PATH: where.sqlitePath } : {}),
+        ...(where.artifactsDir ? { EDGE_ARTIFACTS_DIR: where.artifactsDir } : {}),
+        ...hosts,
+        HOST_SHARED_SECRET: where.hostSecret,
+        DENO_NO_UPDATE_CHECK: '1',
+      },
+    };
+  }
+  return {
+    command: join(root, 'node_modules', '.bin', 'wrangler'),
+    args: [
+      'dev',
+      '--local',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(where.edgePort),
+      '--inspector-port',
+      String(where.inspectorPort),
+      '--show-interactive-dev-session=false',
+      '--test-scheduled',
+      ...Object.entries({ ...hosts, ...where.edgeVars }).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
+      ...(where.persistTo ? ['--persist-to', where.persistTo] : []),
+    ],
+    env: {},
+  };
+}
+
+/**
+ * Rows of each statement (reads: a failed attempt is repeated) from a local D1 (`persistTo`, or
+ * the default state dir), via wrangler.
+ * Asynchronous on purpose: a blocked event loop lets HTTP keep-alive sockets go stale unseen.
+ */
+export async function queryLocalD1(statements: string[], persistTo?: string): Promise<Record<string, unknown>[][]> {
+  const sql = statements.map((statement) => statement.trim().replace(/;$/, '')).join(';\n');
+  const run = () =>
+    execFileAsync(
+      join(root, 'node_modules', '.bin', 'wrangler'),
+      ['d1', 'execute', 'governed-browser', '--local', '--json', ...(persistTo ? ['--persist-to', persistTo] : []), '--command', sql],
+      { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' }, maxBuffer: 64 * 1024 * 1024 },
+    );
+  // The running `wrangler dev` holds the same SQLite file: a statement may meet it mid-write and
+  // fail (the file is busy). Tests only read through this, so it is tried again, up to 5 times.
+  let stdout = '';
+  for (let attempt = 1; ; attempt++) {
+    try {
+      ({ stdout } = await run());
+      break;
+    } catch (error) {
+      if (attempt >= LOCAL_D1_ATTEMPTS) {
+        const stderr = (error as { stderr?: string }).stderr ?? '';
+        throw new Error(`wrangler d1 execute failed ${attempt} times; last: ${stderr.trim().slice(-2_000) || String(error)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300 * attempt));
+    }
+  }
+  const parsed = JSON.parse(stdout) as Array<{ results: Record<string, unknown>[] }>;
+  return parsed.map((statement) => statement.results);
+}
+
+/** How many times a local D1 statement is tried while `wrangler dev` holds the file. */
+const LOCAL_D1_ATTEMPTS = 5;

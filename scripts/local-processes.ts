@@ -1,0 +1,101 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root: where the local stack's processes run. */
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** A free loopback TCP port. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** A process the local stack started, with its last lines of output (at most 400, oldest first). */
+export interface Started {
+  readonly child: ChildProcess;
+  readonly output: string[];
+}
+
+/** Whether the process has ended, by exiting or by a signal (`exitCode` stays null for the latter). */
+export function hasEnded(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/**
+ * Starts `command` in the repository root as the leader of a new process group (so everything it
+ * starts can be signalled at once), collecting its stdout and stderr line by line, and, with
+ * `echo`, forwarding each line to this process's stderr prefixed `[name]`.
+ */
+export function startProcess(name: string, command: string, args: readonly string[], env: NodeJS.ProcessEnv, echo: boolean): Started {
+  const child = spawn(command, args, { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const collect = (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n')) {
+      if (!line.trim()) continue;
+      output.push(line);
+      if (output.length > 400) output.shift();
+      if (echo) process.stderr.write(`[${name}] ${line}\n`);
+    }
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  return { child, output };
+}
+
+/**
+ * Polls `ready` every 200 ms until it is true.
+ * @throws Error with the process's last 30 lines when it ends first or `timeoutMs` passes.
+ */
+export async function waitFor(what: string, started: Started, ready: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (hasEnded(started.child)) {
+      throw new Error(`${what} exited with ${started.child.signalCode ?? `code ${started.child.exitCode}`}:\n${started.output.slice(-30).join('\n')}`);
+    }
+    if (await ready()) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`${what} was not ready within ${timeoutMs} ms:\n${started.output.slice(-30).join('\n')}`);
+}
+
+/** Sends `signal` to the process group `pid` leads; false when there is none any more. */
+export function signalGroup(pid: number | undefined, signal: NodeJS.Signals): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once the process has ended (at once when it already has). */
+export function ended(child: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => (hasEnded(child) ? resolve() : child.once('exit', () => resolve())));
+}
+
+/**
+ * Stops a process and its group: SIGCONT (a frozen group cannot act on SIGTERM), SIGTERM, SIGKILL
+ * after 8 s if it has not exited, then SIGKILL to whatever is left of the group (workerd,
+ * Chromium, Xvfb). Resolves when the leader has exited; at once when it already had.
+ */
+export async function stopProcess(started: Started): Promise<void> {
+  const { child } = started;
+  // A process that already ended (a SIGKILL'd host included) emits no second 'exit'.
+  if (hasEnded(child) || child.pid === undefined) return;
+  const exited = ended(child);
+  signalGroup(child.pid, 'SIGCONT');
+  signalGroup(child.pid, 'SIGTERM');
+  const timer = setTimeout(() => signalGroup(child.pid, 'SIGKILL'), 8_000);
+  await exited;
+  clearTimeout(timer);
+  signalGroup(child.pid, 'SIGKILL');
+}
