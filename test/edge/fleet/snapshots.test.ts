@@ -30,7 +30,11 @@ async function placedProfile() {
   const ids = await Promise.all(fleet.urls.map(configuredHostId));
   const on = fleet.hosts[ids.indexOf(placed.hostId)]!;
   const other = fleet.hosts[1 - ids.indexOf(placed.hostId)]!;
-  const upload = async (bytes: Uint8Array<ArrayBuffer>, claims: { hostId?: string; generation?: number; digest?: string; sizeBytes?: number } = {}, headers: Record<string, string> = {}) => {
+  const upload = async (
+    bytes: Uint8Array<ArrayBuffer>,
+    claims: { hostId?: string; generation?: number; digest?: string; sizeBytes?: number } = {},
+    headers: Record<string, string> = {},
+  ) => {
     const token = await signSnapshotUpload(env.HOST_SHARED_SECRET, {
       hostId: claims.hostId ?? on.hostId,
       profileId: profile,
@@ -115,14 +119,24 @@ describe('profile snapshots at the edge', () => {
     await checkFleet(ports());
     const run = await request<{ id: string }>('POST', '/v1/runs', parties.owner.token, { profile_id: 'restored', intent: 'restore', origins: [ORIGIN] });
     const navigate = () =>
-      request<ToolCallView>('POST', `/v1/runs/${run.body.id}/tool-calls`, parties.agent.token, { tool: 'browser.navigate', version: '1.4.0', arguments: { url: `${ORIGIN}/page` } });
+      request<ToolCallView>('POST', `/v1/runs/${run.body.id}/tool-calls`, parties.agent.token, {
+        tool: 'browser.navigate',
+        version: '1.4.0',
+        arguments: { url: `${ORIGIN}/page` },
+      });
     expect((await navigate()).status).toBe(200);
     const acquire = fleet.hosts[0]!.calls.find((sent) => sent.method === 'lease.acquire')!;
     const profile = String(acquire.params.profile_id);
     expect(acquire.params.placement).toMatchObject({ generation: 1, restore: [] });
     expect(String((acquire.params.placement as { snapshot_key: string }).snapshot_key)).toMatch(/^[A-Za-z0-9_-]{43}$/);
     for (const bytes of [new Uint8Array([1]), new Uint8Array([2])]) {
-      const token = await signSnapshotUpload(env.HOST_SHARED_SECRET, { hostId: fleet.hosts[0]!.hostId, profileId: profile, generation: 1, digest: await sha256Hex(bytes), sizeBytes: 1 });
+      const token = await signSnapshotUpload(env.HOST_SHARED_SECRET, {
+        hostId: fleet.hosts[0]!.hostId,
+        profileId: profile,
+        generation: 1,
+        digest: await sha256Hex(bytes),
+        sizeBytes: 1,
+      });
       await fleetApp(fleet).app.request(`http://edge.test${snapshotUploadPath(profile)}`, {
         method: 'PUT',
         headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/octet-stream' },
@@ -133,14 +147,24 @@ describe('profile snapshots at the edge', () => {
     fleet.hosts[0]!.restoreReport = { restored_version: 1, refused: [{ version: 2, reason: 'the SHA-256 is not the one the edge recorded' }] };
     await request('POST', `/v1/runs/${run.body.id}/report`, parties.agent.token, { status: 'completed', summary: 'done' });
     const again = await request<{ id: string }>('POST', '/v1/runs', parties.owner.token, { profile_id: 'restored', intent: 'again', origins: [ORIGIN] });
-    await request('POST', `/v1/runs/${again.body.id}/tool-calls`, parties.agent.token, { tool: 'browser.navigate', version: '1.4.0', arguments: { url: `${ORIGIN}/page` } });
+    await request('POST', `/v1/runs/${again.body.id}/tool-calls`, parties.agent.token, {
+      tool: 'browser.navigate',
+      version: '1.4.0',
+      arguments: { url: `${ORIGIN}/page` },
+    });
     const second = fleet.hosts[0]!.calls.filter((sent) => sent.method === 'lease.acquire')[1]!;
     expect((second.params.placement as { restore: Array<{ version: number }> }).restore.map((ref) => ref.version)).toEqual([2, 1]);
-    const refused = await env.DB.prepare('SELECT version, refused_reason FROM profile_snapshots WHERE host_profile_id = ? AND refused_reason IS NOT NULL').bind(profile).all();
+    const refused = await env.DB.prepare('SELECT version, refused_reason FROM profile_snapshots WHERE host_profile_id = ? AND refused_reason IS NOT NULL')
+      .bind(profile)
+      .all();
     expect(refused.results).toEqual([{ version: 2, refused_reason: 'the SHA-256 is not the one the edge recorded' }]);
     const third = await request<{ id: string }>('POST', '/v1/runs', parties.owner.token, { profile_id: 'restored', intent: 'third', origins: [ORIGIN] });
     await request('POST', `/v1/runs/${again.body.id}/report`, parties.agent.token, { status: 'completed', summary: 'done' });
-    await request('POST', `/v1/runs/${third.body.id}/tool-calls`, parties.agent.token, { tool: 'browser.navigate', version: '1.4.0', arguments: { url: `${ORIGIN}/page` } });
+    await request('POST', `/v1/runs/${third.body.id}/tool-calls`, parties.agent.token, {
+      tool: 'browser.navigate',
+      version: '1.4.0',
+      arguments: { url: `${ORIGIN}/page` },
+    });
     const thirdAcquire = fleet.hosts[0]!.calls.filter((sent) => sent.method === 'lease.acquire')[2]!;
     expect((thirdAcquire.params.placement as { restore: Array<{ version: number }> }).restore.map((ref) => ref.version)).toEqual([1]);
   });

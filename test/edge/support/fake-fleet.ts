@@ -53,7 +53,13 @@ export function standInFleet(count: number, options: { origin: string; maxBrowse
         host.leases.set(leaseId, String(params.profile_id));
         const restore = host.restoreReport;
         host.restoreReport = undefined;
-        return { lease_id: leaseId, profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000, ...(restore ? { restore } : {}) };
+        return {
+          lease_id: leaseId,
+          profile_id: String(params.profile_id),
+          generation: 1,
+          expires_at_ms: Date.now() + 300_000,
+          ...(restore ? { restore } : {}),
+        };
       }
       case 'lease.renew':
         return {
