@@ -10,14 +10,13 @@ import { callTraits, type ToolCommand, type ToolInvocation } from '../../shared/
 import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { RunRow, ToolCallRow } from '../db/schema.ts';
 import { Deadline, HOST_ANSWER_MARGIN_MS, HOST_CONNECT_MS } from '../deadline.ts';
-import { connectForRun } from '../fleet/host-connection.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
 import { parkForSignIn } from '../sign-in/park.ts';
 import { protectedPageOf } from '../sign-in/protected-page.ts';
 import { atSignInWall, BLANK_PAGE, classifyFailure, type DispatchOutcome, inAgentTerms, onBlankPage, withheld } from './dispatch-outcome.ts';
-import { ensureLease, giveBackReservation } from './lease.ts';
+import { giveBackReservation, leaseForDispatch } from './lease.ts';
 import { recordOutcome } from './record-outcome.ts';
 
 /**
@@ -46,10 +45,10 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
   // The host that served the call (issue 32: `phases.dispatch.host_id`), once connected.
   let hostId: string | undefined;
   try {
-    const connection = await connectForRun(ports, run, deadline.upTo(HOST_CONNECT_MS));
+    const connection = await leaseForDispatch(ports, run, isWrite, deadline);
     ({ session, run } = connection);
     hostId = connection.host.id;
-    const lease = await ensureLease(ports, session, run, isWrite, deadline, connection.host);
+    const { lease } = connection;
     if (!lease.expiryRecorded) leaseExpiry = { leaseId: lease.lease_id, expiresAtMs: lease.expires_at_ms };
     const timeout = Math.max(100, deadline.upTo(MAX_OPERATION_TIMEOUT_MS));
     sent = true;

@@ -1,8 +1,10 @@
 import { and, eq, isNull, or } from 'drizzle-orm';
 import type { LeaseGrant } from '../../shared/protocol.ts';
 import { type RunRow, runs } from '../db/schema.ts';
-import { Deadline } from '../deadline.ts';
+import { Deadline, HOST_CONNECT_MS } from '../deadline.ts';
+import { connectForRun } from '../fleet/host-connection.ts';
 import { placementGrantOf, placementOf } from '../fleet/placement.ts';
+import { markDraining } from '../fleet/registry.ts';
 import { recordRefusedSnapshots } from '../fleet/snapshots.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
@@ -66,6 +68,32 @@ export async function ensureLease(
     })
     .where(and(eq(runs.id, run.id), or(isNull(runs.leaseId), eq(runs.leaseId, run.leaseId ?? ''))));
   return { ...grant, expiryRecorded: true };
+}
+
+/**
+ * Connects to the host of `run`'s lease, or its profile's placement (edge/fleet/host-connection.ts),
+ * and makes sure the run holds a live lease there (see {@link ensureLease}). A host that answers
+ * `host_draining` (it began draining by itself, e.g. its pod is stopping) is marked draining and
+ * the profile moves to another host within the same call: nothing was sent.
+ * @returns the session (the caller closes it), the host, the run as it is now and the lease.
+ * @throws whatever {@link connectForRun} and {@link ensureLease} throw.
+ */
+export async function leaseForDispatch(ports: Ports, run: RunRow, forWrite: boolean, deadline: Deadline) {
+  const connection = await connectForRun(ports, run, deadline.upTo(HOST_CONNECT_MS));
+  try {
+    return { ...connection, lease: await ensureLease(ports, connection.session, connection.run, forWrite, deadline, connection.host) };
+  } catch (error) {
+    connection.session.close();
+    if (!(error instanceof HostCallError) || error.code !== 'host_draining') throw error;
+    await markDraining(ports, connection.host.id);
+  }
+  const elsewhere = await connectForRun(ports, { ...run, leaseId: null, leaseHostId: null, leaseHostUrl: null }, deadline.upTo(HOST_CONNECT_MS));
+  try {
+    return { ...elsewhere, lease: await ensureLease(ports, elsewhere.session, elsewhere.run, forWrite, deadline, elsewhere.host) };
+  } catch (error) {
+    elsewhere.session.close();
+    throw error;
+  }
 }
 
 /**
