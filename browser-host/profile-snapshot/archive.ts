@@ -50,14 +50,12 @@ export const MAX_PROFILE_BYTES = 256 * 1024 * 1024;
 
 /** What Playwright's `storageState()` answers (cookies with their expiry, local storage by origin). */
 export type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
-/** The cookies {@link BrowserContext.addCookies} takes. */
-export type StorageCookies = Parameters<BrowserContext['addCookies']>[0];
-
 /**
- * The storage state entry as read back: only what a restore uses (the cookies) is checked; the
- * archive's own format, not a contract with the edge, which never sees inside a snapshot.
+ * The storage state entry as read back: only what a restore uses (cookies, and local storage by
+ * origin) is checked; the archive's own format, not a contract with the edge, which never sees
+ * inside a snapshot.
  */
-const StorageStateEntry = z.looseObject({
+const StorageStateEntry = z.object({
   cookies: z.array(
     z.looseObject({
       name: z.string(),
@@ -70,7 +68,10 @@ const StorageStateEntry = z.looseObject({
       sameSite: z.enum(['Strict', 'Lax', 'None']),
     }),
   ),
+  origins: z.array(z.object({ origin: z.string(), localStorage: z.array(z.object({ name: z.string(), value: z.string() })) })),
 });
+/** What a restore puts back into a running browser: every cookie, and the local storage of each origin the snapshot saw. */
+export type RestoredStorage = z.infer<typeof StorageStateEntry>;
 
 /** What goes into a profile's archive. */
 export interface ProfileArchiveContents {
@@ -134,8 +135,12 @@ async function collectDirectory(root: string, relative: string, entries: WriteEn
 export interface UnpackedProfile {
   /** The user-data directory, inside the directory it was unpacked into. */
   readonly userDataDir: string;
-  /** The cookies of the storage state (session cookies included), to add once Chromium runs. */
-  readonly cookies: StorageCookies;
+  /**
+   * The storage state's cookies (session cookies included) and local storage, to put back once
+   * Chromium runs: local storage reaches the directory only at Chromium's next commit, seconds
+   * after a page writes it, so the directory alone may hold an older one.
+   */
+  readonly storage: RestoredStorage;
   /** The account seal file's text, if the snapshot had one. */
   readonly accountSeal: string | undefined;
 }
@@ -143,7 +148,7 @@ export interface UnpackedProfile {
 /**
  * Unpacks an archive made by {@link packProfile} into `into` (an empty directory), keeping only
  * its files and directories under the layout above (no links, nothing outside `into`: tar's own
- * path checks), and reads back the storage state's cookies and the account seal.
+ * path checks), and reads back the storage state and the account seal.
  * @throws SnapshotRefusal when the archive is damaged or truncated (tar stops at the first bad
  *   entry) or lacks its user-data directory or a valid storage state; `into` may then hold part
  *   of it, and the caller removes it.
@@ -165,14 +170,14 @@ export async function unpackProfile(archive: Uint8Array, into: string): Promise<
   }
   const userDataDir = path.join(into, USER_DATA_ENTRY);
   if (!(await stat(userDataDir).catch(() => undefined))?.isDirectory()) throw new SnapshotRefusal('the archive has no user-data directory');
-  let state: z.infer<typeof StorageStateEntry>;
+  let storage: RestoredStorage;
   try {
-    state = StorageStateEntry.parse(JSON.parse(await readFile(path.join(into, STORAGE_STATE_ENTRY), 'utf8')));
+    storage = StorageStateEntry.parse(JSON.parse(await readFile(path.join(into, STORAGE_STATE_ENTRY), 'utf8')));
   } catch (error) {
     throw new SnapshotRefusal(`the archive's storage state is missing or invalid: ${firstLineOf(error)}`, { cause: error });
   }
   const accountSeal = await readFile(path.join(into, ACCOUNT_SEAL_ENTRY), 'utf8').catch(() => undefined);
-  return { userDataDir, cookies: state.cookies, accountSeal };
+  return { userDataDir, storage, accountSeal };
 }
 
 function missing(error: unknown): boolean {

@@ -6,7 +6,7 @@ import type { PlacementGrant, RefusedSnapshot, RestoreReport } from '../../share
 import { ProfileId } from '../../shared/protocol.ts';
 import type { Deadline } from '../deadline.ts';
 import { sealPath } from '../site-verification/seal.ts';
-import { type StorageCookies, unpackProfile } from './archive.ts';
+import { type RestoredStorage, unpackProfile } from './archive.ts';
 import { boundedReason, SnapshotRefusal } from './refusal.ts';
 import { openSnapshot } from './seal.ts';
 import { downloadSnapshot, type EdgeSnapshots } from './transfer.ts';
@@ -57,8 +57,8 @@ export interface PreparedProfile {
   readonly generation: number;
   /** What the lease that launched the browser reports (shared/fleet.ts `RestoreReport`). */
   readonly report: RestoreReport;
-  /** Cookies of the restored storage state (session cookies too), to add once Chromium runs; empty when nothing was restored. */
-  readonly cookies: StorageCookies;
+  /** The restored storage state (cookies, session cookies too, and local storage) to put back once Chromium runs; undefined when nothing was restored. */
+  readonly storage: RestoredStorage | undefined;
 }
 
 /** The profile being prepared, its placement, and where snapshots come from. */
@@ -87,7 +87,7 @@ export async function prepareProfileDirectory(deadline: Deadline, options: Prepa
   const marker = await readPlacementMarker(profilesDir, profileId);
   if (marker === grant.generation || (marker === undefined && grant.restore.length === 0)) {
     if (marker === undefined) await writePlacementMarker(profilesDir, profileId, grant.generation);
-    return { generation: grant.generation, report: { restored_version: null, refused: [] }, cookies: [] };
+    return { generation: grant.generation, report: { restored_version: null, refused: [] }, storage: undefined };
   }
   const refused: RefusedSnapshot[] = [];
   for (const ref of grant.restore) {
@@ -99,7 +99,7 @@ export async function prepareProfileDirectory(deadline: Deadline, options: Prepa
       await swapIn(profilesDir, profileId, unpacked.userDataDir);
       await replaceAccountSeal(profilesDir, profileId, unpacked.accountSeal);
       await writePlacementMarker(profilesDir, profileId, grant.generation);
-      return { generation: grant.generation, report: { restored_version: ref.version, refused }, cookies: unpacked.cookies };
+      return { generation: grant.generation, report: { restored_version: ref.version, refused }, storage: unpacked.storage };
     } catch (error) {
       if (!(error instanceof SnapshotRefusal)) throw error;
       refused.push({ version: ref.version, reason: boundedReason(error.message) });
@@ -118,7 +118,7 @@ export async function prepareProfileDirectory(deadline: Deadline, options: Prepa
     await rm(staging, { recursive: true, force: true });
   }
   await writePlacementMarker(profilesDir, profileId, grant.generation);
-  return { generation: grant.generation, report: { restored_version: null, refused }, cookies: [] };
+  return { generation: grant.generation, report: { restored_version: null, refused }, storage: undefined };
 }
 
 /**

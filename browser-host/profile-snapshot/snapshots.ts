@@ -5,12 +5,15 @@ import type { ProfileBrowser } from '../profile-browser.ts';
 import { captureProfileArchive } from './capture.ts';
 import { type PreparedProfile, prepareProfileDirectory } from './restore.ts';
 import { sealSnapshot } from './seal.ts';
+import { restoreStorageState } from './storage-state.ts';
 import { type EdgeSnapshots, uploadSnapshot } from './transfer.ts';
 
 /** Longest capturing a profile's archive may take, waiting for the page's turn included, in ms. */
 const CAPTURE_MS = 20_000;
 /** Longest restoring a profile may take before its Chromium starts (downloads included), in ms. */
 const RESTORE_MS = 30_000;
+/** Longest putting a restored storage state back into a launched browser may take, in ms. */
+const STORAGE_RESTORE_MS = 10_000;
 /** Longest host shutdown waits for snapshot writes under way, in ms. */
 const CLOSE_MS = 5_000;
 
@@ -63,8 +66,8 @@ export class ProfileSnapshots {
   readonly #launchReports = new WeakMap<ProfileBrowser, RestoreReport>();
   /** What the launch restored, for the hold that began with the launch (and only that one). */
   readonly #holdReports = new WeakMap<ProfileBrowser, RestoreReport>();
-  /** Restored cookies not yet added to a running browser, by profile. */
-  readonly #cookies = new Map<string, PreparedProfile['cookies']>();
+  /** Restored storage states not yet put back into a running browser, by profile. */
+  readonly #storage = new Map<string, NonNullable<PreparedProfile['storage']>>();
   readonly #writes = new Map<string, Writes>();
   /** Each held profile's next periodic write. */
   readonly #timers = new Map<string, Deadline>();
@@ -122,7 +125,7 @@ export class ProfileSnapshots {
     try {
       const prepared = await prepareProfileDirectory(deadline, { profilesDir: this.#options.profilesDir, profileId, grant, edge: this.#options.edge });
       for (const refused of prepared.report.refused) this.#log(`profile ${profileId}: snapshot version ${refused.version} refused: ${refused.reason}`);
-      if (prepared.cookies.length > 0) this.#cookies.set(profileId, prepared.cookies);
+      if (prepared.storage !== undefined) this.#storage.set(profileId, prepared.storage);
       return prepared;
     } finally {
       deadline.dispose();
@@ -130,21 +133,24 @@ export class ProfileSnapshots {
   }
 
   /**
-   * After Chromium started on a prepared profile: adds the restored cookies (session cookies
-   * survive a move only this way; kept for the next launch when this fails) and notes the
+   * After Chromium started on a prepared profile: puts the restored storage state back (see
+   * `restoreStorageState`; kept for the next launch when this fails, within 10 s) and notes the
    * generation and the restore report of `browser`. Never throws.
    */
   async launched(browser: ProfileBrowser, prepared: PreparedProfile | undefined): Promise<void> {
     if (prepared === undefined) return;
     this.#served.set(browser, prepared.generation);
     this.#launchReports.set(browser, prepared.report);
-    const cookies = this.#cookies.get(browser.profileId);
-    if (cookies === undefined) return;
+    const storage = this.#storage.get(browser.profileId);
+    if (storage === undefined) return;
+    const deadline = Deadline.after(STORAGE_RESTORE_MS);
     try {
-      await browser.addCookies(cookies);
-      this.#cookies.delete(browser.profileId);
+      await restoreStorageState(deadline, browser, storage);
+      this.#storage.delete(browser.profileId);
     } catch (error) {
-      this.#log(`profile ${browser.profileId}: the restored cookies could not be added: ${firstLineOf(error)}`);
+      this.#log(`profile ${browser.profileId}: the restored cookies and local storage could not be put back: ${firstLineOf(error)}`);
+    } finally {
+      deadline.dispose();
     }
   }
 
@@ -185,7 +191,7 @@ export class ProfileSnapshots {
    */
   forget(profileId: string): void {
     this.#placements.delete(profileId);
-    this.#cookies.delete(profileId);
+    this.#storage.delete(profileId);
     this.#stopTimer(profileId);
     const writes = this.#writes.get(profileId);
     if (writes !== undefined) writes.queued = false;
