@@ -42,8 +42,8 @@ export interface SnapshotSink {
   close(): Promise<void>;
 }
 
-/** The edge's snapshot secret in tests (the profiles' keys are derived from it). */
-const SNAPSHOT_SECRET = 'sink-snapshot-secret-of-at-least-32-bytes';
+/** The edge's snapshot secret in tests (the profiles' keys are derived from it, as {@link SnapshotSink.place} grants them). */
+export const SINK_SNAPSHOT_SECRET = 'sink-snapshot-secret-of-at-least-32-bytes';
 
 /**
  * Starts the sink on 127.0.0.1 (any free port), checking tokens with `sharedSecret` as the edge does:
@@ -121,7 +121,7 @@ export async function startSnapshotSink(sharedSecret: string): Promise<SnapshotS
         .reverse()
         .slice(0, SNAPSHOTS_KEPT)
         .map((snapshot) => ({ version: snapshot.version, digest: snapshot.digest, size_bytes: snapshot.bytes.byteLength }));
-      return { generation, snapshot_key: await deriveSnapshotKey(SNAPSHOT_SECRET, profileId), restore };
+      return { generation, snapshot_key: await deriveSnapshotKey(SINK_SNAPSHOT_SECRET, profileId), restore };
     },
     stored: (profileId) => snapshots.get(profileId) ?? [],
     serveInstead: (profileId, version, bytes) => void served.set(`${profileId}/${version}`, bytes),
