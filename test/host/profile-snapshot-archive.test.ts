@@ -117,7 +117,11 @@ describe('preparing a profile directory for a placement', () => {
   test('an archive cut inside a valid seal is refused and the older snapshot restored whole: no file of the damaged one, the seal and the marker replaced', async () => {
     const profilesDir = path.join(scratch.dir, 'profiles-damaged');
     await mkdir(profilesDir);
-    const good = await packProfile({ userDataDir: await profileWith('good', { 'Default/Cookies': 'good cookies' }), storageState: STATE, accountSeal: 'good seal' });
+    const good = await packProfile({
+      userDataDir: await profileWith('good', { 'Default/Cookies': 'good cookies' }),
+      storageState: STATE,
+      accountSeal: 'good seal',
+    });
     const newer = await packProfile({
       userDataDir: await profileWith('newer', { 'Default/A-first': 'newer', 'Default/Cookies': 'newer cookies', 'Default/Z-last': 'x'.repeat(200_000) }),
       storageState: STATE,
