@@ -34,7 +34,10 @@ try {
     );
   };
   const drainThenClose = (): void => {
-    if (draining) return close();
+    if (draining) {
+      close();
+      return;
+    }
     draining = true;
     process.stderr.write(`browser-host: draining (at most ${config.drainTimeoutMs} ms) before stopping\n`);
     void host.untilDrained(config.drainTimeoutMs).then((drained) => {
