@@ -19,6 +19,8 @@ export interface StoredSnapshot {
   readonly hostId: string;
   readonly bytes: Uint8Array;
   readonly digest: string;
+  /** When the sink stored it: `performance.now()` of this process, in ms. */
+  readonly storedAt: number;
 }
 
 /**
@@ -81,7 +83,14 @@ export async function startSnapshotSink(sharedSecret: string): Promise<SnapshotS
       return refuse(response, 409, 'stale_generation', `profile ${profileId} is placed at generation ${current ?? 'none'}, not ${claims.generation}`);
     }
     const list = snapshots.get(profileId) ?? [];
-    const stored: StoredSnapshot = { version: list.length + 1, generation: claims.generation, hostId: claims.hostId, bytes: new Uint8Array(body), digest };
+    const stored: StoredSnapshot = {
+      version: list.length + 1,
+      generation: claims.generation,
+      hostId: claims.hostId,
+      bytes: new Uint8Array(body),
+      digest,
+      storedAt: performance.now(),
+    };
     snapshots.set(profileId, [...list, stored]);
     const receipt: SnapshotReceipt = { profile_id: profileId, version: stored.version, generation: stored.generation };
     answer(response, 201, receipt);
