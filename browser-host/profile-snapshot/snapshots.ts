@@ -165,7 +165,9 @@ export class ProfileSnapshots {
     this.#launchReports.delete(browser);
     if (report === undefined) this.#holdReports.delete(browser);
     else this.#holdReports.set(browser, report);
-    if (!this.#timers.has(profileId)) this.#schedule(profileId);
+    // Nothing to write without an edge or a placement (and so a key).
+    if (this.#options.edge === undefined || !this.#placements.has(profileId) || this.#timers.has(profileId)) return;
+    this.#schedule(profileId);
   }
 
   /** The hold on the profile ended (released, expired, interrupted, a ceremony's end): a snapshot is written. */

@@ -18,6 +18,8 @@ export interface SessionSite {
   url(pathname: string): string;
   /** The cookies handed out so far, oldest first. */
   issued(): readonly IssuedCookies[];
+  /** Requests the site received for `pathname` so far. */
+  hits(pathname: string): number;
   close(): Promise<void>;
 }
 
@@ -28,12 +30,14 @@ export interface SessionSite {
  *   puts `draft` = "Draft of NAME" in local storage;
  * - `GET /account`: "Session: NAME" (or "none") from the session cookie, "Remembered: NAME" (or
  *   "none") from the persistent one, both checked server-side, and "Draft: ..." (or "none") read
- *   from local storage by the page.
+ *   from local storage by the page;
+ * - anything else: 404. Every request is counted by path ({@link SessionSite.hits}).
  */
 export async function startSessionSite(): Promise<SessionSite> {
   const sessions = new Map<string, string>();
   const remembered = new Map<string, string>();
   const issued: IssuedCookies[] = [];
+  const hits = new Map<string, number>();
   const cookiesOf = (request: IncomingMessage): Map<string, string> =>
     new Map(
       (request.headers.cookie ?? '')
@@ -45,6 +49,7 @@ export async function startSessionSite(): Promise<SessionSite> {
 
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://site');
+    hits.set(url.pathname, (hits.get(url.pathname) ?? 0) + 1);
     const html = (body: string, headers: Record<string, string | string[]> = {}): void => {
       response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...headers });
       response.end(`<!doctype html><html><head><title>Session site</title></head><body>${body}</body></html>`);
@@ -78,6 +83,7 @@ export async function startSessionSite(): Promise<SessionSite> {
     origin,
     url: (pathname) => `${origin}/${pathname.replace(/^\//, '')}`,
     issued: () => issued,
+    hits: (pathname) => hits.get(pathname) ?? 0,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
