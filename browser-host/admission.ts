@@ -12,6 +12,10 @@ export interface AdmissionOptions {
   readonly launch: (profileId: string) => Promise<ProfileBrowser>;
   /** Called when an open browser went away by itself (crash, closed by a person). */
   readonly onBrowserLost: (profileId: string) => void;
+  /** Called when a lease or a ceremony begins to hold the profile's browser. */
+  readonly onHoldBegan?: (profileId: string, browser: ProfileBrowser) => void;
+  /** Called when that hold ends ({@link Admission.release}); not when the browser went away under it. */
+  readonly onHoldEnded?: (profileId: string) => void;
 }
 
 interface Slot {
@@ -103,6 +107,16 @@ export class Admission {
     return this.#slots.get(profileId)?.browser;
   }
 
+  /** Whether a lease or a ceremony holds the profile now (or its browser is launching for one). */
+  isHeld(profileId: string): boolean {
+    return this.#slots.get(profileId)?.held === true;
+  }
+
+  /** The profiles whose browsers are open or launching. */
+  profiles(): string[] {
+    return [...this.#slots.keys()];
+  }
+
   /**
    * Admits `profileId` and resolves with its browser, now held by the caller until
    * {@link release}. Waits up to `waitMs` for a slot (or for the profile to be released).
@@ -168,7 +182,42 @@ export class Admission {
     if (!slot?.held) return;
     slot.held = false;
     slot.releasedAt = ++this.#releases;
+    this.#options.onHoldEnded?.(profileId);
     this.#pump();
+  }
+
+  /**
+   * Closes the profile's browser whether or not it is held (its placement went stale): the slot is
+   * freed at once, and a later admission of the profile launches anew once this browser has
+   * exited. A browser still launching is left alone. The caller interrupts the holder.
+   * @returns true when there was an open browser.
+   */
+  evict(profileId: string): boolean {
+    const slot = this.#slots.get(profileId);
+    if (slot?.browser === undefined) return false;
+    this.#slots.delete(profileId);
+    this.#closeTracked(profileId, slot.browser);
+    this.#pump();
+    return true;
+  }
+
+  /**
+   * Closes the profile's browser when it is idle: open, not held, no operation running (drain).
+   * @returns true when it was closed.
+   */
+  closeIdle(profileId: string): boolean {
+    const slot = this.#slots.get(profileId);
+    if (slot === undefined || slot.held || slot.browser === undefined || slot.browser.busy) return false;
+    return this.evict(profileId);
+  }
+
+  /** Fails every request waiting for a profile's browser with `error` (drain); verification loads keep waiting. */
+  refuseWaiting(error: HostError): void {
+    for (const waiter of [...this.#queue]) {
+      if (waiter.kind !== 'profile') continue;
+      this.#take(waiter);
+      waiter.reject(error);
+    }
   }
 
   /** Rejects every waiter and closes every browser; admits nothing afterwards. */
@@ -209,6 +258,7 @@ export class Admission {
         if (slot.held || slot.browser === undefined) continue;
         this.#take(waiter);
         slot.held = true;
+        this.#options.onHoldBegan?.(slot.profileId, slot.browser);
         waiter.resolve(slot.browser);
       } else if (this.#free() > 0) {
         this.#take(waiter);
@@ -275,6 +325,7 @@ export class Admission {
       }
       slot.browser = browser;
       browser.onClosed(() => this.#lost(slot, browser));
+      this.#options.onHoldBegan?.(slot.profileId, browser);
       waiter.resolve(browser);
     })().catch((error: unknown) => {
       if (this.#slots.get(slot.profileId) === slot) this.#slots.delete(slot.profileId);

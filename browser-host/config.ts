@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { SiteVerificationDefinition } from '../shared/authentication.ts';
@@ -60,8 +61,21 @@ export interface HostConfig {
   readonly siteDefinitions: readonly SiteVerificationDefinition[];
   /** Phrases the operator's catalog file adds to the sign-in word lists (issue 17); none by default. */
   readonly signInWords: SignInWordAdditions | undefined;
-  /** Base URL of the edge for ceremony event callbacks (`<edgeUrl>/v1/host/ceremony-events`); none: no callbacks. */
+  /**
+   * Base URL of the edge for ceremony event callbacks (`<edgeUrl>/v1/host/ceremony-events`) and
+   * profile snapshots (`<edgeUrl>/v1/host/snapshots/...`, shared/fleet.ts); none: no callbacks,
+   * and profiles are neither snapshotted nor restored.
+   */
   readonly edgeUrl: string | undefined;
+  /** The host's software version, as `host.status` reports it: `HOST_VERSION`, else package.json's `version`. */
+  readonly version: string;
+  /**
+   * Spacing of the snapshots written while a lease or a ceremony holds a profile, in ms (issue
+   * 32; a snapshot is also written whenever a hold ends).
+   */
+  readonly snapshotIntervalMs: number;
+  /** Longest SIGTERM waits for the drain (leases finish, snapshots written) before closing anyway, in ms. */
+  readonly drainTimeoutMs: number;
   /**
    * Give every profile's Chromium a loopback DevTools port (`--remote-debugging-port=0`, written
    * to `DevToolsActivePort` in its user-data directory), so a local script can act as the person
@@ -127,6 +141,16 @@ const originList = z
 
 /** Default of `HOST_ACTIONABILITY_MS`, in ms. */
 export const DEFAULT_ACTIONABILITY_MS = 5_000;
+/** Default of `HOST_SNAPSHOT_INTERVAL_MS`, in ms: three minutes. */
+export const DEFAULT_SNAPSHOT_INTERVAL_MS = 180_000;
+/** Default of `HOST_DRAIN_TIMEOUT_MS`, in ms: two minutes. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 120_000;
+
+/** The project's version (package.json), what a host reports unless `HOST_VERSION` says otherwise. */
+export function packageVersion(): string {
+  const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
+  return z.object({ version: z.string().min(1).max(64) }).parse(JSON.parse(text)).version;
+}
 
 const EnvSchema = z.object({
   HOST_PORT: integer(0, 65_535).default(8790),
@@ -150,6 +174,9 @@ const EnvSchema = z.object({
     .transform((url) => url.replace(/\/+$/, ''))
     .optional(),
   HOST_PERSON_DEBUGGING: flag.default(false),
+  HOST_VERSION: z.string().min(1).max(64).optional(),
+  HOST_SNAPSHOT_INTERVAL_MS: integer(1_000, 86_400_000).default(DEFAULT_SNAPSHOT_INTERVAL_MS),
+  HOST_DRAIN_TIMEOUT_MS: integer(0, 3_600_000).default(DEFAULT_DRAIN_TIMEOUT_MS),
   HOST_CEREMONY_POLL_MS: integer(100, 60_000).default(1_000),
   HOST_EGRESS_ALLOW: originList.default([]),
   HOST_EGRESS_DENY: originList.default([]),
@@ -174,7 +201,11 @@ const EnvSchema = z.object({
  * `{definitions: [...], sign_in_words?: {...}}`, read and validated now; default none: the
  * built-in catalog is empty and the built-in sign-in word lists are used),
  * `HOST_EDGE_URL` (base URL of the edge, e.g. http://127.0.0.1:8787, for ceremony event
- * callbacks; default none: the edge asks `ceremony.status`), `HOST_PERSON_DEBUGGING=1` (default
+ * callbacks and profile snapshots; default none: the edge asks `ceremony.status`, and profiles are
+ * neither snapshotted nor restored), for a fleet (issue 32): `HOST_SNAPSHOT_INTERVAL_MS` (default
+ * 180,000 ms, 1,000-86,400,000: snapshots while a hold lasts), `HOST_DRAIN_TIMEOUT_MS` (default
+ * 120,000 ms, 0-3,600,000: how long SIGTERM drains before it closes) and `HOST_VERSION` (default
+ * package.json's `version`), `HOST_PERSON_DEBUGGING=1` (default
  * off: a loopback DevTools port per profile browser, for the scripted person of tests only;
  * refused with `NODE_ENV=production`)
  * and `HOST_CEREMONY_POLL_MS` (default 1,000 ms, 100-60,000); for the confinement (README
@@ -228,6 +259,9 @@ export function parseHostConfig(env: Readonly<Record<string, string | undefined>
     siteDefinitions,
     signInWords,
     edgeUrl: e.HOST_EDGE_URL,
+    version: e.HOST_VERSION ?? packageVersion(),
+    snapshotIntervalMs: e.HOST_SNAPSHOT_INTERVAL_MS,
+    drainTimeoutMs: e.HOST_DRAIN_TIMEOUT_MS,
     personDebugging: e.HOST_PERSON_DEBUGGING,
     ceremonyPollMs: e.HOST_CEREMONY_POLL_MS,
     egress: { allow: e.HOST_EGRESS_ALLOW, deny: e.HOST_EGRESS_DENY, ...(e.HOST_SIGN_IN_ORIGINS === undefined ? {} : { signIn: e.HOST_SIGN_IN_ORIGINS }) },

@@ -63,6 +63,26 @@ export class Deadline {
     }
   }
 
+  /**
+   * Waits `ms` (a backoff between attempts to reach the edge) unless `stop` fires first.
+   * @returns true after the full wait; false when `stop` fired first (or had already). Never throws.
+   */
+  static async pause(ms: number, stop: AbortSignal): Promise<boolean> {
+    if (stop.aborted) return false;
+    if (ms <= 0) return true;
+    const wait = new Deadline(ms);
+    try {
+      const either = AbortSignal.any([wait.signal, stop]);
+      await new Promise<void>((resolve) => {
+        if (either.aborted) resolve();
+        else either.addEventListener('abort', () => resolve(), { once: true });
+      });
+    } finally {
+      wait.dispose();
+    }
+    return !stop.aborted;
+  }
+
   /** A deadline `ms` from now or this one's end, whichever comes first; aborts with this one. */
   child(ms: number): Deadline {
     return new Deadline(ms, this);

@@ -8,11 +8,14 @@ import type { HostConfig } from './config.ts';
 import { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';
 import { startVirtualDisplay, type VirtualDisplay } from './display.ts';
+import { type DrainProgress, HostDrain } from './drain/host-drain.ts';
 import { LeaseTable } from './lease.ts';
 import { LiveViews } from './live-view.ts';
 import { methodHandlers } from './methods.ts';
 import { ObservationLog } from './observation-log.ts';
 import { ProfileBrowser } from './profile-browser.ts';
+import { removeRestoreLeftovers } from './profile-snapshot/restore.ts';
+import { ProfileSnapshots } from './profile-snapshot/snapshots.ts';
 import { startWireServer, type WireServer } from './server.ts';
 import { SiteCatalog } from './site-verification/catalog.ts';
 import { SessionVerifier } from './site-verification/verify.ts';
@@ -26,9 +29,13 @@ export interface BrowserHost {
   readonly display: VirtualDisplay | undefined;
   /** Counts of browsers, leases, waiters, verification loads and ceremonies, as `host.status` answers. */
   status(): HostStatus;
+  /** Starts draining (idempotent; see {@link HostDrain}) and answers its progress, as `host.drain` does. */
+  drain(): DrainProgress;
+  /** Drains, then resolves true once drained, or false after `timeoutMs` ms (SIGTERM, then {@link close}). */
+  untilDrained(timeoutMs: number): Promise<boolean>;
   /**
-   * Stops serving, ends every ceremony (no more event deliveries) and every lease, closes every
-   * browser and stops Xvfb. Idempotent.
+   * Stops serving, ends every ceremony (no more event deliveries) and every lease, gives snapshot
+   * writes under way at most 5 s, closes every browser and stops Xvfb. Idempotent.
    */
   close(): Promise<void>;
 }
@@ -80,16 +87,35 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     profilesDir: config.profilesDir,
     personDebugging: config.personDebugging,
   };
+  // A restore interrupted by a crash left its staging directory behind: nothing uses it.
+  await removeRestoreLeftovers(config.profilesDir);
+  const edge = config.edgeUrl === undefined ? undefined : { edgeUrl: config.edgeUrl, sharedSecret: config.sharedSecret, hostId: config.hostId };
+  if (edge === undefined) process.stderr.write('browser-host: HOST_EDGE_URL is not set: profiles are neither snapshotted nor restored\n');
+  const snapshots: ProfileSnapshots = new ProfileSnapshots({
+    profilesDir: config.profilesDir,
+    edge,
+    intervalMs: config.snapshotIntervalMs,
+    browserOf: (profileId) => admission.browserOf(profileId),
+    isHeld: (profileId) => admission.isHeld(profileId),
+    onStale: (profileId) => {
+      snapshots.forget(profileId);
+      closeBrowserOf(profileId);
+    },
+    onSettled: () => drain.sweep(),
+  });
   // Revisions continue across relaunches of a profile's browser, and across restarts of the host:
   // a fresh host starts counting at its start time in ms, above anything an earlier host issued
   // (one capture per ms at most), so a plan made on an old page can never match a new one.
   const lastRevisions = new Map<string, number>();
   const revisionBase = Date.now();
   const launch = async (profileId: string): Promise<ProfileBrowser> => {
+    // The profile's directory becomes its placement's (kept, restored or empty) before Chromium starts on it.
+    const prepared = await snapshots.prepare(profileId);
     const deadline = Deadline.after(config.launchTimeoutMs);
     try {
       const browser = await ProfileBrowser.launch(deadline, profileId, launchOptions, lastRevisions.get(profileId) ?? revisionBase);
       browser.onClosed(() => lastRevisions.set(profileId, browser.revisions.current));
+      await snapshots.launched(browser, prepared);
       return browser;
     } finally {
       deadline.dispose();
@@ -100,6 +126,11 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     queueMax: config.admissionQueueMax,
     launch,
     onBrowserLost: (profileId) => leases.interruptProfile(profileId),
+    onHoldBegan: (profileId, browser) => snapshots.holdBegan(profileId, browser),
+    onHoldEnded: (profileId) => {
+      snapshots.holdEnded(profileId);
+      drain.sweep();
+    },
   });
   const leases: LeaseTable = new LeaseTable({
     onEnded: (lease, why) => {
@@ -129,6 +160,16 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     verifier,
     catalog,
   });
+  const drain: HostDrain = new HostDrain({ hostId: config.hostId, admission, leases, ceremonies, snapshots });
+  /**
+   * Closes the profile's browser here, whatever holds it (its placement is stale, or another
+   * generation's): its lease is interrupted (`lease_lost`) and its ceremonies end.
+   */
+  const closeBrowserOf = (profileId: string): void => {
+    admission.evict(profileId);
+    leases.interruptProfile(profileId);
+    ceremonies.endProfile(profileId);
+  };
   const status = (): HostStatus => ({
     host_id: config.hostId,
     browsers: admission.browsers,
@@ -139,6 +180,9 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     ...observations.view(),
     verification_loads: admission.reservedLoads,
     ceremonies_open: ceremonies.open,
+    version: config.version,
+    draining: drain.draining,
+    snapshots_pending: snapshots.pending,
   });
   const handlers = methodHandlers({
     config,
@@ -150,6 +194,9 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     catalog,
     ceremonies,
     liveViews,
+    snapshots,
+    drain,
+    closeBrowserOf,
   });
 
   let server: WireServer;
@@ -167,6 +214,8 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
     port: server.port,
     display,
     status,
+    drain: () => drain.start(),
+    untilDrained: (timeoutMs) => drain.untilDrained(timeoutMs),
     close: () =>
       (closing ??= (async () => {
         liveViews.closeAll();
@@ -174,6 +223,7 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
         // Ceremonies stop at once; their clean-up may need admission to let go of its waiters.
         const ceremoniesClosed = ceremonies.close();
         leases.clear();
+        await snapshots.close();
         await admission.closeAll();
         await ceremoniesClosed;
         await display?.close();

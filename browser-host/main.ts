@@ -1,8 +1,10 @@
 /**
  * CLI entry: `npx tsx browser-host/main.ts [--headless]` (or `npm run host`), configured by the
  * environment (see config.ts). Prints exactly one line, `browser-host listening on ws://...`, when
- * ready; on SIGINT or SIGTERM closes every browser, stops Xvfb and exits 0. Invalid configuration
- * or a failed start: a message on stderr and exit code 1.
+ * ready. SIGTERM drains first (issue 32: nothing new is admitted, live leases and ceremonies
+ * finish, every profile is snapshotted; at most `HOST_DRAIN_TIMEOUT_MS`), then closes every
+ * browser, stops Xvfb and exits 0; SIGINT, or a second signal while draining, closes at once.
+ * Invalid configuration or a failed start: a message on stderr and exit code 1.
  */
 import { ConfigError, type HostConfig, parseHostConfig } from './config.ts';
 import { startBrowserHost } from './host.ts';
@@ -18,10 +20,11 @@ try {
 try {
   const host = await startBrowserHost(config);
   process.stdout.write(`browser-host listening on ${host.url}\n`);
-  let stopping = false;
-  const stop = (): void => {
-    if (stopping) return;
-    stopping = true;
+  let closing = false;
+  let draining = false;
+  const close = (): void => {
+    if (closing) return;
+    closing = true;
     host.close().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -30,8 +33,20 @@ try {
       },
     );
   };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  const drainThenClose = (): void => {
+    if (draining) {
+      close();
+      return;
+    }
+    draining = true;
+    process.stderr.write(`browser-host: draining (at most ${config.drainTimeoutMs} ms) before stopping\n`);
+    void host.untilDrained(config.drainTimeoutMs).then((drained) => {
+      if (!drained) process.stderr.write(`browser-host: not drained within ${config.drainTimeoutMs} ms; stopping anyway\n`);
+      close();
+    });
+  };
+  process.on('SIGINT', close);
+  process.on('SIGTERM', drainThenClose);
 } catch (error) {
   process.stderr.write(`browser-host could not start: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);

@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../shared/errors.ts';
+import type { PlacementGrant } from '../shared/fleet.ts';
 import type { HostMethod, HostParams, HostResult, HostStatus } from '../shared/protocol.ts';
 import { actOnPage } from './actions.ts';
 import type { Admission } from './admission.ts';
@@ -7,6 +8,7 @@ import type { Ceremonies } from './ceremony/ceremonies.ts';
 import type { HostConfig } from './config.ts';
 import type { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';
+import type { HostDrain } from './drain/host-drain.ts';
 import { HostError } from './host-error.ts';
 import type { LeaseTable } from './lease.ts';
 import type { LiveViews } from './live-view.ts';
@@ -14,6 +16,7 @@ import { navigatePage } from './navigation.ts';
 import { continueObservation, hostObservationOf, NOT_WAITED, type ObservationContext } from './observation.ts';
 import type { ObservationLog } from './observation-log.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
+import type { ProfileSnapshots } from './profile-snapshot/snapshots.ts';
 import { boxOf, takeScreenshot } from './screenshots.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
 import type { CapturedRevision } from './snapshot/captured-revision.ts';
@@ -45,6 +48,11 @@ export interface HostServices {
   readonly ceremonies: Ceremonies;
   /** Live views of ceremonies' pages (issue 16). */
   readonly liveViews: LiveViews;
+  /** Placements and snapshots of the profiles (issue 32). */
+  readonly snapshots: ProfileSnapshots;
+  readonly drain: HostDrain;
+  /** Closes a profile's browser whatever holds it (a stale placement): its lease interrupted, its ceremonies ended. */
+  readonly closeBrowserOf: (profileId: string) => void;
 }
 
 /**
@@ -56,9 +64,14 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
 /**
  * The wire methods (shared/protocol.ts `HOST_METHODS`), each a thin handler over one service:
  *
- * - `lease.acquire`: first ends any lease the same run still holds on the profile (an orphan of a
- *   lost answer), then admits the profile (see {@link Admission.admit}: `admission_full`,
- *   `host_unavailable`) and grants a lease with the profile's next generation. The browser's
+ * - `lease.acquire`: `host_draining` once the host drains. With a `placement` (shared/fleet.ts),
+ *   records it first (`stale_generation` when older than the one recorded), closing the profile's
+ *   browser when it serves another generation; the browser it launches starts on the placement's
+ *   directory (kept, restored from a snapshot, or empty: `ProfileSnapshots.prepare`), and the
+ *   grant then carries what was restored (`restore`). Ends any lease the same run still holds on
+ *   the profile (an orphan of a lost answer), then admits the profile (see
+ *   {@link Admission.admit}: `admission_full`, `host_unavailable`) and grants a lease with the
+ *   profile's next lease generation. The browser's
  *   earlier references are invalidated: a new lease observes before it acts (`page_changed`).
  *   The run's `origins` become the browser's navigable origins until the lease ends, when the
  *   page leaves for about:blank (README "Confinement").
@@ -79,14 +92,23 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   fresh one in the page's turn while `revision` is still the latest (`stale_revision`
  *   otherwise); `not_found` when screenshots are off (`HOST_SCREENSHOTS=0`).
  * - `host.status`: counts of browsers, leases, waiters, fresh observe captures, reserved
- *   verification loads and open ceremonies.
- * - `ceremony.begin`, `ceremony.status`, `ceremony.end`: see {@link Ceremonies}.
+ *   verification loads and open ceremonies; the version, whether the host drains, and the
+ *   snapshot writes pending.
+ * - `host.drain`: starts draining (see {@link HostDrain}) and answers its progress.
+ * - `ceremony.begin`: `host_draining` once the host drains; its `placement` is recorded as with
+ *   `lease.acquire`. `ceremony.begin`, `ceremony.status`, `ceremony.end`: see {@link Ceremonies}.
  * - `liveview.open`: a live view of an open ceremony's page, waiting for a person (`not_found`
  *   otherwise), streamed on the calling connection; `liveview.input`, `liveview.close`: see
  *   {@link LiveViews} (`not_found` for a view that has ended).
  */
 export function methodHandlers(services: HostServices): MethodHandlers {
-  const { config, admission, leases, cursors, catalog, ceremonies, liveViews } = services;
+  const { config, admission, leases, cursors, catalog, ceremonies, liveViews, snapshots, drain } = services;
+
+  /** Refuses while draining, and records a placement (closing a browser of another generation). */
+  const admitPlacement = (profileId: string, placement: PlacementGrant | undefined): void => {
+    drain.refuseWhileDraining();
+    if (placement !== undefined && snapshots.place(profileId, placement)) services.closeBrowserOf(profileId);
+  };
 
   /** The live lease's browser. @throws HostError('lease_lost') */
   const leasedBrowser = (leaseId: string): ProfileBrowser => {
@@ -132,7 +154,8 @@ export function methodHandlers(services: HostServices): MethodHandlers {
   };
 
   return {
-    'lease.acquire': async ({ run_id, profile_id, origins, ttl_ms, wait_ms }) => {
+    'lease.acquire': async ({ run_id, profile_id, origins, ttl_ms, wait_ms, placement }) => {
+      admitPlacement(profile_id, placement);
       leases.releaseHeldBy(profile_id, run_id);
       // HOST_ADMISSION_WAIT_MS is both the default and the longest wait (README "Configuration").
       const browser = await admission.admit(profile_id, Math.min(wait_ms ?? config.admissionWaitMs, config.admissionWaitMs)).catch((error: unknown) => {
@@ -144,13 +167,19 @@ export function methodHandlers(services: HostServices): MethodHandlers {
           `profile ${profile_id} is leased by run ${holder.run_id} until ${new Date(holder.expires_at_ms).toISOString()} (or until that run ends)`,
         );
       });
+      // Placed here again at another generation while the browser started: never hand it out.
+      if (placement !== undefined && snapshots.servedGeneration(browser) !== placement.generation) {
+        services.closeBrowserOf(profile_id);
+        throw new HostError('host_unavailable', `profile ${profile_id} was placed here again while its browser started; ask again`);
+      }
       if (browser.revisions.latest !== undefined) browser.revisions.invalidate('a new lease began');
       const grant = leases.grant(profile_id, ttl_ms, run_id);
+      const restore = snapshots.restoreReportOf(browser);
       // The new run's page starts with its own record and its own origins (README "Confinement").
       browser.events.drain();
       browser.confinement.leaseOrigins = origins;
       await browser.settled();
-      return grant;
+      return restore === undefined ? grant : { ...grant, restore };
     },
     'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),
@@ -203,7 +232,11 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       });
     },
     'host.status': async () => services.status(),
-    'ceremony.begin': (params) => ceremonies.begin(params),
+    'host.drain': async () => drain.start(),
+    'ceremony.begin': async (params) => {
+      admitPlacement(params.profile_id, params.placement);
+      return ceremonies.begin(params);
+    },
     'ceremony.status': ({ ceremony_id }) => ceremonies.status(ceremony_id),
     'ceremony.end': async ({ ceremony_id }) => ({ ended: ceremonies.end(ceremony_id) }),
     'liveview.open': async ({ ceremony_id, profile_id, origin, generation, max_width, max_height }, connection) => {

@@ -17,7 +17,6 @@ import { CLOSED_SHADOW_ROOTS_SCRIPT, ClosedRootProbe } from './snapshot/marks.ts
 
 /** Longest opening the replacement of an ended page may take, in ms. */
 const SPARE_PAGE_MS = 5_000;
-
 /** Longest leaving a page for `about:blank` at a lease's end may take, in ms. */
 const LIFECYCLE_TIMEOUT_MS = 5_000;
 /**
@@ -305,6 +304,15 @@ export class ProfileBrowser {
   /** Resolves once the activity of the last lease has ended (see {@link endActivity}). Never throws. */
   settled(): Promise<void> {
     return this.#lifecycle;
+  }
+
+  /** The context's storage state (every cookie, local storage by origin) for a snapshot; callers hold the lock. */
+  storageState(): ReturnType<BrowserContext['storageState']> {
+    return this.#context.storageState();
+  }
+  /** Adds a restored snapshot's cookies (session cookies survive a move only so). @throws Playwright's error */
+  addCookies(cookies: Parameters<BrowserContext['addCookies']>[0]): Promise<void> {
+    return this.#context.addCookies(cookies);
   }
 
   /** Closes the browser (idempotent); waits for Chromium to exit. */

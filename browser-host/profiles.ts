@@ -46,9 +46,15 @@ export const BASE_CHROMIUM_ARGS: readonly string[] = [
   '--disable-quic',
 ];
 
-/** Flags every browser of the host gets: {@link BASE_CHROMIUM_ARGS} and the confinement's (README "Confinement"). */
+/**
+ * Flags every browser of the host gets: {@link BASE_CHROMIUM_ARGS}, the confinement's (README
+ * "Confinement") and `--password-store=basic`, so cookies are encrypted with Chromium's fixed
+ * Linux key rather than one kept in the machine's keyring, and a profile's snapshot decrypts on
+ * whichever host it moves to (issue 32, DESIGN.md section 17).
+ */
 export const CHROMIUM_ARGS: readonly string[] = [
   ...BASE_CHROMIUM_ARGS,
+  '--password-store=basic',
   // WebRTC must not open UDP paths around the egress proxy; WebTransport (QUIC over UDP) is off.
   '--webrtc-ip-handling-policy=disable_non_proxied_udp',
   '--disable-blink-features=WebTransport',

@@ -195,6 +195,17 @@ export class Ceremonies {
     return true;
   }
 
+  /** Ends every open ceremony of `profileId` (`ended`: its placement went stale); returns how many. */
+  endProfile(profileId: string): number {
+    let ended = 0;
+    for (const record of this.#records.values()) {
+      if (record.claims !== undefined || record.params.profile_id !== profileId) continue;
+      this.#finish(record, 'ended');
+      ended += 1;
+    }
+    return ended;
+  }
+
   /**
    * Host shutdown: at once (before the returned promise settles), every open ceremony ends as
    * `ended` without a delivery, and polling, verifications and pending deliveries are told to

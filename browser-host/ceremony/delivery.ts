@@ -23,7 +23,7 @@ export async function deliverCeremonyEvent(edgeUrl: string, secret: string, clai
   try {
     const body: CeremonyEventDelivery = { event: await signCeremonyEvent(secret, claims) };
     for (const delayMs of DELIVERY_BACKOFF_MS) {
-      if (!(await waitUnlessStopped(delayMs, stop))) return;
+      if (!(await Deadline.pause(delayMs, stop))) return;
       const attempt = Deadline.after(ATTEMPT_MS);
       try {
         const response = await fetch(ceremonyEventsUrl(edgeUrl), {
@@ -44,21 +44,4 @@ export async function deliverCeremonyEvent(edgeUrl: string, secret: string, clai
   } catch {
     // Never throws (signing cannot fail with a valid secret; this is belt and braces).
   }
-}
-
-/** Waits `ms`; false when `stop` fired first (or had already). */
-async function waitUnlessStopped(ms: number, stop: AbortSignal): Promise<boolean> {
-  if (stop.aborted) return false;
-  if (ms <= 0) return true;
-  const wait = Deadline.after(ms);
-  try {
-    const either = AbortSignal.any([wait.signal, stop]);
-    await new Promise<void>((resolve) => {
-      if (either.aborted) resolve();
-      else either.addEventListener('abort', () => resolve(), { once: true });
-    });
-  } finally {
-    wait.dispose();
-  }
-  return !stop.aborted;
 }

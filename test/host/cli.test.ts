@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import { connectHost } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory } from '../support/host-fixture.ts';
 
@@ -62,6 +62,27 @@ describe('the browser-host CLI', () => {
       await client.close();
       host.child.kill('SIGINT');
       expect(await host.exited).toBe(0);
+    } finally {
+      await profiles.remove();
+    }
+  });
+
+  test('SIGTERM drains first: new leases are refused host_draining, the live lease finishes, then the host exits 0', async () => {
+    const profiles = await temporaryDirectory('host-cli-');
+    try {
+      const host = runHost({ HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: '0', HOST_PROFILES_DIR: profiles.dir, HOST_DRAIN_TIMEOUT_MS: '60000' }, [
+        '--headless',
+      ]);
+      const client = await connectHost(await host.listening, TEST_SECRET);
+      const lease = await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+      host.child.kill('SIGTERM');
+      await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1 }), { timeout: 10_000 });
+      const refused = await client.request('lease.acquire', { run_id: 'r2', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+      expect(refused).toMatchObject({ error: { code: 'host_draining' } });
+      expect(host.child.exitCode).toBeNull();
+      await client.call('lease.release', { lease_id: lease.lease_id });
+      expect(await host.exited).toBe(0);
+      expect(host.output().stderr).toContain('browser-host: draining (at most 60000 ms) before stopping');
     } finally {
       await profiles.remove();
     }

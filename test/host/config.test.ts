@@ -31,6 +31,16 @@ describe('host configuration', () => {
     expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_SIGN_IN_ORIGINS: 'ftp://idp.example' })).toThrow(/HOST_SIGN_IN_ORIGINS/);
   });
 
+  test("fleet settings: snapshots every 3 minutes of a hold, drains for at most 2 minutes, reports package.json's version unless HOST_VERSION says otherwise", async () => {
+    const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
+    expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET })).toMatchObject({ snapshotIntervalMs: 180_000, drainTimeoutMs: 120_000, version });
+    expect(
+      parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_SNAPSHOT_INTERVAL_MS: '5000', HOST_DRAIN_TIMEOUT_MS: '0', HOST_VERSION: '2026.12.6-rc1' }),
+    ).toMatchObject({ snapshotIntervalMs: 5_000, drainTimeoutMs: 0, version: '2026.12.6-rc1' });
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_SNAPSHOT_INTERVAL_MS: '999' })).toThrow(/HOST_SNAPSHOT_INTERVAL_MS/);
+    expect(() => parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_DRAIN_TIMEOUT_MS: 'soon' })).toThrow(/HOST_DRAIN_TIMEOUT_MS/);
+  });
+
   test('headless by HOST_HEADLESS=1 or by --headless; port 0 means any free port', () => {
     expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET, HOST_HEADLESS: '1' }).headless).toBe(true);
     expect(parseHostConfig({ HOST_SHARED_SECRET: SECRET }, ['--headless']).headless).toBe(true);

@@ -92,6 +92,9 @@ describe('the wire', () => {
       recent_observations_ms: [],
       verification_loads: 0,
       ceremonies_open: 0,
+      version: 'test',
+      draining: false,
+      snapshots_pending: 0,
     });
   });
 

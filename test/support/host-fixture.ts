@@ -2,7 +2,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'vitest';
-import { DEFAULT_ACTIONABILITY_MS, DEFAULT_SETTLE_CONFIG, DEFAULT_WINDOW_CAPS, type HostConfig } from '../../browser-host/config.ts';
+import {
+  DEFAULT_ACTIONABILITY_MS,
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_SETTLE_CONFIG,
+  DEFAULT_SNAPSHOT_INTERVAL_MS,
+  DEFAULT_WINDOW_CAPS,
+  type HostConfig,
+} from '../../browser-host/config.ts';
 import { type BrowserHost, startBrowserHost } from '../../browser-host/host.ts';
 import { DEFAULT_SCREENSHOT_CONFIG } from '../../browser-host/screenshots.ts';
 import type { LeaseGrant } from '../../shared/protocol.ts';
@@ -35,6 +42,9 @@ export function testHostConfig(profilesDir: string, overrides: Partial<HostConfi
     siteDefinitions: [],
     signInWords: undefined,
     edgeUrl: undefined,
+    version: 'test',
+    snapshotIntervalMs: DEFAULT_SNAPSHOT_INTERVAL_MS,
+    drainTimeoutMs: DEFAULT_DRAIN_TIMEOUT_MS,
     personDebugging: false,
     ceremonyPollMs: 1_000,
     egress: { allow: [], deny: [] },
