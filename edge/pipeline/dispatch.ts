@@ -9,7 +9,7 @@ import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
 import { callTraits, type ToolCommand, type ToolInvocation } from '../../shared/tools.ts';
 import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { RunRow, ToolCallRow } from '../db/schema.ts';
-import { Deadline, HOST_ANSWER_MARGIN_MS, HOST_CONNECT_MS } from '../deadline.ts';
+import { Deadline, HOST_ANSWER_MARGIN_MS } from '../deadline.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
