@@ -103,3 +103,15 @@ export async function noteReachable(ports: Ports, hostId: string): Promise<void>
     .set({ failedChecks: 0, lastError: null, state: sql`CASE WHEN ${hosts.state} = 'unreachable' THEN 'healthy' ELSE ${hosts.state} END` })
     .where(and(eq(hosts.id, hostId), sql`${hosts.failedChecks} > 0`));
 }
+
+/**
+ * Records the id host `hostId` announced in its signed hello (`HOST_ID`) when the registry has
+ * another or none: snapshot tokens name that id, so the host a profile is placed on must be known
+ * by it before its first snapshot arrives. One conditional update; none when it is known already.
+ */
+export async function noteReportedHostId(ports: Ports, hostId: string, reportedHostId: string): Promise<void> {
+  await ports.db
+    .update(hosts)
+    .set({ reportedHostId })
+    .where(and(eq(hosts.id, hostId), sql`(${hosts.reportedHostId} IS NULL OR ${hosts.reportedHostId} <> ${reportedHostId})`));
+}

@@ -2,6 +2,7 @@ import { and, eq, isNull, or } from 'drizzle-orm';
 import type { LeaseGrant } from '../../shared/protocol.ts';
 import { type RunRow, runs } from '../db/schema.ts';
 import { Deadline, HOST_CONNECT_MS } from '../deadline.ts';
+import { noteReportedHostId } from '../fleet/health.ts';
 import { connectForRun } from '../fleet/host-connection.ts';
 import { placementGrantOf, placementOf } from '../fleet/placement.ts';
 import { markDraining } from '../fleet/registry.ts';
@@ -110,6 +111,8 @@ async function acquire(ports: Ports, session: HostSession, run: RunRow, timeoutM
     if (placement === undefined || placement.hostId !== hostId) {
       throw new HostCallError('host_unavailable', `profile ${run.profileId} moved to another browser host meanwhile; nothing was sent, try again`);
     }
+    // The host that will write this profile's snapshots is known by the id it signs them with.
+    await noteReportedHostId(ports, hostId, session.hostId);
     const grant = await session.call(
       'lease.acquire',
       {

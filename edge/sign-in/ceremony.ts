@@ -6,6 +6,7 @@ import { selectedRow } from '../db/insert-select.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
 import { notices, type SignInEpisodeRow, signInEpisodes } from '../db/schema.ts';
 import { HOST_CONNECT_MS } from '../deadline.ts';
+import { noteReportedHostId } from '../fleet/health.ts';
 import { connectToProfileHost } from '../fleet/host-connection.ts';
 import { placementGrantOf } from '../fleet/placement.ts';
 import type { HostSession } from '../host/host-session.ts';
@@ -58,6 +59,7 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, opt
     // The ceremony runs where the profile is placed (issue 32), with its placement there.
     const connection = await connectToProfileHost(ports, episode.hostProfileId, HOST_CONNECT_MS);
     session = connection.session;
+    await noteReportedHostId(ports, connection.host.id, session.hostId);
     const answer = await session.call(
       'ceremony.begin',
       {
