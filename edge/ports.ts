@@ -4,6 +4,7 @@ import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
 import type { UpgradeWebSocket } from 'hono/ws';
 import type { ArtifactStore } from './artifacts/artifact-store.ts';
 import type * as schema from './db/schema.ts';
+import { canonicalHostUrl } from './fleet/host-url.ts';
 import type { HostDialer } from './host/host-session.ts';
 import type { RequestProfile } from './metrics/request-profile.ts';
 import { DEFAULT_QUOTAS, type QuotaConfig } from './quotas/quota-config.ts';
@@ -160,19 +161,19 @@ function hostUrlsFrom(vars: Record<string, unknown>): readonly string[] {
         ? vars.HOST_URL
         : '';
   if (raw === '') return DEFAULT_EDGE_CONFIG.hostUrls;
-  const urls = [
-    ...new Set(
-      raw
-        .split(',')
-        .map((url) => url.trim())
-        .filter((url) => url !== ''),
-    ),
-  ];
-  if (urls.length > 64) throw new Error(`HOST_URLS lists ${urls.length} hosts; at most 64`);
-  for (const url of urls) {
-    if (!/^wss?:\/\/[^\s/]+/.test(url) || !URL.canParse(url)) throw new Error(`HOST_URLS must list ws:// or wss:// URLs, got ${url}`);
+  const listed = raw
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '');
+  const urls = new Set<string>();
+  for (const url of listed) {
+    // The form POST /v1/hosts stores too, so one host listed both ways is one host.
+    const canonical = canonicalHostUrl(url);
+    if ('problem' in canonical) throw new Error(`HOST_URLS must list ws:// or wss:// URLs: ${canonical.problem}`);
+    urls.add(canonical.url);
   }
-  return urls;
+  if (urls.size > 64) throw new Error(`HOST_URLS lists ${urls.size} hosts; at most 64`);
+  return [...urls];
 }
 
 /**

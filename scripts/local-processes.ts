@@ -66,8 +66,8 @@ export async function waitFor(what: string, started: Started, ready: () => boole
   throw new Error(`${what} was not ready within ${timeoutMs} ms:\n${started.output.slice(-30).join('\n')}`);
 }
 
-/** Sends `signal` to the process group `pid` leads; false when there is none any more. */
-export function signalGroup(pid: number | undefined, signal: NodeJS.Signals): boolean {
+/** Sends `signal` to the process group `pid` leads (0: only asks whether it exists); false when there is none any more. */
+export function signalGroup(pid: number | undefined, signal: NodeJS.Signals | 0): boolean {
   if (pid === undefined) return false;
   try {
     process.kill(-pid, signal);
@@ -98,4 +98,16 @@ export async function stopProcess(started: Started): Promise<void> {
   await exited;
   clearTimeout(timer);
   signalGroup(child.pid, 'SIGKILL');
+  await groupGone(child.pid);
+}
+
+/**
+ * Resolves once no process of group `pid` is left (a Chromium the host started may outlive the
+ * host by a moment, still writing its profile), polling every 50 ms for at most `timeoutMs` ms.
+ */
+async function groupGone(pid: number, timeoutMs = 3_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until && signalGroup(pid, 0)) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

@@ -150,7 +150,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const stop = async () => {
     await Promise.all([...(edge ? [stopProcess(edge)] : []), ...hosts.map((host) => host.stop())]);
     await site?.close();
-    rmSync(scratch, { recursive: true, force: true });
+    // A process that just died may leave a file behind for a moment: retry, as rm -rf would.
+    rmSync(scratch, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   };
   const onExit = () => {
     for (const pid of [edge?.child.pid, ...hosts.map((host) => host.pid)]) {

@@ -1,5 +1,5 @@
 /**
- * CLI: `npm run host:drain` (`tsx browser-host/drain/drain-command.ts`), what a Kubernetes preStop
+ * CLI: `npm run host:drain` (`node browser-host/drain/drain-command.ts`), what a Kubernetes preStop
  * hook runs inside the host's container before the pod is stopped (issue 32). Configured by the
  * host's own environment (config.ts): it connects to the host on this machine over the normal
  * authenticated wire (`ws://<HOST_BIND>:<HOST_PORT>`, loopback when the host binds every address,

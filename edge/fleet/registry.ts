@@ -4,6 +4,7 @@ import { rowsChanged } from '../db/rows-changed.ts';
 import { type HostRow, hosts, profilePlacements } from '../db/schema.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
+import { canonicalHostUrl } from './host-url.ts';
 
 /**
  * The fleet's registry of browser hosts (issue 32): the hosts listed in `HOST_URLS` (registered
@@ -107,15 +108,7 @@ export async function markDraining(ports: Ports, hostId: string): Promise<boolea
  * @throws DomainError('invalid_request')
  */
 export function normalHostUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new DomainError('invalid_request', `url: not a URL: ${raw.slice(0, 200)}`);
-  }
-  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new DomainError('invalid_request', 'url: must be ws:// or wss://');
-  if (url.username !== '' || url.password !== '') throw new DomainError('invalid_request', 'url: must not carry credentials');
-  url.hash = '';
-  // URL keeps a bare origin's "/" path; the configured URLs are compared as written.
-  return url.pathname === '/' && url.search === '' ? url.origin : url.href;
+  const canonical = canonicalHostUrl(raw);
+  if ('problem' in canonical) throw new DomainError('invalid_request', `url: ${canonical.problem}`);
+  return canonical.url;
 }

@@ -15,9 +15,14 @@ import type { Ports } from '../ports.ts';
  * edge never opens a snapshot: it has the bytes and their SHA-256, the host has the key.
  */
 
-/** The store key of version `version` of a host profile's snapshots. */
+/**
+ * A store key for version `version` of a host profile's snapshots, unique to this upload
+ * (`v<version>-<16 random hex>.gbs`): two uploads racing for one version write two objects, so
+ * the one whose row is not recorded removes only its own object, never the stored one.
+ */
 function snapshotKey(hostProfileId: string, version: number): ArtifactKey {
-  const key = `snapshots/${hostProfileId}/v${version}.gbs`;
+  const nonce = [...crypto.getRandomValues(new Uint8Array(8))].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+  const key = `snapshots/${hostProfileId}/v${version}-${nonce}.gbs`;
   if (!isArtifactKey(key)) throw new Error(`not an artifact key: ${key}`);
   return key;
 }

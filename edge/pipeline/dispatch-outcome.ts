@@ -97,7 +97,7 @@ export function onBlankPage(outcome: DispatchOutcome, runPage: string | null): D
     observation: null,
     error: {
       code: 'page_changed',
-      message: `the browser shows no page of this run (it is new: the host restarted, or nothing was loaded yet); navigate to ${where}, then observe`,
+      message: `the browser shows no page of this run (it is new: the host restarted, the profile moved to another host, or nothing was loaded yet); navigate to ${where}, then observe`,
     },
     retryable: true,
   };

@@ -69,7 +69,9 @@ async function largePost(edgeUrl: string, token: string | undefined, chunked = f
 }
 
 /** Routes authenticated by a signature inside the body: no example can carry a valid one. */
-const SIGNED_BODY_ROUTES = ['POST /v1/host/ceremony-events'];
+// Routes a host calls with its own signed token (HS256 over the hosts' shared secret), never an
+// API token: an example sent with an API token must be refused as unauthenticated.
+const SIGNED_BODY_ROUTES = ['POST /v1/host/ceremony-events', 'PUT /v1/host/snapshots/{profile_id}', 'GET /v1/host/snapshots/{profile_id}/{version}'];
 
 function operationsOf(document: OpenApiDocument): Operation[] {
   return Object.entries(document.paths).flatMap(([path, operations]) =>
@@ -160,7 +162,8 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
         path = path.replace(`{${parameter.name}}`, encodeURIComponent(value ?? ''));
       }
       const body = operation.requestBody?.content['application/json']?.schema?.examples?.[0];
-      if (operation.requestBody && body === undefined) problems.push(`${operation.method} ${operation.path}: no example body`);
+      const jsonRequest = operation.requestBody?.content['application/json'] !== undefined;
+      if (jsonRequest && body === undefined) problems.push(`${operation.method} ${operation.path}: no example body`);
       const target = `${path}${query.size ? `?${query}` : ''}`;
 
       // The document says a route needs a bearer token, not whose: try the local principals in turn.
@@ -184,15 +187,17 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     // example call is a navigation, which needs none), and the run was already ended by the
     // example report.
     expect(Object.keys(live).sort()).toEqual(expect.arrayContaining(['call_', 'grt_', 'run_']));
-    // Three more fail by design: no sign-in episode exists on a fresh edge to restart, the
-    // ceremony event example carries no valid signature, and the example run takes the ordinary
+    // Five more fail by design: no sign-in episode exists on a fresh edge to restart, the
+    // ceremony event and the two snapshot examples carry no host-signed token, and the example run takes the ordinary
     // agent path (its intent is no recipe's phrase), so it has no recipe timeline.
     expect(unsuccessful.sort()).toEqual([
+      'GET /v1/host/snapshots/{profile_id}/{version}',
       'GET /v1/runs/{id}/recipe',
       'POST /v1/approvals/{id}/decision',
       'POST /v1/host/ceremony-events',
       'POST /v1/runs/{id}/cancel',
       'POST /v1/sign-ins/{id}/restart',
+      'PUT /v1/host/snapshots/{profile_id}',
     ]);
   });
 

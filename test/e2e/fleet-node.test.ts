@@ -124,7 +124,8 @@ describe('a fleet behind Node edges', () => {
     await stored(2);
 
     // Version 2 is damaged where it is kept; then its host dies, so the profile must be restored.
-    const file = join(dirname(stack.sqlitePath!), 'artifacts', 'snapshots', hostProfile, 'v2.gbs');
+    const [keys] = await stack.queryD1(`SELECT store_key FROM profile_snapshots WHERE host_profile_id = '${hostProfile}' AND version = 2`);
+    const file = join(dirname(stack.sqlitePath!), 'artifacts', String(keys?.[0]?.store_key));
     const bytes = readFileSync(file);
     const middle = Math.floor(bytes.length / 2);
     bytes[middle] = (bytes[middle] ?? 0) ^ 0xff;

@@ -198,14 +198,14 @@ describe('the Kubernetes manifests', () => {
     expect(config.edgeUrl).toMatch(/^https?:\/\//);
   });
 
-  it('the preStop hook runs the npm script host:drain, and the grace period outlasts the longest hold a drain waits for', () => {
-    expect(container.lifecycle?.preStop?.exec?.command).toEqual(['npm', 'run', '--silent', 'host:drain']);
+  it('the preStop hook runs the drain command of npm run host:drain with Node itself, and the grace period outlasts the longest hold a drain waits for', () => {
+    expect(container.lifecycle?.preStop?.exec?.command).toEqual(['node', 'browser-host/drain/drain-command.ts']);
+    expect(packageJson.scripts['host:drain']).toMatch(/ node browser-host\/drain\/drain-command\.ts$/);
     const longestHoldS = Math.max(CEREMONY_TIMEOUT_MS, DEFAULT_EDGE_CONFIG.leaseTtlMs) / 1000;
     expect(statefulSet.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(longestHoldS + 60);
   });
 
-  // host:drain comes with the host's drain (issue 32, another branch); until then this is skipped, visibly.
-  it.skipIf(!('host:drain' in packageJson.scripts))('the drain script runs in the image: no devDependency, only files the image holds', () => {
+  it('the drain script runs in the image: no devDependency, only files the image holds', () => {
     const script = packageJson.scripts['host:drain']!;
     const devBins = Object.keys(packageJson.devDependencies).flatMap((name) => {
       const bin = (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { bin?: string | Record<string, string> }).bin;

@@ -59,7 +59,8 @@ describe('draining a host', () => {
 
   test('the preStop command (npm run host:drain) drains the local host over the wire and exits 0 only once it is drained', async ({ site, sink, hostB }) => {
     const lease = await acquirePlaced(hostB.client, 'held', await sink.place('held'), site);
-    const command = spawn('node_modules/.bin/tsx', ['browser-host/drain/drain-command.ts'], {
+    // As the preStop hook runs it: Node's own type stripping, no tsx.
+    const command = spawn(process.execPath, ['browser-host/drain/drain-command.ts'], {
       env: { PATH: process.env.PATH ?? '', HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: String(hostB.host.port), HOST_DRAIN_TIMEOUT_MS: '60000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -56,9 +56,21 @@ const remove = createRoute({
   responses: { 200: jsonResponse(HostRemoval, 'removed'), ...errorResponses(...AUTH_ERRORS, 'not_found') },
 });
 
-const SnapshotParams = z.strictObject({ profile_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) });
-const SnapshotVersionParams = SnapshotParams.extend({ version: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER) });
-const binary = { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } };
+const SnapshotParams = z.strictObject({
+  profile_id: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/)
+    .meta({ description: "the profile's stored id (the owner's prefix and the profile name)", examples: ['o5f0c9a1b2d3e_shopping'] }),
+});
+const SnapshotVersionParams = SnapshotParams.extend({
+  version: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .meta({ description: 'the snapshot version, from 1', examples: [1] }),
+});
+const binary = { 'application/octet-stream': { schema: z.string().meta({ format: 'binary', description: 'the sealed snapshot (AES-256-GCM)' }) } };
 
 const putSnapshot = createRoute({
   method: 'put',

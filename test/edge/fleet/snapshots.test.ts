@@ -110,7 +110,31 @@ describe('profile snapshots at the edge', () => {
     const rows = await env.DB.prepare('SELECT version FROM profile_snapshots WHERE host_profile_id = ? ORDER BY version').bind(profile).all();
     expect(rows.results.map((row) => row.version)).toEqual([3, 4, 5]);
     const objects = await env.ARTIFACTS.list({ prefix: `snapshots/${profile}/` });
-    expect(objects.objects.map((object) => object.key).sort()).toEqual([3, 4, 5].map((version) => `snapshots/${profile}/v${version}.gbs`));
+    expect(objects.objects.map((object) => object.key.replace(/-[0-9a-f]{16}\.gbs$/, '.gbs')).sort()).toEqual(
+      [3, 4, 5].map((version) => `snapshots/${profile}/v${version}.gbs`),
+    );
+  });
+
+  it('keeps the stored bytes of a version whole when two uploads race for it: the loser removes only its own object', async () => {
+    const { upload, download, profile } = await placedProfile();
+    const first = new Uint8Array(64).fill(1);
+    const second = new Uint8Array(64).fill(2);
+    const answers = await Promise.all([upload(first), upload(second)]);
+    const stored = answers.filter((answer) => answer.status === 201);
+    expect(stored.length).toBeGreaterThanOrEqual(1);
+    for (const answer of answers.filter((each) => each.status !== 201)) expect(answer.body.error.code).toBe('stale_generation');
+    const rows = await env.DB.prepare('SELECT version, store_key FROM profile_snapshots WHERE host_profile_id = ? ORDER BY version')
+      .bind(profile)
+      .all<{ version: number; store_key: string }>();
+    expect(rows.results).toHaveLength(stored.length);
+    for (const row of rows.results) {
+      const fetched = await download(row.version);
+      expect(fetched.status).toBe(200);
+      expect([1, 2]).toContain(fetched.bytes[0]);
+      expect(await env.ARTIFACTS.head(row.store_key)).not.toBeNull();
+    }
+    const objects = await env.ARTIFACTS.list({ prefix: `snapshots/${profile}/` });
+    expect(objects.objects).toHaveLength(rows.results.length);
   });
 
   it('offers the placed host its snapshots to restore, newest first, and never again one it refused', async () => {

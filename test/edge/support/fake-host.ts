@@ -9,11 +9,15 @@ import { type CeremonyEventClaims, signCeremonyEvent } from '../../../shared/aut
 
 type Params = Record<string, unknown>;
 
+/** The id a stand-in host announces in its hello, as a real host signs its `HOST_ID`. */
+export const STAND_IN_HOST_ID = 'host-stand-in';
+
 /** A host connector whose every session answers `call` with `answer`. */
 function connectorOf(answer: (method: string, params: Params) => unknown): HostConnector {
   return {
     connect: async () =>
       ({
+        hostId: STAND_IN_HOST_ID,
         call: async (method: string, params: Params) => answer(method, params),
         close: () => {},
       }) as unknown as HostSession,
