@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -110,4 +111,47 @@ async function groupGone(pid: number, timeoutMs = 3_000): Promise<void> {
   while (Date.now() < until && signalGroup(pid, 0)) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * SIGKILLs every process whose command line names `directory` (a Chromium runs in its own
+ * process group, so a host's group does not hold it; its `--user-data-dir` names the stack's
+ * scratch directory) and resolves once none is left, polling every 50 ms for at most
+ * `timeoutMs` ms. Reads `/proc`; elsewhere it does nothing.
+ */
+export async function killProcessesUsing(directory: string, timeoutMs = 5_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const pids = processesMentioning(directory);
+    if (pids.length === 0 || Date.now() >= until) return;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // It ended between the listing and the signal.
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The ids of this machine's processes, other than this one, whose command line contains `text`. */
+function processesMentioning(text: string): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const pids: number[] = [];
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(text)) pids.push(pid);
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  return pids;
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EdgeRuntime, edgeLaunchOf, queryLocalD1 } from './local-edge.ts';
 import { type HostNetwork, type LocalHost, type ManagedHost, startLocalHost } from './local-hosts.ts';
-import { freePort, root, type Started, signalGroup, startProcess, stopProcess, waitFor } from './local-processes.ts';
+import { freePort, killProcessesUsing, root, type Started, signalGroup, startProcess, stopProcess, waitFor } from './local-processes.ts';
 import { DEFAULT_LOCAL_SQLITE_PATH, prepareLocalSqlite, querySqliteFile } from './local-sqlite.ts';
 import { prepareLocalDatabase, readDevVars } from './setup.mjs';
 import { type StaticServer, startStaticServer } from './static-server.ts';
@@ -150,6 +150,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const stop = async () => {
     await Promise.all([...(edge ? [stopProcess(edge)] : []), ...hosts.map((host) => host.stop())]);
     await site?.close();
+    // A Chromium is not in its host's process group: end whatever still works in the directory.
+    await killProcessesUsing(scratch);
     // A process that just died may leave a file behind for a moment: retry, as rm -rf would.
     rmSync(scratch, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   };

@@ -15,6 +15,13 @@ export const IdParam = z.strictObject({
     .min(1)
     .max(64)
     .meta({
-      examples: ['run_k3v9dq2m7xw4ahz5ty6e', 'call_p2m7xw4ahz5ty6ek3v9d', 'apr_xw4ahz5ty6ek3v9dq2m7', 'grt_ahz5ty6ek3v9dq2m7xw4', 'sie_5ty6ek3v9dq2m7xw4ahz'],
+      examples: [
+        'run_k3v9dq2m7xw4ahz5ty6e',
+        'call_p2m7xw4ahz5ty6ek3v9d',
+        'apr_xw4ahz5ty6ek3v9dq2m7',
+        'grt_ahz5ty6ek3v9dq2m7xw4',
+        'sie_5ty6ek3v9dq2m7xw4ahz',
+        'hst_c8c0cc4a8f8725a65ae9',
+      ],
     }),
 });
