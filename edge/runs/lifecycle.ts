@@ -128,7 +128,7 @@ export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<R
   // The run ended: its browser is free at once, not when the lease's TTL runs out.
   if (rowsChanged(expired) === 1 && current.leaseId !== null) ports.background(`release the lease of ${row.id}`, () => releaseLease(ports, current));
   // Nor does the sign-in it waited for hold a browser once nobody waits on it (issue 32).
-  if (rowsChanged(expired) === 1 && row.state === 'waiting_for_authentication') await releaseEpisodesOf(ports, row.id);
+  if (rowsChanged(expired) === 1) await releaseEpisodesOf(ports, row.id);
   if (rowsChanged(expired) === 1) notifyOwner(ports, row.ownerId, 'run_ended', { run_id: row.id, state: 'deadline_exceeded' });
   return current;
 }
@@ -243,7 +243,8 @@ export async function cancelRun(ports: Ports, principal: Principal, run: RunRow)
   const [cancelled] = await ports.db.batch(fenceRunStatements(ports.db, { runId: run.id }, { reason: 'cancelled', endState: 'cancelled', now }));
   if (rowsChanged(cancelled) !== 1) throw new DomainError('run_not_active', `the run already ended (${run.state})`);
   await releaseLease(ports, run);
-  if (run.state === 'waiting_for_authentication') await releaseEpisodesOf(ports, run.id);
+  // Whatever state it was read in: it may have parked since (one read, once per run).
+  await releaseEpisodesOf(ports, run.id);
   notifyOwner(ports, run.ownerId, 'run_ended', { run_id: run.id, state: 'cancelled' });
   return { ...run, state: 'cancelled', updatedAt: now };
 }
