@@ -15,6 +15,7 @@ import { overOpenRunsQuota } from '../quotas/open-runs.ts';
 import { admitRunCreation } from '../quotas/rates.ts';
 import { selectRecipe } from '../recipes/catalog.ts';
 import { recipeProgressStatement } from '../recipes/progress.ts';
+import { releaseEpisodesOf } from '../sign-in/release.ts';
 import { fenceRunStatements } from './fence.ts';
 
 /**
@@ -116,7 +117,8 @@ export async function loadRun(ports: Ports, principal: Principal, runId: string)
 /**
  * Moves a run whose deadline has passed to `deadline_exceeded` (one conditional update, with its
  * parked approvals and calls cancelled and its sign-in wait fenced in the same batch), releases its
- * lease after the answer (`ports.background`), and returns the current row.
+ * lease after the answer (`ports.background`), ends the sign-in episode it waited on when no other
+ * run waits on it (see `releaseEpisodesOf`), and returns the current row.
  */
 export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<RunRow> {
   const now = ports.clock.now();
@@ -125,6 +127,8 @@ export async function expireIfPastDeadline(ports: Ports, row: RunRow): Promise<R
   const current = (await ports.db.select().from(runs).where(eq(runs.id, row.id)).get()) ?? row;
   // The run ended: its browser is free at once, not when the lease's TTL runs out.
   if (rowsChanged(expired) === 1 && current.leaseId !== null) ports.background(`release the lease of ${row.id}`, () => releaseLease(ports, current));
+  // Nor does the sign-in it waited for hold a browser once nobody waits on it (issue 32).
+  if (rowsChanged(expired) === 1) await releaseEpisodesOf(ports, row.id);
   if (rowsChanged(expired) === 1) notifyOwner(ports, row.ownerId, 'run_ended', { run_id: row.id, state: 'deadline_exceeded' });
   return current;
 }
@@ -225,6 +229,8 @@ export async function reportRun(ports: Ports, principal: Principal, run: RunRow,
 /**
  * Cancels a run that has not ended: the run, its pending approvals, its parked calls and its
  * sign-in wait (fenced: a later sign-in never resumes it), in one batch. A call already being dispatched finishes and is recorded, but nothing new starts.
+ * Releases its lease, and the sign-in episode it waited on when no other run waits on it (see
+ * `releaseEpisodesOf`: its browser is free at once; host trouble never fails the cancel).
  * A recipe-bound run is the owner's to cancel, not an agent's (issue 19).
  * @throws DomainError('run_not_active') when the run already ended; DomainError('forbidden') for
  *   an agent on a recipe-bound run.
@@ -237,6 +243,8 @@ export async function cancelRun(ports: Ports, principal: Principal, run: RunRow)
   const [cancelled] = await ports.db.batch(fenceRunStatements(ports.db, { runId: run.id }, { reason: 'cancelled', endState: 'cancelled', now }));
   if (rowsChanged(cancelled) !== 1) throw new DomainError('run_not_active', `the run already ended (${run.state})`);
   await releaseLease(ports, run);
+  // Whatever state it was read in: it may have parked since (one read, once per run).
+  await releaseEpisodesOf(ports, run.id);
   notifyOwner(ports, run.ownerId, 'run_ended', { run_id: run.id, state: 'cancelled' });
   return { ...run, state: 'cancelled', updatedAt: now };
 }

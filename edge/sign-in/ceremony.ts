@@ -95,7 +95,7 @@ export async function beginCeremony(ports: Ports, episode: SignInEpisodeRow, opt
 class WindowTaken extends Error {}
 
 /** Ceremony states in which a ceremony holds its profile's window on the host. */
-const LIVE_CEREMONY_STATES = ['awaiting_person', 'verifying', 'challenge'] as const;
+export const LIVE_CEREMONY_STATES = ['awaiting_person', 'verifying', 'challenge'] as const;
 
 /**
  * The query for another open episode of the same host profile whose ceremony is live (as last

@@ -1,6 +1,5 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
-import { rowsChanged } from '../db/rows-changed.ts';
-import { notices, runs, type SignInEpisodeRow, type SignInWaitRow, signInEpisodes, signInWaits } from '../db/schema.ts';
+import { runs, type SignInEpisodeRow, type SignInWaitRow, signInEpisodes, signInWaits } from '../db/schema.ts';
 import { HOST_CALL_MS, HOST_CONNECT_MS } from '../deadline.ts';
 import { DomainError } from '../domain-error.ts';
 import { connectToProfileHost } from '../fleet/host-connection.ts';
@@ -9,6 +8,7 @@ import type { Ports } from '../ports.ts';
 import { expireIfPastDeadline } from '../runs/lifecycle.ts';
 import { beginCeremony, nextGeneration, noteCeremonyState, notifyOwner, windowTaken } from './ceremony.ts';
 import { applyCeremonyEvent } from './events.ts';
+import { abandonEpisode, endAbandonedCeremony, episodesToMaintain } from './release.ts';
 
 /** Most open episodes one maintenance pass looks at. */
 const RECONCILE_BATCH = 50;
@@ -24,7 +24,8 @@ export interface ReconciliationReport {
 /**
  * The maintenance pass over open sign-in episodes (cron; covers lost callbacks and restarts of the
  * edge or the host): fences waits whose runs passed their deadline or ended; abandons an episode
- * nobody waits for any more (its notice resolved, the host's ceremony ended); asks the host for
+ * nobody waits for any more (its notice resolved, the host's ceremony ended; see release.ts), and
+ * ends again the ceremony of an abandoned episode whose host could not be told; asks the host for
  * the ceremony's state and applies an outcome event it missed; begins the ceremony again when the
  * host no longer knows it, or a newer generation when the host ended it for another episode of
  * the profile, each only while no other episode's ceremony holds the profile's one window (so
@@ -36,7 +37,7 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
   const open = await ports.db
     .select()
     .from(signInEpisodes)
-    .where(eq(signInEpisodes.state, 'open'))
+    .where(episodesToMaintain(ports.clock.now()))
     .orderBy(sql`${signInEpisodes.checkedAt} IS NOT NULL`, asc(signInEpisodes.checkedAt), asc(signInEpisodes.openedAt))
     .limit(RECONCILE_BATCH);
   let resolved = 0;
@@ -44,18 +45,21 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
   let restarted = 0;
   for (const episode of open) {
     await ports.db.update(signInEpisodes).set({ checkedAt: ports.clock.now() }).where(eq(signInEpisodes.id, episode.id));
-    const waits = await ports.db
-      .select()
-      .from(signInWaits)
-      .where(and(eq(signInWaits.episodeId, episode.id), eq(signInWaits.state, 'pending')));
-    let live = 0;
-    for (const wait of waits) if (await fenceIfRunEnded(ports, wait)) live += 1;
+    const live = episode.state === 'open' ? await liveWaits(ports, episode) : 0;
     let session: HostSession | undefined;
     try {
+      // Abandoned before, but its host was not told (unreachable then): tell it now.
+      if (episode.state === 'abandoned') {
+        await endAbandonedCeremony(ports, episode);
+        continue;
+      }
       if (live === 0) {
-        abandoned += await abandonEpisode(ports, episode);
-        session = (await connectToProfileHost(ports, episode.hostProfileId, HOST_CONNECT_MS)).session;
-        await session.call('ceremony.end', { ceremony_id: episode.ceremonyId }, HOST_CALL_MS);
+        // Ended only by the pass that abandoned it: one that lost kept it for a run that joined,
+        // or another request abandoned it and ends the ceremony itself.
+        if ((await abandonEpisode(ports, episode)) === 1) {
+          abandoned += 1;
+          await endAbandonedCeremony(ports, episode);
+        }
         continue;
       }
       // Where the profile is placed now: a ceremony whose host was lost begins again on the next
@@ -106,6 +110,17 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
   return { checked: open.length, resolved, abandoned, restarted };
 }
 
+/** Counts the episode's pending waits whose runs still wait, fencing those of runs that ended. */
+async function liveWaits(ports: Ports, episode: SignInEpisodeRow): Promise<number> {
+  const waits = await ports.db
+    .select()
+    .from(signInWaits)
+    .where(and(eq(signInWaits.episodeId, episode.id), eq(signInWaits.state, 'pending')));
+  let live = 0;
+  for (const wait of waits) if (await fenceIfRunEnded(ports, wait)) live += 1;
+  return live;
+}
+
 /** Fences a pending wait whose run expired or ended; true when the wait is still live. */
 async function fenceIfRunEnded(ports: Ports, wait: SignInWaitRow): Promise<boolean> {
   const run = await ports.db.select().from(runs).where(eq(runs.id, wait.runId)).get();
@@ -121,21 +136,4 @@ async function fenceIfRunEnded(ports: Ports, wait: SignInWaitRow): Promise<boole
     })
     .where(and(eq(signInWaits.id, wait.id), eq(signInWaits.state, 'pending')));
   return false;
-}
-
-/** Abandons an open episode with no pending waits, and resolves its notice; 1 when it did. */
-async function abandonEpisode(ports: Ports, episode: SignInEpisodeRow): Promise<number> {
-  const now = ports.clock.now();
-  const noPending = sql`NOT EXISTS (SELECT 1 FROM sign_in_waits w WHERE w.episode_id = ${episode.id} AND w.state = 'pending')`;
-  const [, ended] = await ports.db.batch([
-    ports.db
-      .update(notices)
-      .set({ resolvedAt: now })
-      .where(and(eq(notices.episodeId, episode.id), sql`${notices.resolvedAt} IS NULL`, noPending)),
-    ports.db
-      .update(signInEpisodes)
-      .set({ state: 'abandoned', resolvedAt: now })
-      .where(and(eq(signInEpisodes.id, episode.id), eq(signInEpisodes.state, 'open'), noPending)),
-  ]);
-  return rowsChanged(ended);
 }

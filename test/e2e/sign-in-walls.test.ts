@@ -8,8 +8,10 @@ import { stackTest } from '../support/stack-fixture.ts';
 // the HTTP API. Each sign-in wall real sites use parks the run, and the owner reads why on the
 // run; ordinary pages with an email field or a "Sign in" link do not.
 
-// Every parked run keeps its profile's browser for its sign-in window: room for one per wall.
-const it = stackTest({ site: startSignInWallsSite, hostVars: { HOST_MAX_BROWSERS: '9' } });
+// A parked run's sign-in window holds its profile's browser until nobody waits on it: each case
+// ends its run, as an agent that stops waiting does, which frees that browser at once, so the
+// seven walls take turns on the host's three slots (issue 32).
+const it = stackTest({ site: startSignInWallsSite });
 
 const WALLS: ReadonlyArray<{ path: string; shape: string; reasons: SignInReasonCode[] }> = [
   { path: '/identifier-first/reports', shape: 'an identifier-first sign-in', reasons: ['identifier_form', 'sign_in_heading', 'redirected_with_return_url'] },
@@ -26,13 +28,18 @@ describe('sign-in walls through the API', () => {
     '$shape parks the run, with its reasons on the wait',
     async (wall, { stack, site, agent, owner }) => {
       const run = await owner.createRun({ profile_id: wall.profile, intent: 'Read my reports', origins: [site.origin], deadline_ms: 600_000 });
-      const answer = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}${wall.path}` })).body;
-      expect(answer).toMatchObject({ state: 'failed', error: { code: 'authentication_required' }, retryable: true });
-      const parked = await agent.run(run.id);
-      expect(parked.state).toBe('waiting_for_authentication');
-      expect(parked.authentication?.reasons.map((reason) => reason.code).sort()).toEqual([...wall.reasons].sort());
-      const [episodes] = await stack.queryD1(`SELECT protected_url FROM sign_in_episodes WHERE profile_id = '${wall.profile}' AND state = 'open'`);
-      expect(episodes?.[0]?.protected_url).toBe(`${site.origin}${wall.path}`);
+      try {
+        const answer = (await agent.propose(run.id, 'browser.navigate', { url: `${site.origin}${wall.path}` })).body;
+        expect(answer).toMatchObject({ state: 'failed', error: { code: 'authentication_required' }, retryable: true });
+        const parked = await agent.run(run.id);
+        expect(parked.state).toBe('waiting_for_authentication');
+        expect(parked.authentication?.reasons.map((reason) => reason.code).sort()).toEqual([...wall.reasons].sort());
+        const [episodes] = await stack.queryD1(`SELECT protected_url FROM sign_in_episodes WHERE profile_id = '${wall.profile}' AND state = 'open'`);
+        expect(episodes?.[0]?.protected_url).toBe(`${site.origin}${wall.path}`);
+      } finally {
+        // Nobody signs in here: the agent stops waiting, whatever the case found.
+        await agent.raw('POST', `/v1/runs/${run.id}/cancel`);
+      }
     },
   );
 

@@ -191,8 +191,9 @@ describe('a run that meets a sign-in wall', () => {
     );
     expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
     expect(await owner.noticesFor(run.id)).toHaveLength(1);
-    // Nobody waits once the run is cancelled: the cron pass abandons the episode and ends the
-    // ceremony, which gives the profile's browser back to admission.
+    // Nobody waits once the run is cancelled: the cancel abandons the episode and ends the
+    // ceremony (the cron pass would, had the host been out of reach), which gives the profile's
+    // browser back to admission.
     await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
     await stack.triggerCron();
     await vi.waitFor(async () => expect((await hostCeremonyState(stack, episode.ceremony_id)).state).toBe('ended'), { timeout: 30_000, interval: 500 });
