@@ -20,7 +20,7 @@ export interface RunListRequest {
  * newest first by (created_at, id) over the index of that order (`runs_owner_idx`,
  * `runs_created_idx`), with each run's pending sign-in wait and its profile's placement as
  * `GET /v1/runs/{id}` shows them. States are as recorded: a run past its deadline reads as
- * `deadline_exceeded` once the cron pass or its own view has ended it. Three statements.
+ * `deadline_exceeded` once the cron pass or its own view has ended it. At most three statements.
  * @throws DomainError('invalid_cursor') for a cursor the edge did not make.
  */
 export async function listRuns(ports: Ports, principal: Principal, request: RunListRequest): Promise<RunList> {
