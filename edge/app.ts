@@ -14,6 +14,7 @@ import { healthRoutes } from './http/routes/health.ts';
 import { hostRoutes } from './http/routes/hosts.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
 import { policyProfileRoutes } from './http/routes/policy-profiles.ts';
+import { principalRoutes } from './http/routes/principals.ts';
 import { recipeRoutes } from './http/routes/recipes.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { scheduleRoutes } from './http/routes/schedules.ts';
@@ -158,6 +159,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', signInRoutes);
   app.route('/', metricsRoutes);
   app.route('/', hostRoutes);
+  app.route('/', principalRoutes);
   app.route('/', webhookRoutes);
   app.route('/', consoleRoutes);
   app.route('/', mcpRoutes);

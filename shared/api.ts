@@ -9,6 +9,7 @@ export * from './api/common.ts';
 export * from './api/grants.ts';
 export * from './api/hosts.ts';
 export * from './api/owners.ts';
+export * from './api/principals.ts';
 export * from './api/runs.ts';
 export * from './api/schedules.ts';
 export * from './api/sign-ins.ts';

@@ -11,6 +11,7 @@ export const ErrorCode = z.enum([
   'malformed_json',
   'invalid_request',
   'invalid_arguments',
+  'invalid_cursor',
   'unsupported_version',
   'payload_too_large',
   'unsupported_media_type',
@@ -18,6 +19,7 @@ export const ErrorCode = z.enum([
   'method_not_allowed',
   // identity and policy
   'unauthenticated',
+  'principal_revoked',
   'forbidden',
   'policy_denied',
   'outside_run_origins',
@@ -30,6 +32,8 @@ export const ErrorCode = z.enum([
   'profile_revoked',
   'profile_in_use',
   'stale_generation',
+  'already_revoked',
+  'last_operator',
   // quotas and rate limits
   'rate_limited',
   'quota_exceeded',
@@ -64,11 +68,13 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'malformed_json':
     case 'invalid_request':
     case 'invalid_arguments':
+    case 'invalid_cursor':
     case 'unsupported_version':
     case 'unknown_method':
     case 'invalid_params':
       return 400;
     case 'unauthenticated':
+    case 'principal_revoked':
     case 'unauthorized_frame':
       return 401;
     case 'forbidden':
@@ -89,6 +95,8 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'profile_revoked':
     case 'profile_in_use':
     case 'stale_generation':
+    case 'already_revoked':
+    case 'last_operator':
     case 'lease_lost':
     case 'page_changed':
     case 'outcome_unknown':

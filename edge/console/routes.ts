@@ -1,4 +1,4 @@
-import { and, eq } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
 import { Hono } from 'hono';
 import { deleteCookie } from 'hono/cookie';
 import { csrf } from 'hono/csrf';
@@ -50,7 +50,11 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .post('/console/sign-in', async (c) => {
     const form = await formOf(c);
     const token = typeof form.token === 'string' ? form.token.trim() : '';
-    const principal = await principalForToken(c.var.ports, token);
+    const principal = await principalForToken(c.var.ports, token).catch((error: unknown) => {
+      if (error instanceof DomainError && error.code === 'principal_revoked') return 'revoked' as const;
+      throw error;
+    });
+    if (principal === 'revoked') return c.html(signInPage('That token was revoked.'), 401);
     if (principal === undefined) return c.html(signInPage('That token is not known.'), 401);
     if (principal.kind !== 'owner') return c.html(signInPage(`Only an owner's token opens the console; this is an ${principal.kind} token.`), 403);
     await signIn(c, principal.ownerId);
@@ -72,7 +76,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
     const owner = await c.var.ports.db
       .select({ id: principals.id })
       .from(principals)
-      .where(and(eq(principals.id, ownerId.data), eq(principals.kind, 'owner')))
+      .where(and(eq(principals.id, ownerId.data), eq(principals.kind, 'owner'), isNull(principals.revokedAt)))
       .get();
     if (owner === undefined) throw new DomainError('not_found', `no owner ${ownerId.data}`);
     const link = await issueLink(c.var.ports, owner.id);

@@ -6,8 +6,9 @@ import type { AppEnv } from './app-env.ts';
 
 /**
  * Middleware: resolves `Authorization: Bearer <token>` to a principal ({@link principalForToken}: by
- * the token's SHA-256, remembered for 60 s) and allows only the given kinds.
+ * the token's SHA-256, remembered for 5 s) and allows only the given kinds.
  * @throws DomainError('unauthenticated') for a missing, malformed or unknown token;
+ *   DomainError('principal_revoked') for a revoked principal's token;
  *   DomainError('forbidden') for a principal of another kind.
  */
 export function requirePrincipal(...kinds: PrincipalKind[]) {

@@ -37,4 +37,12 @@ export function jsonResponse<T extends z.ZodType>(schema: T, description: string
 }
 
 /** Codes every authenticated route may answer. */
-export const AUTH_ERRORS: ErrorCode[] = ['unauthenticated', 'forbidden', 'malformed_json', 'invalid_request', 'payload_too_large', 'unsupported_media_type'];
+export const AUTH_ERRORS: ErrorCode[] = [
+  'unauthenticated',
+  'principal_revoked',
+  'forbidden',
+  'malformed_json',
+  'invalid_request',
+  'payload_too_large',
+  'unsupported_media_type',
+];

@@ -68,12 +68,13 @@ function checkHostAndOrigin(c: Context<AppEnv>): void {
  * The agent principal of `Authorization: Bearer <agent token>` (the HTTP API's tokens).
  * @throws DomainError('unauthenticated') with a `WWW-Authenticate` bearer challenge naming the
  *   protected resource metadata (RFC 9728) for a missing, malformed or unknown token;
+ *   DomainError('principal_revoked') with the same challenge for a revoked principal's token;
  *   DomainError('forbidden') for an owner's or operator's token.
  */
 async function agentOf(c: Context<AppEnv>): Promise<Principal> {
   const metadata = `${baseUrlOf(c)}${PROTECTED_RESOURCE_PATH}${MCP_PATH}`;
   const token = /^Bearer (\S+)$/.exec(c.req.header('Authorization') ?? '')?.[1];
-  const principal = token === undefined ? undefined : await principalForToken(c.var.ports, token);
+  const principal = token === undefined ? undefined : await challenged(principalForToken(c.var.ports, token), metadata);
   if (principal === undefined) {
     throw new DomainError('unauthenticated', token === undefined ? 'send Authorization: Bearer <agent token>' : 'the bearer token is not known', undefined, {
       wwwAuthenticate: `Bearer resource_metadata="${metadata}"${token === undefined ? '' : ', error="invalid_token"'}`,
@@ -85,6 +86,16 @@ async function agentOf(c: Context<AppEnv>): Promise<Principal> {
     });
   }
   return principal;
+}
+
+/** `resolving`, with a revoked token's refusal carrying the bearer challenge every MCP 401 carries. */
+async function challenged(resolving: Promise<Principal | undefined>, metadata: string): Promise<Principal | undefined> {
+  try {
+    return await resolving;
+  } catch (error) {
+    if (!(error instanceof DomainError) || error.code !== 'principal_revoked') throw error;
+    throw new DomainError(error.code, error.message, undefined, { wwwAuthenticate: `Bearer resource_metadata="${metadata}", error="invalid_token"` });
+  }
 }
 
 interface JsonRpcMessage {

@@ -65,7 +65,9 @@ export const runs = sqliteTable(
     updatedAt: integer('updated_at').notNull(),
   },
   (t) => [
-    index('runs_owner_idx').on(t.ownerId, t.createdAt),
+    // GET /v1/runs pages newest first by (created_at, id): an owner's runs, and everyone's for an operator.
+    index('runs_owner_idx').on(t.ownerId, t.createdAt, t.id),
+    index('runs_created_idx').on(t.createdAt, t.id),
     index('runs_created_by_idx').on(t.createdBy, t.createdAt),
     // A host's free slots count the live leases on it.
     index('runs_lease_host_idx').on(t.leaseHostId, t.leaseExpiresAt),

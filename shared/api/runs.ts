@@ -86,12 +86,43 @@ export const RunView = z.strictObject({
   recipe: RecipeBinding.nullable(),
   /**
    * Where the run's profile is placed in the fleet of browser hosts (issue 32), on the run's own
-   * view (`GET /v1/runs/{id}`, MCP `run_status`); null when it was never placed, and in lists.
+   * view (`GET /v1/runs/{id}`, MCP `run_status`) and in `GET /v1/runs`; null when it was never
+   * placed (and on the answers of create, report and cancel).
    */
   placement: PlacementView.nullable(),
 });
 
 export type RunView = z.infer<typeof RunView>;
+
+/** Most runs one page of `GET /v1/runs` holds; the default is {@link DEFAULT_RUN_PAGE}. */
+export const MAX_RUN_PAGE = 100;
+export const DEFAULT_RUN_PAGE = 20;
+
+/** `GET /v1/runs`: filters, page size and the cursor of the page to read. */
+export const RunListQuery = z.strictObject({
+  state: RunState.optional().meta({ description: 'only runs in this state', examples: ['running'] }),
+  profile_id: RunProfileId.optional().meta({ description: 'only runs on this profile (as its owner names it)', examples: ['me'] }),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,3}$/, `an integer from 1 to ${MAX_RUN_PAGE}`)
+    .transform(Number)
+    .pipe(z.int().min(1, `an integer from 1 to ${MAX_RUN_PAGE}`).max(MAX_RUN_PAGE, `an integer from 1 to ${MAX_RUN_PAGE}`))
+    .optional()
+    .meta({ description: `runs per page, 1-${MAX_RUN_PAGE} (default ${DEFAULT_RUN_PAGE})`, examples: ['20'] }),
+  cursor: z
+    .string()
+    .max(200)
+    .optional()
+    .meta({ description: "the previous page's `next_cursor`, as it was given (opaque); a cursor the edge did not make is `invalid_cursor`" }),
+});
+export type RunListQuery = z.infer<typeof RunListQuery>;
+
+/**
+ * One page of runs, newest first (by creation time, then id, so pages neither repeat nor skip a
+ * run created meanwhile); `next_cursor` reads the next page, null on the last one.
+ */
+export const RunList = z.strictObject({ runs: z.array(RunView), next_cursor: z.string().nullable() });
+export type RunList = z.infer<typeof RunList>;
 
 export const MessageBody = z.strictObject({ text: z.string().min(1).max(10_000) }).meta({ examples: [{ text: 'Also tick it done once it is listed.' }] });
 

@@ -36,7 +36,15 @@ interface OpenApiDocument {
 const SHAPE_REFUSALS = ['invalid_request', 'invalid_arguments', 'malformed_json', 'unsupported_media_type', 'payload_too_large', 'unsupported_version'];
 
 /** The id prefix of the objects a path segment names (edge/db/ids.ts). */
-const ID_PREFIX: Record<string, string> = { runs: 'run_', 'tool-calls': 'call_', approvals: 'apr_', grants: 'grt_', 'sign-ins': 'sie_', hosts: 'hst_' };
+const ID_PREFIX: Record<string, string> = {
+  runs: 'run_',
+  'tool-calls': 'call_',
+  approvals: 'apr_',
+  grants: 'grt_',
+  'sign-ins': 'sie_',
+  principals: 'prn_',
+  hosts: 'hst_',
+};
 
 /**
  * POSTs a 300 KiB JSON body to /v1/runs, with `token` or none, with its Content-Length or
@@ -80,11 +88,16 @@ function operationsOf(document: OpenApiDocument): Operation[] {
 }
 
 /**
- * The order the example requests go in: creations first, so that later requests on `{id}` paths
- * can name objects that exist (and the claim finds the queued run); then other writes on them,
- * then reads, then the requests that end something (decide, report, cancel, revoke).
+ * The order the example requests go in: the principal first, then the other creations, so that
+ * later requests on `{id}` paths can name objects that exist (and the claim finds the queued
+ * run); then other writes on them, then reads, then the requests that end something (decide,
+ * report, cancel, revoke).
  */
 function exampleOrder(operation: Operation): number {
+  // The principal it creates is the first principal an answer names (the owner webhook's answer
+  // names the local owner), so the rotate and revoke examples act on it, never on a local
+  // principal whose token the other examples use.
+  if (operation.method === 'POST' && operation.path === '/v1/principals') return -1;
   // Voiding every grant of a profile version would leave the example grant nothing to revoke.
   if (operation.path.endsWith('/revoke-grants')) return 4;
   if (/\/(decision|report|cancel|revoke)$/.test(operation.path)) return 3;
@@ -187,7 +200,9 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     // that the state makes fail after their input was accepted: no approval is pending (the
     // example call is a navigation, which needs none), and the run was already ended by the
     // example report.
-    expect(Object.keys(live).sort()).toEqual(expect.arrayContaining(['call_', 'grt_', 'run_']));
+    // The drain and removal examples name the host the registration example added.
+    expect(Object.keys(live).sort()).toEqual(expect.arrayContaining(['call_', 'grt_', 'hst_', 'prn_', 'run_']));
+    expect(live.prn_).not.toMatch(/^prn_local_/);
     // Five more fail by design: no sign-in episode exists on a fresh edge to restart, the
     // ceremony event and the two snapshot examples carry no host-signed token, and the example run takes the ordinary
     // agent path (its intent is no recipe's phrase), so it has no recipe timeline.

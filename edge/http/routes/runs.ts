@@ -1,10 +1,11 @@
 import { createRoute } from '@hono/zod-openapi';
-import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunView } from '../../../shared/api.ts';
+import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunList, RunListQuery, RunView } from '../../../shared/api.ts';
 import { placementOfRun } from '../../fleet/placement.ts';
 import { noteRecipeEnd } from '../../recipes/progress.ts';
 import { kickRecipeRuns } from '../../recipes/scheduling.ts';
 import { runActivity } from '../../runs/activity.ts';
 import { addMessage, cancelRun, createRun, loadRun, reportRun } from '../../runs/lifecycle.ts';
+import { listRuns } from '../../runs/listing.ts';
 import { runView } from '../../runs/view.ts';
 import { pendingWaitOf } from '../../sign-in/owner-views.ts';
 import { requirePrincipal } from '../require-principal.ts';
@@ -21,6 +22,17 @@ const create = createRoute({
   middleware: [requirePrincipal('owner', 'agent')] as const,
   request: { body: jsonBody(CreateRunBody) },
   responses: { 201: jsonResponse(RunView, 'the run'), ...errorResponses(...AUTH_ERRORS, 'profile_revoked', 'rate_limited', 'quota_exceeded') },
+});
+
+const list = createRoute({
+  method: 'get',
+  path: '/v1/runs',
+  summary:
+    "Runs, newest first, a page at a time: the owner's own, or every owner's for an operator; filtered by state and profile; `next_cursor` reads the next page",
+  security,
+  middleware: [requirePrincipal('owner', 'operator')] as const,
+  request: { query: RunListQuery },
+  responses: { 200: jsonResponse(RunList, 'one page of runs'), ...errorResponses(...AUTH_ERRORS, 'invalid_cursor') },
 });
 
 const read = createRoute({
@@ -81,6 +93,7 @@ export const runRoutes = newRouter()
     if (run.recipeId !== null) await kickRecipeRuns(c.var.ports, [run.id]);
     return c.json(runView(run), 201);
   })
+  .openapi(list, async (c) => c.json(await listRuns(c.var.ports, c.var.principal, c.req.valid('query')), 200))
   .openapi(read, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
     const wait = run.state === 'waiting_for_authentication' ? await pendingWaitOf(c.var.ports, run.id) : undefined;
