@@ -80,7 +80,7 @@ export interface LocalHost {
 
 /** What a stack needs of its host beyond {@link LocalHost}: stopping it for good and its relay. */
 export interface ManagedHost extends LocalHost {
-  /** Stops it (process group, SIGTERM then SIGKILL), then its relay and network. */
+  /** Stops it for good (process group, SIGINT: no drain; SIGKILL after 8 s), then its relay and network. */
   stop(): Promise<void>;
   /** With a relay, destroys every connection open through it; returns how many. Else 0. */
   cutConnections(): number;
@@ -180,7 +180,8 @@ export async function startLocalHost(options: LocalHostOptions): Promise<Managed
     },
     output: () => [...(current?.output ?? [])],
     async stop() {
-      if (current) await stopProcess(current);
+      // The stack goes away as a whole: SIGINT closes at once, where SIGTERM would drain first.
+      if (current) await stopProcess(current, 'SIGINT');
       await relay?.close();
       await network?.close();
     },

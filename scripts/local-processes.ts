@@ -84,17 +84,18 @@ export function ended(child: ChildProcess): Promise<void> {
 }
 
 /**
- * Stops a process and its group: SIGCONT (a frozen group cannot act on SIGTERM), SIGTERM, SIGKILL
+ * Stops a process and its group: SIGCONT (a frozen group cannot act on SIGTERM), `signal`
+ * (default SIGTERM; a browser host drains on SIGTERM and closes at once on SIGINT), SIGKILL
  * after 8 s if it has not exited, then SIGKILL to whatever is left of the group (workerd,
  * Chromium, Xvfb). Resolves when the leader has exited; at once when it already had.
  */
-export async function stopProcess(started: Started): Promise<void> {
+export async function stopProcess(started: Started, signal: 'SIGTERM' | 'SIGINT' = 'SIGTERM'): Promise<void> {
   const { child } = started;
   // A process that already ended (a SIGKILL'd host included) emits no second 'exit'.
   if (hasEnded(child) || child.pid === undefined) return;
   const exited = ended(child);
   signalGroup(child.pid, 'SIGCONT');
-  signalGroup(child.pid, 'SIGTERM');
+  signalGroup(child.pid, signal);
   const timer = setTimeout(() => signalGroup(child.pid, 'SIGKILL'), 8_000);
   await exited;
   clearTimeout(timer);
