@@ -13,7 +13,8 @@ interface UpgradedResponse {
  * with a fresh nonce in the URL, then `response.webSocket.accept()` (no `open` event to wait for).
  * @param hostUrl ws:// or wss:// URL of the host; fetch wants http(s), so the scheme is swapped.
  * @param profile when given, the upgrade and the hello are timed into it (`upgrade`, `hello`).
- * @throws HostUnreachable (from `connect`) when the upgrade fails or the host does not authenticate.
+ * @throws HostUnreachable (from `connect`) when the upgrade fails, does not answer within the
+ *   connect's `timeoutMs`, or the host does not authenticate.
  */
 export function fetchUpgradeConnector(hostUrl: string, secret: string, profile?: RequestProfile): HostConnector {
   const httpUrl = hostUrl.replace(/^ws(s?):/, 'http$1:');
@@ -22,9 +23,13 @@ export function fetchUpgradeConnector(hostUrl: string, secret: string, profile?:
       const nonce = newWireNonce();
       const upgradeStarted = performance.now();
       let response: UpgradedResponse;
+      // A partitioned host drops the upgrade's packets: the runtime's own connect timeout is
+      // minutes away, so the upgrade gets the same bound as the hello.
+      const upgradeTimeout = AbortSignal.timeout(timeoutMs);
       try {
-        response = (await fetch(withWireNonce(httpUrl, nonce), { headers: { Upgrade: 'websocket' } })) as unknown as UpgradedResponse;
+        response = (await fetch(withWireNonce(httpUrl, nonce), { headers: { Upgrade: 'websocket' }, signal: upgradeTimeout })) as unknown as UpgradedResponse;
       } catch (error) {
+        if (upgradeTimeout.aborted) throw new HostUnreachable(`the browser host did not answer within ${timeoutMs} ms`);
         throw new HostUnreachable(`cannot reach the browser host: ${error instanceof Error ? error.message : String(error)}`);
       }
       const socket = response.webSocket;
