@@ -37,10 +37,13 @@ export async function startTcpRelay(targetPort: number, ends: RelayEnds = {}): P
     const pair: [Socket, Socket] = [inbound, outbound];
     open.add(pair);
     // An ordinary end is passed on as an end (pipe does that), so nothing in flight is lost; an
-    // error tears both down. Only cut() destroys connections that are still open.
-    const forget = () => open.delete(pair);
+    // error tears both down. Only cut() destroys connections that are still open. A pair is
+    // forgotten only when both sockets have closed: one side's end leaves the other half open
+    // (a peer behind a cut link never sends its FIN), and close() must still end it.
+    const forget = () => {
+      if (inbound.closed && outbound.closed) open.delete(pair);
+    };
     const fail = () => {
-      forget();
       inbound.destroy();
       outbound.destroy();
     };
