@@ -1,11 +1,10 @@
-import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { hostProfileId } from '../../edge/profiles/bindings.ts';
 import { type AccountSite, accountSiteDefinition, startAccountSite } from '../../scripts/account-site.ts';
 import { type ApiClient, observationOf } from '../../scripts/api-client.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import type { LocalHost } from '../../scripts/local-stack.ts';
-import { signInAsPerson } from '../../scripts/person-at-browser.ts';
+import { signInThroughLiveView } from '../../scripts/person-in-live-view.ts';
 import { GrantView, HostList, type HostView, type ToolCallView } from '../../shared/api.ts';
 import { runReaches, type Stacked, stackTest } from '../support/stack-fixture.ts';
 import { until } from '../support/until.ts';
@@ -246,13 +245,8 @@ describe('a fleet of three hosts', () => {
     const signedInOn = String((await agent.run(run.id)).placement?.host_id);
     const host = await localHost({ stack, operator }, signedInOn);
     const signInsBefore = site.counters().sign_ins;
-    await signInAsPerson({
-      profileDir: join(host.profilesDir, await hostProfileId(ownerId, 'mover')),
-      origin: site.origin,
-      username: 'alice',
-      password: 'alice-pass',
-      timeoutMs: 60_000,
-    });
+    // Through the live view, as an owner signs in: it reaches a host in its own namespace too.
+    await signInThroughLiveView({ consoleLink: (await operator.consoleLink(ownerId)).url, username: 'alice', password: 'alice-pass', timeoutMs: 60_000 });
     await runReaches(agent, run.id, ['queued', 'running']);
     expect(site.counters().sign_ins).toBe(signInsBefore + 1);
 
