@@ -1,3 +1,4 @@
+import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { checkFleet } from '../../../edge/fleet/health.ts';
 import { configuredHostId } from '../../../edge/fleet/registry.ts';
@@ -42,5 +43,19 @@ describe('the hosts API', () => {
     for (let pass = 0; pass < 2; pass++) await checkFleet(ports());
     const drained = await request<HostView>('POST', `/v1/hosts/${id}/drain`, parties.operator.token);
     expect(drained).toMatchObject({ status: 200, body: { id, state: 'draining' } });
+  });
+
+  it('registering the URL of a host no longer listed in HOST_URLS takes it into the fleet as an operator host', async () => {
+    const fleet = standInFleet(2, { origin: ORIGIN });
+    await checkFleet(fleetApp(fleet).ports());
+    const [first] = await Promise.all(fleet.urls.map(configuredHostId));
+    // HOST_URLS now lists only the second host; the operator registers the first by its URL.
+    const { request } = fleetApp(fleet, { hostUrls: [fleet.urls[1]!] });
+    const registered = await request<HostView>('POST', '/v1/hosts', parties.operator.token, { url: fleet.urls[0]! });
+    expect(registered).toMatchObject({ status: 200, body: { id: first, url: fleet.urls[0]!, source: 'operator', state: 'healthy' } });
+    const listed = (await request<{ hosts: HostView[] }>('GET', '/v1/hosts', parties.operator.token)).body.hosts.map((each) => each.id);
+    expect(listed).toContain(first);
+    const rows = await env.DB.prepare('SELECT count(*) AS n FROM hosts WHERE url = ?').bind(fleet.urls[0]!).first<{ n: number }>();
+    expect(rows?.n).toBe(1);
   });
 });
