@@ -80,7 +80,7 @@ const putSnapshot = createRoute({
   request: { params: SnapshotParams, body: { content: binary, required: true } },
   responses: {
     201: jsonResponse(SnapshotReceipt, 'stored as the next version'),
-    ...errorResponses('unauthenticated', 'invalid_request', 'payload_too_large', 'unsupported_media_type', 'stale_generation'),
+    ...errorResponses('unauthenticated', 'invalid_request', 'payload_too_large', 'unsupported_media_type', 'stale_generation', 'rate_limited'),
   },
 });
 
