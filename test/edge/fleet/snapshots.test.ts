@@ -104,6 +104,18 @@ describe('profile snapshots at the edge', () => {
     expect(stored?.n).toBe(0);
   });
 
+  it('a version in the path is a plain decimal number: other spellings of version 1 are 400 invalid_request', async () => {
+    const { upload, profile, on } = await placedProfile();
+    expect((await upload(new Uint8Array([1]))).status).toBe(201);
+    const token = await signSnapshotDownload(env.HOST_SHARED_SECRET, { hostId: on.hostId, profileId: profile, version: 1 });
+    for (const spelling of ['1e0', '0x1', '1.0', '01', '%201', '+1', 'one', '0', '-1', '99999999999999999999']) {
+      const response = await fleetApp(standInFleet(0, { origin: ORIGIN })).app.request(`http://edge.test/v1/host/snapshots/${profile}/${spelling}`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      expect({ spelling, status: response.status, code: ((await response.json()) as ErrorBody).error.code }).toEqual({ spelling, status: 400, code: 'invalid_request' });
+    }
+  });
+
   it('keeps the newest three versions, objects and rows alike', async () => {
     const { upload, profile } = await placedProfile();
     for (let version = 1; version <= 5; version++) expect((await upload(new Uint8Array([version]))).body.version).toBe(version);
