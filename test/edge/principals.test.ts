@@ -113,7 +113,7 @@ describe('the principals API', () => {
     expect(await principalRows()).toEqual(before);
   });
 
-  it("an agent of a revoked owner cannot be rotated: 409 already_revoked, and its token hash is unchanged", async () => {
+  it('an agent of a revoked owner cannot be rotated: 409 already_revoked, and its token hash is unchanged', async () => {
     expect((await call('POST', `/v1/principals/${parties.owner.id}/revoke`, { token: operator() })).status).toBe(200);
     const before = await principalRows();
     expect(await callError('POST', `/v1/principals/${parties.agent.id}/rotate`, { token: operator() })).toEqual({

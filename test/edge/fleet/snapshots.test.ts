@@ -112,7 +112,11 @@ describe('profile snapshots at the edge', () => {
       const response = await fleetApp(standInFleet(0, { origin: ORIGIN })).app.request(`http://edge.test/v1/host/snapshots/${profile}/${spelling}`, {
         headers: { Authorization: `Bearer ${token}` },
       });
-      expect({ spelling, status: response.status, code: ((await response.json()) as ErrorBody).error.code }).toEqual({ spelling, status: 400, code: 'invalid_request' });
+      expect({ spelling, status: response.status, code: ((await response.json()) as ErrorBody).error.code }).toEqual({
+        spelling,
+        status: 400,
+        code: 'invalid_request',
+      });
     }
   });
 
