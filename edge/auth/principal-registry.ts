@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/sqlite-core';
 import type { CreatePrincipalBody, IssuedPrincipal, PrincipalView } from '../../shared/api.ts';
 import { newId } from '../db/ids.ts';
@@ -89,19 +89,31 @@ export async function createPrincipal(ports: Ports, body: CreatePrincipalBody): 
 
 /**
  * Gives principal `id` a new token; the old one is refused from then on (at once by this edge,
- * within 5 s by every other: bearer-token.ts). One conditional update, only while unrevoked.
+ * within 5 s by every other: bearer-token.ts). One conditional update, only while neither the
+ * principal nor, for an agent, its owner is revoked: an agent's authority is its owner's, so a
+ * token for an agent of a revoked owner would be refused on every use.
  * @returns the principal and its new token, shown this once.
- * @throws DomainError('not_found'); DomainError('already_revoked') for a revoked principal.
+ * @throws DomainError('not_found'); DomainError('already_revoked') for a revoked principal or an
+ *   agent of a revoked owner.
  */
 export async function rotatePrincipal(ports: Ports, id: string): Promise<IssuedPrincipal> {
   const token = newToken();
   const [rotated] = await ports.db
     .update(principals)
     .set({ tokenHash: await sha256Hex(token) })
-    .where(and(eq(principals.id, id), isNull(principals.revokedAt)))
+    .where(
+      and(
+        eq(principals.id, id),
+        isNull(principals.revokedAt),
+        sql`NOT (principals.kind = 'agent' AND EXISTS (SELECT 1 FROM principals AS owner WHERE owner.id = principals.owner_id AND owner.revoked_at IS NOT NULL))`,
+      ),
+    )
     .returning();
   if (!rotated) {
-    await loadPrincipal(ports, id);
+    const current = await loadPrincipal(ports, id);
+    if (current.revokedAt === null) {
+      throw new DomainError('already_revoked', `principal ${id} acts for the revoked owner ${current.ownerId}: its token cannot be rotated`);
+    }
     throw new DomainError('already_revoked', `principal ${id} is revoked: its token cannot be rotated`);
   }
   forgetPrincipal(id);

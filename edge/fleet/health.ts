@@ -93,8 +93,10 @@ export async function noteStatus(ports: Ports, host: HostRow, status: HostStatus
 
 /**
  * Counts one failed check of host `hostId` (one conditional update): at
- * `HOST_UNREACHABLE_AFTER_CHECKS` in a row it is `unreachable`.
- * @returns whether the host is unreachable now.
+ * `HOST_UNREACHABLE_AFTER_CHECKS` in a row it is `unreachable`, unless an operator drained it: a
+ * draining or drained host keeps that state (it gets no placements either way), so that when it
+ * comes back, restarted and serving, the next check drains it again instead of taking it back.
+ * @returns whether the host is unreachable now (by state, or by its count of failed checks).
  */
 export async function noteFailedCheck(ports: Ports, hostId: string, reason: string): Promise<boolean> {
   const limit = ports.config.hostUnreachableAfterChecks;
@@ -102,13 +104,13 @@ export async function noteFailedCheck(ports: Ports, hostId: string, reason: stri
     .update(hosts)
     .set({
       failedChecks: sql`${hosts.failedChecks} + 1`,
-      state: sql`CASE WHEN ${hosts.failedChecks} + 1 >= ${limit} THEN 'unreachable' ELSE ${hosts.state} END`,
+      state: sql`CASE WHEN ${hosts.state} IN ('draining', 'drained') THEN ${hosts.state} WHEN ${hosts.failedChecks} + 1 >= ${limit} THEN 'unreachable' ELSE ${hosts.state} END`,
       lastError: reason.slice(0, 300),
       checkedAt: ports.clock.now(),
     })
     .where(eq(hosts.id, hostId));
-  const row = await ports.db.select({ state: hosts.state }).from(hosts).where(eq(hosts.id, hostId)).get();
-  return row === undefined || row.state === 'unreachable';
+  const row = await ports.db.select({ state: hosts.state, failedChecks: hosts.failedChecks }).from(hosts).where(eq(hosts.id, hostId)).get();
+  return row === undefined || row.state === 'unreachable' || row.failedChecks >= limit;
 }
 
 /** A host that failed checks answered a call: healthy again (only when it was marked otherwise). */

@@ -49,14 +49,22 @@ export async function fleetHost(ports: Ports, hostId: string): Promise<HostRow> 
 
 /**
  * Registers a host by URL (the operator API). A URL already registered (or configured) is not
- * added twice: a draining or drained one is taken back into service, any other is answered as it
- * is. `created` says whether a row was added.
+ * added twice: a draining or drained one is taken back into service, a configured one no longer
+ * listed in `HOST_URLS` becomes an operator host (same id, so its placements still name it), any
+ * other is answered as it is. `created` says whether a row was added.
  * @throws DomainError('invalid_request') for a URL that is not ws:// or wss://.
  */
 export async function registerHost(ports: Ports, request: { url: string; label?: string }): Promise<{ host: HostRow; created: boolean }> {
   const url = normalHostUrl(request.url);
   const existing = (await ports.db.select().from(hosts).where(eq(hosts.url, url)).all())[0];
   if (existing) {
+    if (!inFleet(ports, existing)) {
+      // Out of the fleet until now: adopted, or a registration would answer a host it cannot show.
+      await ports.db
+        .update(hosts)
+        .set({ source: 'operator' })
+        .where(and(eq(hosts.id, existing.id), eq(hosts.source, 'config')));
+    }
     if (existing.state === 'draining' || existing.state === 'drained') {
       await ports.db
         .update(hosts)

@@ -58,17 +58,45 @@ async function currentPlacementFor(ports: Ports, hostProfileId: string, reported
 }
 
 /**
+ * Most attempts at taking a version number while other uploads of the same profile take them:
+ * more than the host's own writes of one profile can race (one running, one retried after its
+ * attempt timed out at the host while the edge still stored it).
+ */
+const VERSION_ATTEMPTS = 8;
+
+/**
  * Stores a host's snapshot as the profile's next version, when the token's generation is the
  * placement's current one and the body is what the token says (size and SHA-256); then removes
- * versions beyond the newest {@link SNAPSHOTS_KEPT} (objects first, rows after).
- * @throws DomainError('stale_generation'); DomainError('invalid_request') when the bytes do not
- *   match the token's size or digest.
+ * versions beyond the newest {@link SNAPSHOTS_KEPT} (objects first, rows after). Uploads racing
+ * for one version number are each stored, as consecutive versions: the loser of a race takes the
+ * next number (its object written again under that number, the first one removed).
+ * @throws DomainError('stale_generation') only when the placement is elsewhere or at another
+ *   generation; DomainError('invalid_request') when the bytes do not match the token's size or
+ *   digest; DomainError('rate_limited') when {@link VERSION_ATTEMPTS} races were all lost.
  */
 export async function acceptSnapshot(ports: Ports, claims: SnapshotUploadClaims, bytes: Uint8Array): Promise<SnapshotReceipt> {
   if (bytes.byteLength !== claims.sizeBytes)
     throw new DomainError('invalid_request', `the snapshot has ${bytes.byteLength} bytes; its token says ${claims.sizeBytes}`);
   if ((await sha256Hex(bytes)) !== claims.digest) throw new DomainError('invalid_request', "the snapshot's SHA-256 is not the one its token names");
   const placement = await currentPlacementFor(ports, claims.profileId, claims.hostId, claims.generation);
+  for (let attempt = 0; attempt < VERSION_ATTEMPTS; attempt++) {
+    const version = await storedAsNextVersion(ports, claims, placement.hostId, bytes);
+    if (version !== undefined) {
+      await trimSnapshots(ports, claims.profileId, version);
+      return { profile_id: claims.profileId, version, generation: claims.generation };
+    }
+    // Not recorded: the placement moved on (stale_generation), or another upload took the number.
+    await currentPlacementFor(ports, claims.profileId, claims.hostId, claims.generation);
+  }
+  throw new DomainError('rate_limited', `snapshots of profile ${claims.profileId} are being stored faster than versions can be numbered; write again`);
+}
+
+/**
+ * Writes `bytes` as the profile's next version and records its row, only while the placement is
+ * still at the token's generation and the number is still free.
+ * @returns the version, or undefined when the row was not recorded (its object removed again).
+ */
+async function storedAsNextVersion(ports: Ports, claims: SnapshotUploadClaims, hostId: string, bytes: Uint8Array): Promise<number | undefined> {
   const newest = await ports.db
     .select({ version: profileSnapshots.version })
     .from(profileSnapshots)
@@ -88,7 +116,7 @@ export async function acceptSnapshot(ports: Ports, claims: SnapshotUploadClaims,
           hostProfileId: sql`${claims.profileId}`.as('host_profile_id'),
           version: sql`${version}`.as('version'),
           generation: sql`${claims.generation}`.as('generation'),
-          hostId: sql`${placement.hostId}`.as('host_id'),
+          hostId: sql`${hostId}`.as('host_id'),
           storeKey: sql`${storeKey}`.as('store_key'),
           digest: sql`${claims.digest}`.as('digest'),
           sizeBytes: sql`${claims.sizeBytes}`.as('size_bytes'),
@@ -100,13 +128,9 @@ export async function acceptSnapshot(ports: Ports, claims: SnapshotUploadClaims,
     )
     .onConflictDoNothing()
     .run();
-  if (rowsChanged(inserted) !== 1) {
-    await ports.artifacts.delete([storeKey]);
-    await currentPlacementFor(ports, claims.profileId, claims.hostId, claims.generation);
-    throw new DomainError('stale_generation', `another snapshot of profile ${claims.profileId} was stored at the same moment; write again`);
-  }
-  await trimSnapshots(ports, claims.profileId, version);
-  return { profile_id: claims.profileId, version, generation: claims.generation };
+  if (rowsChanged(inserted) === 1) return version;
+  await ports.artifacts.delete([storeKey]);
+  return undefined;
 }
 
 /**

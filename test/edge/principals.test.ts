@@ -113,6 +113,18 @@ describe('the principals API', () => {
     expect(await principalRows()).toEqual(before);
   });
 
+  it('an agent of a revoked owner cannot be rotated: 409 already_revoked, and its token hash is unchanged', async () => {
+    expect((await call('POST', `/v1/principals/${parties.owner.id}/revoke`, { token: operator() })).status).toBe(200);
+    const before = await principalRows();
+    expect(await callError('POST', `/v1/principals/${parties.agent.id}/rotate`, { token: operator() })).toEqual({
+      status: 409,
+      body: errorBody('already_revoked', `principal ${parties.agent.id} acts for the revoked owner ${parties.owner.id}: its token cannot be rotated`),
+    });
+    expect(await principalRows()).toEqual(before);
+    // Another owner's agent still rotates: the check is of the agent's own owner.
+    expect((await call('POST', `/v1/principals/${parties.strangerAgent.id}/rotate`, { token: operator() })).status).toBe(200);
+  });
+
   it("a revoked agent's MCP request is refused with the bearer challenge", async () => {
     await call('POST', `/v1/principals/${parties.agent.id}/revoke`, { token: operator() });
     const answer = await SELF.fetch('http://127.0.0.1:8787/mcp', {

@@ -63,12 +63,13 @@ const SnapshotParams = z.strictObject({
     .meta({ description: "the profile's stored id (the owner's prefix and the profile name)", examples: ['o5f0c9a1b2d3e_shopping'] }),
 });
 const SnapshotVersionParams = SnapshotParams.extend({
-  version: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(Number.MAX_SAFE_INTEGER)
-    .meta({ description: 'the snapshot version, from 1', examples: [1] }),
+  // One spelling per version, as snapshotDownloadPath writes it: no exponent, hex, sign, leading zero or blank.
+  version: z
+    .string()
+    .regex(/^[1-9][0-9]{0,15}$/, 'a version number from 1, in decimal digits')
+    .transform(Number)
+    .pipe(z.int().min(1).max(Number.MAX_SAFE_INTEGER))
+    .meta({ description: 'the snapshot version, from 1', examples: ['1'] }),
 });
 const binary = { 'application/octet-stream': { schema: z.string().meta({ format: 'binary', description: 'the sealed snapshot (AES-256-GCM)' }) } };
 
@@ -80,7 +81,7 @@ const putSnapshot = createRoute({
   request: { params: SnapshotParams, body: { content: binary, required: true } },
   responses: {
     201: jsonResponse(SnapshotReceipt, 'stored as the next version'),
-    ...errorResponses('unauthenticated', 'invalid_request', 'payload_too_large', 'unsupported_media_type', 'stale_generation'),
+    ...errorResponses('unauthenticated', 'invalid_request', 'payload_too_large', 'unsupported_media_type', 'stale_generation', 'rate_limited'),
   },
 });
 
