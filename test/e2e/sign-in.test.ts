@@ -218,10 +218,11 @@ describe('a run that meets a sign-in wall', () => {
     });
     expect((await agent.run(run.id)).state).toBe('waiting_for_authentication');
     expect(await owner.waitForNotices(run.id)).toHaveLength(1);
-    // Cancelling fences the wait: a later sign-in does not bring the run back.
+    // Cancelling ends the wait at once, with no cron pass (issue 32: nothing held by what is
+    // over): the sign-in window closes on the host and the run stays cancelled.
     await owner.raw('POST', `/v1/runs/${run.id}/cancel`);
-    await personSignsIn({ stack, site, ownerId }, 'planted', 'alice');
-    await vi.waitFor(async () => expect((await hostCeremonyState(stack, episode.ceremony_id)).state).toBe('verified'), { timeout: 60_000, interval: 500 });
+    await vi.waitFor(async () => expect((await hostCeremonyState(stack, episode.ceremony_id)).state).toBe('ended'), { timeout: 30_000, interval: 500 });
+    expect(await firstRow(stack, `SELECT state FROM sign_in_episodes WHERE id = '${episode.id}'`)).toEqual({ state: 'abandoned' });
     expect((await agent.run(run.id)).state).toBe('cancelled');
   });
 });
