@@ -8,7 +8,7 @@ import type { Ports } from '../ports.ts';
 import { expireIfPastDeadline } from '../runs/lifecycle.ts';
 import { beginCeremony, nextGeneration, noteCeremonyState, notifyOwner, windowTaken } from './ceremony.ts';
 import { applyCeremonyEvent } from './events.ts';
-import { abandonEpisode, endAbandonedCeremony, episodesToMaintain } from './release.ts';
+import { abandonEpisode, endReleasedCeremony, episodesToMaintain } from './release.ts';
 
 /** Most open episodes one maintenance pass looks at. */
 const RECONCILE_BATCH = 50;
@@ -25,12 +25,12 @@ export interface ReconciliationReport {
  * The maintenance pass over open sign-in episodes (cron; covers lost callbacks and restarts of the
  * edge or the host): fences waits whose runs passed their deadline or ended; abandons an episode
  * nobody waits for any more (its notice resolved, the host's ceremony ended; see release.ts), and
- * ends again the ceremony of an abandoned episode whose host could not be told; asks the host for
- * the ceremony's state and applies an outcome event it missed; begins the ceremony again when the
- * host no longer knows it, or a newer generation when the host ended it for another episode of
- * the profile, each only while no other episode's ceremony holds the profile's one window (so
- * episodes of one profile take turns instead of ending each other). At most 50 episodes a pass,
- * the least recently checked first. Never throws for host trouble.
+ * ends again the ceremony of a released (abandoned or revoked) episode whose host could not be
+ * told; asks the host for the ceremony's state and applies an outcome event it missed; begins the
+ * ceremony again when the host no longer knows it, or a newer generation when the host ended it
+ * for another episode of the profile, each only while no other episode's ceremony holds the
+ * profile's one window (so episodes of one profile take turns instead of ending each other). At
+ * most 50 episodes a pass, the least recently checked first. Never throws for host trouble.
  */
 export async function reconcileSignIns(ports: Ports): Promise<ReconciliationReport> {
   // Least recently checked first, so every open episode gets its turn however many there are.
@@ -48,9 +48,9 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
     const live = episode.state === 'open' ? await liveWaits(ports, episode) : 0;
     let session: HostSession | undefined;
     try {
-      // Abandoned before, but its host was not told (unreachable then): tell it now.
-      if (episode.state === 'abandoned') {
-        await endAbandonedCeremony(ports, episode);
+      // Released before (abandoned or revoked), but its host was not told (unreachable then): tell it now.
+      if (episode.state !== 'open') {
+        await endReleasedCeremony(ports, episode);
         continue;
       }
       if (live === 0) {
@@ -58,7 +58,7 @@ export async function reconcileSignIns(ports: Ports): Promise<ReconciliationRepo
         // or another request abandoned it and ends the ceremony itself.
         if ((await abandonEpisode(ports, episode)) === 1) {
           abandoned += 1;
-          await endAbandonedCeremony(ports, episode);
+          await endReleasedCeremony(ports, episode);
         }
         continue;
       }

@@ -9,12 +9,16 @@ import { CEREMONY_TIMEOUT_MS, LIVE_CEREMONY_STATES } from './ceremony.ts';
 
 /**
  * Releasing what a sign-in episode holds once nobody waits on it (issue 32, "nothing held by what
- * is over"): the episode is abandoned (its notice resolved), which frees its browser slot in the
- * edge's count at once, and its ceremony is ended on the profile's host, which gives the browser
- * the ceremony holds there back to admission. Used when a run ends (cancelled, past its deadline)
- * and by the maintenance pass, which also ends again the ceremony of an abandoned episode whose
- * host could not be told.
+ * is over"): the episode is abandoned (its notice resolved), or revoked with its profile, which
+ * frees its browser slot in the edge's count at once, and its ceremony is ended on the profile's
+ * host, which gives the browser the ceremony holds there back to admission. Used when a run ends
+ * (cancelled, past its deadline, stopped at its recipe's limit), when a profile is revoked, and by
+ * the maintenance pass, which also ends again the ceremony of a released episode whose host could
+ * not be told.
  */
+
+/** The states of an episode that ended with nobody waiting, whose ceremony the edge ends on the host. */
+const RELEASED_EPISODE_STATES = ['abandoned', 'revoked'] as const;
 
 /**
  * Abandons an open episode with no pending waits and resolves its notice, in one batch whose
@@ -38,11 +42,12 @@ export async function abandonEpisode(ports: Ports, episode: SignInEpisodeRow): P
 }
 
 /**
- * Ends an abandoned episode's ceremony on the host its profile is placed on, then records it
- * ended (`ceremony_state`), so the maintenance pass stops asking (see {@link abandonedCeremonyDue}).
+ * Ends a released (abandoned or revoked) episode's ceremony on the host its profile is placed on,
+ * then records it ended (`ceremony_state`), so the maintenance pass stops asking (see
+ * {@link releasedCeremonyDue}).
  * @throws whatever connecting and {@link HostSession.call} throw; nothing is recorded then.
  */
-export async function endAbandonedCeremony(ports: Ports, episode: SignInEpisodeRow): Promise<void> {
+export async function endReleasedCeremony(ports: Ports, episode: SignInEpisodeRow): Promise<void> {
   let session: HostSession | undefined;
   try {
     session = (await connectToProfileHost(ports, episode.hostProfileId, HOST_CONNECT_MS)).session;
@@ -53,25 +58,39 @@ export async function endAbandonedCeremony(ports: Ports, episode: SignInEpisodeR
   await ports.db
     .update(signInEpisodes)
     .set({ ceremonyState: 'ended' })
-    .where(and(eq(signInEpisodes.id, episode.id), eq(signInEpisodes.state, 'abandoned'), eq(signInEpisodes.generation, episode.generation)));
+    .where(
+      and(eq(signInEpisodes.id, episode.id), inArray(signInEpisodes.state, [...RELEASED_EPISODE_STATES]), eq(signInEpisodes.generation, episode.generation)),
+    );
 }
 
 /**
- * The maintenance pass's condition for an abandoned episode whose ceremony the host may still
- * hold: last reported live and not yet ended by the edge, abandoned less than
+ * Hands {@link endReleasedCeremony} to `ports.background`, so the host is told right after the
+ * answer. Host trouble is logged, never thrown: the maintenance pass ends the ceremony later.
+ */
+export function endReleasedCeremonyAfterAnswer(ports: Ports, episode: SignInEpisodeRow): void {
+  ports.background(`end the ceremony of released sign-in episode ${episode.id}`, () =>
+    endReleasedCeremony(ports, episode).catch((error: unknown) =>
+      console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the host was not told to end the ceremony; the maintenance pass retries`, error),
+    ),
+  );
+}
+
+/**
+ * The maintenance pass's condition for a released episode whose ceremony the host may still
+ * hold: last reported live and not yet ended by the edge, released less than
  * {@link CEREMONY_TIMEOUT_MS} before `now` (past it the host has ended it by itself).
  */
-export function abandonedCeremonyDue(now: number) {
+export function releasedCeremonyDue(now: number) {
   return and(
-    eq(signInEpisodes.state, 'abandoned'),
+    inArray(signInEpisodes.state, [...RELEASED_EPISODE_STATES]),
     inArray(signInEpisodes.ceremonyState, [...LIVE_CEREMONY_STATES]),
     gt(signInEpisodes.resolvedAt, now - CEREMONY_TIMEOUT_MS),
   );
 }
 
-/** The maintenance pass's episodes: open ones, and abandoned ones whose ceremony is still due to end. */
+/** The maintenance pass's episodes: open ones, and released ones whose ceremony is still due to end. */
 export function episodesToMaintain(now: number) {
-  return or(eq(signInEpisodes.state, 'open'), abandonedCeremonyDue(now));
+  return or(eq(signInEpisodes.state, 'open'), releasedCeremonyDue(now));
 }
 
 /**
@@ -89,11 +108,6 @@ export async function releaseEpisodesOf(ports: Ports, runId: string): Promise<vo
     .where(and(eq(signInWaits.runId, runId), eq(signInWaits.state, 'fenced'), eq(signInEpisodes.state, 'open')))
     .all();
   for (const { episode } of waitedOn) {
-    if ((await abandonEpisode(ports, episode)) === 0) continue;
-    ports.background(`end the ceremony of abandoned sign-in episode ${episode.id}`, () =>
-      endAbandonedCeremony(ports, episode).catch((error: unknown) =>
-        console.error(`[${ports.requestId}] sign-in episode ${episode.id}: the host was not told to end the ceremony; the maintenance pass retries`, error),
-      ),
-    );
+    if ((await abandonEpisode(ports, episode)) === 1) endReleasedCeremonyAfterAnswer(ports, episode);
   }
 }
