@@ -6,6 +6,7 @@ import { iso } from '../db/timestamps.ts';
 import { releaseLease } from '../pipeline/lease.ts';
 import type { Ports } from '../ports.ts';
 import { fenceRunStatements } from '../runs/fence.ts';
+import { endReleasedCeremonyAfterAnswer } from '../sign-in/release.ts';
 import { hostProfileId } from './bindings.ts';
 
 /**
@@ -15,7 +16,9 @@ import { hostProfileId } from './bindings.ts';
  * parked calls cancelled; the profile's open episodes end `revoked` with their notices resolved
  * and their pending waits fenced. A call already being dispatched finishes and is recorded, as on
  * cancellation. Afterwards new runs, schedules and proposals on the profile are refused
- * (`profile_revoked`), and events for it match nothing. Leases are released best effort.
+ * (`profile_revoked`), and events for it match nothing. Leases are released best effort, and the
+ * revoked episodes' ceremonies are ended on the host after the answer (see release.ts), so their
+ * browsers are free at once; a host that cannot be told is left to the maintenance pass.
  */
 export async function revokeProfile(ports: Ports, principal: Principal, profileId: string): Promise<ProfileBindingView> {
   const now = ports.clock.now();
@@ -27,7 +30,8 @@ export async function revokeProfile(ports: Ports, principal: Principal, profileI
     .from(runs)
     .where(and(profileRuns, inArray(runs.state, [...ACTIVE_RUN_STATES])));
   const revoked = `profile ${profileId} was revoked`;
-  await ports.db.batch([
+  // The last statement's rows: the episodes this revocation ended.
+  const [, , , , , , revokedEpisodes] = await ports.db.batch([
     ports.db
       .insert(profileBindings)
       .values({ ownerId, profileId, hostProfileId: await hostProfileId(ownerId, profileId), state: 'revoked', revokedAt: now, createdAt: now })
@@ -40,8 +44,11 @@ export async function revokeProfile(ports: Ports, principal: Principal, profileI
     ports.db
       .update(signInEpisodes)
       .set({ state: 'revoked', resolvedAt: now })
-      .where(and(eq(signInEpisodes.ownerId, ownerId), eq(signInEpisodes.profileId, profileId), eq(signInEpisodes.state, 'open'))),
+      .where(and(eq(signInEpisodes.ownerId, ownerId), eq(signInEpisodes.profileId, profileId), eq(signInEpisodes.state, 'open')))
+      .returning(),
   ]);
   for (const run of active) await releaseLease(ports, run);
+  // Only the profile's runs wait on its episodes, and the batch fenced all of them: nobody waits any more.
+  for (const episode of revokedEpisodes) endReleasedCeremonyAfterAnswer(ports, episode);
   return { profile_id: profileId, state: 'revoked', revoked_at: iso(now), fenced_runs: active.map((run) => run.id) };
 }
