@@ -5,6 +5,7 @@ import { type RecipeProgressRow, type RunRow, recipeProgress, runs } from '../db
 import type { Ports } from '../ports.ts';
 import { fenceRunStatements } from '../runs/fence.ts';
 import { expireIfPastDeadline } from '../runs/lifecycle.ts';
+import { releaseEpisodesOf } from '../sign-in/release.ts';
 import { driveRecipeRun } from './drive.ts';
 import { noteRecipeEnd, recordRecipeEvent } from './progress.ts';
 import { reportOf } from './report.ts';
@@ -82,7 +83,11 @@ export async function driveDueRecipeRuns(ports: Ports): Promise<number> {
   return due.length;
 }
 
-/** Ends a bound run parked past its 15-minute limit: `partial`, its parked approval cancelled and its sign-in wait fenced, in one batch. */
+/**
+ * Ends a bound run parked past its 15-minute limit: `partial`, its parked approval cancelled and
+ * its sign-in wait fenced, in one batch; then releases the sign-in episode it waited on when no
+ * other run waits on it (see `releaseEpisodesOf`: its browser is free at once).
+ */
 async function endParkedAtLimit(ports: Ports, run: RunRow, progress: RecipeProgressRow): Promise<void> {
   const now = ports.clock.now();
   const why = run.state === 'waiting_for_approval' ? 'the owner had not answered the approval' : 'the sign-in had not happened';
@@ -94,5 +99,7 @@ async function endParkedAtLimit(ports: Ports, run: RunRow, progress: RecipeProgr
       .set({ outcome: 'partial', updatedAt: now })
       .where(and(eq(recipeProgress.runId, run.id), isNull(recipeProgress.outcome))),
   ]);
-  if (rowsChanged(ended) === 1) await recordRecipeEvent(ports, run.id, null, 'ended', `Ended partial: the 15-minute limit passed while ${why}.`);
+  if (rowsChanged(ended) !== 1) return;
+  await recordRecipeEvent(ports, run.id, null, 'ended', `Ended partial: the 15-minute limit passed while ${why}.`);
+  await releaseEpisodesOf(ports, run.id);
 }
