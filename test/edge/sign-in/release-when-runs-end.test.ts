@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../../edge/auth/principal.ts';
 import { createApp } from '../../../edge/app.ts';
+import type { Principal } from '../../../edge/auth/principal.ts';
 import type { Ports } from '../../../edge/ports.ts';
 import { driveRecipeRun } from '../../../edge/recipes/drive.ts';
 import { driveDueRecipeRuns } from '../../../edge/recipes/scheduling.ts';
