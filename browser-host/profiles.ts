@@ -122,6 +122,13 @@ export async function profileDirectory(profilesDir: string, profileId: string): 
 }
 
 /**
+ * Playwright closes its browsers on SIGINT, SIGTERM and SIGHUP unless told not to; the host
+ * handles those itself (SIGTERM drains: live leases finish on their browsers, issue 32), so a
+ * browser is closed only by the host. Playwright still kills them when the process exits.
+ */
+const HOST_HANDLES_SIGNALS = { handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false } as const;
+
+/**
  * Launches one Chromium on the profile's user-data directory as a Playwright persistent context
  * (one browser per profile). Headed unless configured headless, on `options.display` if given.
  * @throws HostError('host_unavailable') when Chromium does not start before the deadline.
@@ -140,6 +147,7 @@ export async function launchProfileContext(deadline: Deadline, profileId: string
       acceptDownloads: false,
       // A service worker's requests would bypass the page guards: none are registered.
       serviceWorkers: 'block',
+      ...HOST_HANDLES_SIGNALS,
       // Playwright sends loopback through the proxy too (`<-loopback>`), so nothing bypasses it.
       ...(options.proxyServer === undefined ? {} : { proxy: { server: options.proxyServer } }),
       timeout: Math.max(1, deadline.remainingMs()),
@@ -190,6 +198,7 @@ export async function launchControlBrowser(
       env: chromiumEnv(options, options.headless, dir),
       acceptDownloads: false,
       serviceWorkers: 'block',
+      ...HOST_HANDLES_SIGNALS,
       proxy: { server: proxy.url },
       ...(userAgent ? { userAgent } : {}),
       timeout: Math.max(1, deadline.remainingMs()),

@@ -77,6 +77,9 @@ describe('the browser-host CLI', () => {
       const lease = await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
       host.child.kill('SIGTERM');
       await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1 }), { timeout: 10_000 });
+      // The signal is the host's to handle: its browser is not closed behind the drain's back.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1, browsers: 1 });
       const refused = await client.request('lease.acquire', { run_id: 'r2', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
       expect(refused).toMatchObject({ error: { code: 'host_draining' } });
       expect(host.child.exitCode).toBeNull();
