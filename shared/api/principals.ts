@@ -18,6 +18,16 @@ export const PrincipalParam = z.strictObject({
   id: PrincipalId.meta({ description: "the principal's id", examples: ['prn_4ahz5ty6ek3v9dq2m7xw'] }),
 });
 
+/** The principal the API description's examples show: an agent of the local owner. */
+const PRINCIPAL_EXAMPLE = {
+  id: 'prn_4ahz5ty6ek3v9dq2m7xw',
+  kind: 'agent',
+  owner_id: 'prn_local_owner',
+  label: 'research agent',
+  created_at: '2026-12-04T09:30:00.000Z',
+  revoked_at: null,
+} as const;
+
 /** A principal as the API shows it: never its token or the token's hash. ISO-8601 instants. */
 export const PrincipalView = z
   .strictObject({
@@ -30,18 +40,7 @@ export const PrincipalView = z
     /** When an operator revoked it; null while its token is accepted. */
     revoked_at: z.string().nullable(),
   })
-  .meta({
-    examples: [
-      {
-        id: 'prn_4ahz5ty6ek3v9dq2m7xw',
-        kind: 'agent',
-        owner_id: 'prn_local_owner',
-        label: 'research agent',
-        created_at: '2026-12-04T09:30:00.000Z',
-        revoked_at: null,
-      },
-    ],
-  });
+  .meta({ examples: [PRINCIPAL_EXAMPLE] });
 export type PrincipalView = z.infer<typeof PrincipalView>;
 
 export const PrincipalList = z.strictObject({ principals: z.array(PrincipalView) });
@@ -67,16 +66,6 @@ export const IssuedPrincipal = PrincipalView.extend({
   /** The bearer token (43 URL-safe characters, 256 random bits); store it now: it is never shown again. */
   token: z.string(),
 }).meta({
-  examples: [
-    {
-      id: 'prn_4ahz5ty6ek3v9dq2m7xw',
-      kind: 'agent',
-      owner_id: 'prn_local_owner',
-      label: 'research agent',
-      created_at: '2026-12-04T09:30:00.000Z',
-      revoked_at: null,
-      token: 'q3Jx9v0bq4Jm0Zp8yC1dT2kLw7sN5eR6uH4aG8fB2cE',
-    },
-  ],
+  examples: [{ ...PRINCIPAL_EXAMPLE, token: 'q3Jx9v0bq4Jm0Zp8yC1dT2kLw7sN5eR6uH4aG8fB2cE' }],
 });
 export type IssuedPrincipal = z.infer<typeof IssuedPrincipal>;
