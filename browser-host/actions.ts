@@ -192,6 +192,8 @@ function dispatchPlan(page: Page, target: Locator, action: BrowserAction, timeou
           },
         ],
       };
+    default:
+      throw new HostError('action_failed', `${action.action} is not supported by this host yet; nothing was dispatched`);
   }
 }
 

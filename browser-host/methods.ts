@@ -181,10 +181,22 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       await browser.settled();
       return restore === undefined ? grant : { ...grant, restore };
     },
+    'page.hit_test': async () => {
+      throw new HostError('invalid_params', 'points are not supported by this host yet');
+    },
+    'page.history': async () => {
+      throw new HostError('invalid_params', 'history moves are not supported by this host yet');
+    },
+    'page.download': async () => {
+      throw new HostError('invalid_params', 'downloads are not supported by this host yet');
+    },
     'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),
-    'page.navigate': ({ lease_id, url, timeout_ms }) =>
-      onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
+    'page.navigate': (params) =>
+      onLeasedPage(params.lease_id, params.timeout_ms, async (deadline, browser, context) => {
+        const { lease_id } = params;
+        if (!('url' in params)) throw new HostError('invalid_params', 'history moves are not supported by this host yet');
+        const { url } = params;
         browser.screenshots.writeBegins();
         browser.traffic.restartTrail();
         const captured = await navigatePage(deadline, browser, url, config.settle);

@@ -4,6 +4,7 @@ import { PlacementGrant } from './fleet.ts';
 import { Observation } from './observation.ts';
 import { Origin } from './origin.ts';
 import { Predicate } from './predicate.ts';
+import { WireDownload, WireScreenshot } from './run-files.ts';
 import { SignInWordAdditions } from './sign-in-words.ts';
 import { MAX_URL_LENGTH } from './tool-arguments.ts';
 
@@ -122,13 +123,28 @@ export const SignInSignal = z.strictObject({
 export type SignInSignal = z.infer<typeof SignInSignal>;
 
 /** What `page.navigate`, `page.observe` and `page.act` answer on the wire: an observation, plus the sign-in signal. */
-export const HostObservation = Observation.extend({ sign_in: SignInSignal.optional() });
+export const HostObservation = Observation.omit({ screenshot: true, downloads: true }).extend({
+  sign_in: SignInSignal.optional(),
+  /** 1.5.0, wire form of `screenshot`: the JPEG itself; the edge keeps it as an artifact and shows the agent {@link Observation}'s form. */
+  viewport_jpeg: WireScreenshot.optional(),
+  /** 1.5.0, wire form of `downloads`: by host id; the edge reads each saved one (`page.download`) into the run's artifacts. */
+  downloaded_files: z.array(WireDownload).max(32).optional(),
+});
 export type HostObservation = z.infer<typeof HostObservation>;
 
-/** Splits the wire-only sign-in signal from the observation an agent may see. */
-export function splitSignIn(wire: HostObservation): { observation: Observation; signIn: SignInSignal | undefined } {
-  const { sign_in, ...observation } = wire;
-  return { observation, signIn: sign_in };
+/**
+ * Splits the wire-only parts from the observation an agent may see: the sign-in signal, and the
+ * screenshot and downloads in their wire forms (1.5.0), which the edge turns into artifacts
+ * before it adds their agent forms to the observation.
+ */
+export function splitSignIn(wire: HostObservation): {
+  observation: Observation;
+  signIn: SignInSignal | undefined;
+  screenshot: WireScreenshot | undefined;
+  downloads: WireDownload[] | undefined;
+} {
+  const { sign_in, viewport_jpeg, downloaded_files, ...observation } = wire;
+  return { observation, signIn: sign_in, screenshot: viewport_jpeg, downloads: downloaded_files };
 }
 
 /**

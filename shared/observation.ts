@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConditionStatus } from './predicate.ts';
+import { ObservationScreenshot, ObservedDownload } from './run-files.ts';
 
 /**
  * How the host's settling ended (ADR-0159). `dom_quiet`: the document was ready and 300 ms passed
@@ -137,8 +138,15 @@ export const Observation = z.strictObject({
   frames: z.array(FrameSummary).max(128).optional(),
   /** Why the snapshot may hold less than a person sees; absent when nothing is known missing (1.4.0). */
   incomplete: z.array(IncompleteReason).max(8).optional(),
+  /** The viewport screenshot of this revision, when the observe asked for one (1.5.0); page content, tainted like text. */
+  screenshot: ObservationScreenshot.optional(),
+  /** Files the page downloaded since the previous observation of this lease, oldest first (1.5.0). */
+  downloads: z.array(ObservedDownload).max(32).optional(),
 });
 export type Observation = z.infer<typeof Observation>;
+
+/** The 1.5.0 additions to an observation, which a call pinned to 1.4.0 or older never receives. */
+export const V1_5_OBSERVATION_FIELDS = ['screenshot', 'downloads'] as const;
 
 /** The 1.3.0 additions to an observation: what the page tried and what frames it holds. */
 export const CONFINEMENT_FIELDS = ['blocked', 'dialogs', 'frames'] as const;
@@ -163,7 +171,16 @@ export type OmittedObservation = z.infer<typeof OmittedObservation>;
  * recorded in the call's phases). Strict, like every other contract: a 1.1.0 client never
  * receives a field it does not know.
  */
-export const ObservationV1_1 = Observation.omit({ settle: true, condition: true, blocked: true, dialogs: true, frames: true, incomplete: true });
+export const ObservationV1_1 = Observation.omit({
+  settle: true,
+  condition: true,
+  blocked: true,
+  dialogs: true,
+  frames: true,
+  incomplete: true,
+  screenshot: true,
+  downloads: true,
+});
 export type ObservationV1_1 = z.infer<typeof ObservationV1_1>;
 
 /** {@link OmittedObservation} in the 1.1.0 result shape: without `condition`, a 1.2.0 addition. */
@@ -179,7 +196,7 @@ export type ToolResultV1_1 = z.infer<typeof ToolResultV1_1>;
  * `frames`), which a call pinned to 1.2.0 never receives (the host still reports them; they are
  * kept in the call's stored result and phases).
  */
-export const ObservationV1_2 = Observation.omit({ blocked: true, dialogs: true, frames: true, incomplete: true });
+export const ObservationV1_2 = Observation.omit({ blocked: true, dialogs: true, frames: true, incomplete: true, screenshot: true, downloads: true });
 export type ObservationV1_2 = z.infer<typeof ObservationV1_2>;
 
 /** What a call pinned to 1.2.0 returns as its result: an observation, or the explicit marker. */
@@ -187,16 +204,24 @@ export const ToolResultV1_2 = z.union([ObservationV1_2, OmittedObservation]);
 export type ToolResultV1_2 = z.infer<typeof ToolResultV1_2>;
 
 /** An observation in the 1.3.0 result shape: without `incomplete`, the 1.4.0 addition. */
-export const ObservationV1_3 = Observation.omit({ incomplete: true });
+export const ObservationV1_3 = Observation.omit({ incomplete: true, screenshot: true, downloads: true });
 export type ObservationV1_3 = z.infer<typeof ObservationV1_3>;
 
 /** What a call pinned to 1.3.0 returns as its result: an observation, or the explicit marker. */
 export const ToolResultV1_3 = z.union([ObservationV1_3, OmittedObservation]);
 export type ToolResultV1_3 = z.infer<typeof ToolResultV1_3>;
 
+/** An observation in the 1.4.0 result shape: without the 1.5.0 additions (`screenshot`, `downloads`). */
+export const ObservationV1_4 = Observation.omit({ screenshot: true, downloads: true });
+export type ObservationV1_4 = z.infer<typeof ObservationV1_4>;
+
 /** What a call pinned to 1.4.0 returns as its result: an observation, or the explicit marker. */
-export const ToolResultV1_4 = z.union([Observation, OmittedObservation]);
+export const ToolResultV1_4 = z.union([ObservationV1_4, OmittedObservation]);
 export type ToolResultV1_4 = z.infer<typeof ToolResultV1_4>;
+
+/** What a call pinned to 1.5.0 returns as its result: an observation, or the explicit marker. */
+export const ToolResultV1_5 = z.union([Observation, OmittedObservation]);
+export type ToolResultV1_5 = z.infer<typeof ToolResultV1_5>;
 
 /**
  * A call's result at whichever version it was pinned to. The 1.2.0 shapes come first: a 1.1.0

@@ -15,9 +15,11 @@ export type PolicyEffect = z.infer<typeof PolicyEffect>;
 /**
  * Named conditions a rule may carry. `run_origin`: a navigation to one of the run's origins.
  * `bounded_browser_scroll` (ADR-0168): a `browser.act` scroll of an integer 1-2,000 px with only
- * revision, reference, delta and an optional postcondition.
+ * revision, reference, delta and an optional postcondition. `bounded_browser_hover` (issue 33, shaped
+ * like it): a `browser.act` hover with only revision, a reference or a point, and an optional
+ * postcondition.
  */
-export const RuleCondition = z.enum(['run_origin', 'bounded_browser_scroll']);
+export const RuleCondition = z.enum(['run_origin', 'bounded_browser_scroll', 'bounded_browser_hover']);
 export type RuleCondition = z.infer<typeof RuleCondition>;
 
 const RuleId = z.string().regex(/^[a-z0-9_.-]{1,64}$/, 'lower-case letters, digits, _ . -');
@@ -39,7 +41,7 @@ export type PolicyRule = z.infer<typeof PolicyRule>;
 export const OperatorDeny = z.strictObject({
   id: RuleId,
   tool: ToolName,
-  actions: z.array(ActionKind).min(1).max(7).optional(),
+  actions: z.array(ActionKind).min(1).max(ActionKind.options.length).optional(),
   origins: z.array(Origin).min(1).max(64).optional(),
   reason: z.string().min(1).max(500),
 });
@@ -58,6 +60,7 @@ export const PolicyProfileBody = z
           { id: 'observe.allow', tool: 'browser.observe', effect: 'allow' },
           { id: 'navigate.run_origins', tool: 'browser.navigate', effect: 'allow', condition: 'run_origin' },
           { id: 'act.bounded_scroll', tool: 'browser.act', effect: 'allow', condition: 'bounded_browser_scroll' },
+          { id: 'act.bounded_hover', tool: 'browser.act', effect: 'allow', condition: 'bounded_browser_hover' },
           { id: 'act.approval', tool: 'browser.act', effect: 'approval' },
         ],
         denies: [{ id: 'no-typing-on-bank', tool: 'browser.act', actions: ['type'], origins: ['https://bank.example'], reason: 'never type into the bank' }],

@@ -125,12 +125,22 @@ const ExactName = z
   .max(MAX_PREDICATE_TEXT)
   .refine((s) => s.trim() !== '', 'must not be blank');
 
+/**
+ * A control of an exact role and name, optionally in exact states. 1.5.0 (issue 33) adds
+ * `selected` (a tab, an option), `expanded` (an accordion header, a disclosure, a combobox),
+ * `pressed` (a toggle button) and `value` (the exact value of a text field, select or combobox).
+ * A state the element does not expose is `not_observed`, never a guess.
+ */
 export const ControlPredicate = z.strictObject({
   kind: z.literal('control'),
   role: AriaRole,
   name: ExactName,
   disabled: z.boolean().optional(),
   checked: z.boolean().optional(),
+  selected: z.boolean().optional(),
+  expanded: z.boolean().optional(),
+  pressed: z.boolean().optional(),
+  value: z.string().max(MAX_PREDICATE_TEXT).optional(),
 });
 
 export const TextPredicate = z.strictObject({

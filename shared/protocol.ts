@@ -4,7 +4,8 @@ import { ErrorDetail } from './errors.ts';
 import { PlacementGrant, RestoreReport } from './fleet.ts';
 import { LIVE_VIEW_METHODS } from './live-view.ts';
 import { Origin } from './origin.ts';
-import { BrowserAction, ContinuationCursor, ElementRef, MAX_URL_LENGTH, Revision } from './tool-arguments.ts';
+import { DownloadId, MAX_RUN_FILE_BYTES, RunFileName, WireDownload } from './run-files.ts';
+import { BrowserAction, ContinuationCursor, ElementRef, HistoryMove, MAX_URL_LENGTH, Revision, ViewportPoint } from './tool-arguments.ts';
 
 /**
  * The edge-host wire protocol: CDP-style JSON frames over one WebSocket.
@@ -38,6 +39,28 @@ export const ExpectedTarget = z.strictObject({
   frame_origin: z.string().max(300),
 });
 export type ExpectedTarget = z.infer<typeof ExpectedTarget>;
+
+/**
+ * What each further element an act touches (a drag's destination, every field of a fill_form and
+ * its submit button; issue 33) must still be right before any input: its reference and the same
+ * three facts as {@link ExpectedTarget}. The host checks all of them before the first input, so a
+ * changed one means nothing at all is sent.
+ */
+export const ExpectedElement = ExpectedTarget.extend({ reference: ElementRef });
+export type ExpectedElement = z.infer<typeof ExpectedElement>;
+
+/**
+ * The attached file an upload act sets (issue 33), as the edge read it from the artifact store:
+ * its name, type and bytes (base64, at most {@link MAX_RUN_FILE_BYTES} decoded). The host writes it
+ * into the file input and keeps no copy.
+ */
+export const UploadFile = z.strictObject({
+  file_id: z.string().max(80),
+  name: RunFileName,
+  mime_type: z.string().min(1).max(200),
+  data_base64: z.base64().max(Math.ceil(MAX_RUN_FILE_BYTES / 3) * 4),
+});
+export type UploadFile = z.infer<typeof UploadFile>;
 
 /** Longest a single host operation may be given, in ms. */
 export const MAX_OPERATION_TIMEOUT_MS = 120_000;
@@ -150,17 +173,65 @@ export const HOST_METHODS = {
     params: z.strictObject({ lease_id: LeaseId }),
     result: z.strictObject({ released: z.boolean() }),
   },
+  /**
+   * Loads `url`, or makes a history move (1.5.0) whose landing entry must still have
+   * `expected_url` (the URL `page.history` reported and policy decided on; `target_changed`
+   * otherwise, with nothing moved).
+   */
   'page.navigate': {
-    params: z.strictObject({ lease_id: LeaseId, url: z.string().min(1).max(MAX_URL_LENGTH), timeout_ms: timeoutMs }),
+    params: z.union([
+      z.strictObject({ lease_id: LeaseId, url: z.string().min(1).max(MAX_URL_LENGTH), timeout_ms: timeoutMs }),
+      z.strictObject({ lease_id: LeaseId, history: HistoryMove, expected_url: z.string().min(1).max(4096), timeout_ms: timeoutMs }),
+    ]),
     result: HostObservation,
   },
+  /** Observes the page; with `screenshot`, the answer carries a viewport JPEG of the same revision (1.5.0). */
   'page.observe': {
-    params: z.strictObject({ lease_id: LeaseId, continuation: ContinuationCursor.optional(), timeout_ms: timeoutMs }),
+    params: z.strictObject({ lease_id: LeaseId, continuation: ContinuationCursor.optional(), screenshot: z.boolean().optional(), timeout_ms: timeoutMs }),
     result: HostObservation,
   },
+  /**
+   * Performs one action. `target` is what its element must still be; `elements` what every further
+   * element it touches must still be (1.5.0); `file` the attached file an `upload` sets (required
+   * for an upload, refused for anything else).
+   */
   'page.act': {
-    params: z.strictObject({ lease_id: LeaseId, action: BrowserAction, target: ExpectedTarget.optional(), timeout_ms: timeoutMs }),
+    params: z.strictObject({
+      lease_id: LeaseId,
+      action: BrowserAction,
+      target: ExpectedTarget.optional(),
+      elements: z.array(ExpectedElement).max(40).optional(),
+      file: UploadFile.optional(),
+      timeout_ms: timeoutMs,
+    }),
     result: HostObservation,
+  },
+  /**
+   * The element at a point of the viewport screenshot of `revision` (1.5.0), found in an isolated
+   * world through same-origin frames: the nearest actionable element there and its snapshot
+   * reference. Reads only. `stale_revision` when `revision` is not the latest; `invalid_params`
+   * when the point is outside the viewport or on nothing actionable.
+   */
+  'page.hit_test': {
+    params: z.strictObject({ lease_id: LeaseId, revision: Revision, point: ViewportPoint, timeout_ms: timeoutMs }),
+    result: z.strictObject({ reference: ElementRef }),
+  },
+  /**
+   * The URL of the entry a history move would land on (1.5.0), without moving: the previous or
+   * next entry of the tab's session history, or the current one for `reload`; null when there is
+   * no such entry.
+   */
+  'page.history': {
+    params: z.strictObject({ lease_id: LeaseId, history: HistoryMove, timeout_ms: timeoutMs }),
+    result: z.strictObject({ url: z.string().max(4096).nullable() }),
+  },
+  /**
+   * The bytes of a file the page downloaded (1.5.0), by the id an observation's `downloads`
+   * reported; the host forgets it once read (`invalid_params` for an unknown or forgotten id).
+   */
+  'page.download': {
+    params: z.strictObject({ lease_id: LeaseId, download_id: DownloadId, timeout_ms: timeoutMs }),
+    result: WireDownload.extend({ data_base64: z.base64() }),
   },
   /**
    * A screenshot of the lease's page at `revision`: the one the host took right after the act or

@@ -2,7 +2,19 @@ import { z } from 'zod';
 import { navigationHref } from './page-url.ts';
 import type { Condition } from './predicate.ts';
 import type { HostParams } from './protocol.ts';
-import { ActArguments, ActArgumentsV1_1, type ActionKind, NavigateArguments, ObserveArguments, ObserveArgumentsV1_1, wireAction } from './tool-arguments.ts';
+import {
+  ActArguments,
+  ActArgumentsV1_1,
+  ActArgumentsV1_4,
+  type ActionKind,
+  type HistoryMove,
+  NavigateArguments,
+  NavigateArgumentsV1_4,
+  ObserveArguments,
+  ObserveArgumentsV1_1,
+  ObserveArgumentsV1_5,
+  wireAction,
+} from './tool-arguments.ts';
 
 /**
  * The three browser tools as versioned contracts (DESIGN.md section 3), declared once each as
@@ -12,17 +24,18 @@ import { ActArguments, ActArgumentsV1_1, type ActionKind, NavigateArguments, Obs
  * file (and the edge's policy defaults, which the type system then asks for). Each version is
  * additive over the one before (1.2.0: settle report and conditions; 1.3.0: the observation's
  * `blocked`, `dialogs` and `frames`, with the same arguments as 1.2.0; 1.4.0: the observation's
- * `incomplete`, same arguments again), and a call pinned to an
- * older version keeps working unchanged.
+ * `incomplete`, same arguments again; 1.5.0, issue 33: hover, drag, fill_form and upload acts,
+ * points in place of references, history moves, an observation's screenshot and downloads), and a
+ * call pinned to an older version keeps working unchanged.
  */
 export const ToolName = z.enum(['browser.navigate', 'browser.observe', 'browser.act']);
 export type ToolName = z.infer<typeof ToolName>;
 
-export const ToolVersion = z.enum(['1.4.0', '1.3.0', '1.2.0', '1.1.0']);
+export const ToolVersion = z.enum(['1.5.0', '1.4.0', '1.3.0', '1.2.0', '1.1.0']);
 export type ToolVersion = z.infer<typeof ToolVersion>;
 
 /** The newest version of every tool; what `GET /v1/health` reports first. */
-export const CURRENT_TOOL_VERSION: ToolVersion = '1.4.0';
+export const CURRENT_TOOL_VERSION: ToolVersion = '1.5.0';
 
 /**
  * How a tool touches the outside world. `external_write` calls are serial, write an effect
@@ -36,7 +49,11 @@ type CommandParams<M extends 'page.navigate' | 'page.observe' | 'page.act'> = Om
 
 /** The one host command that carries out a call (the wire method and its own params). */
 export type ToolCommand =
-  | { readonly method: 'page.navigate'; readonly params: CommandParams<'page.navigate'> }
+  | {
+      readonly method: 'page.navigate';
+      /** A URL to load, or a history move; the edge adds the landing entry's `expected_url` (edge/pipeline/history.ts). */
+      readonly params: { readonly url: string } | { readonly history: HistoryMove; readonly expected_url?: string };
+    }
   | { readonly method: 'page.observe'; readonly params: CommandParams<'page.observe'> }
   | { readonly method: 'page.act'; readonly params: CommandParams<'page.act'> };
 
@@ -67,6 +84,11 @@ export interface ToolDefinition<N extends ToolName, A> {
   targetRevision(args: A): number | undefined;
   /** The URL a navigation loads (hardline rules, navigation origins, taint). */
   targetUrl(args: A): string | undefined;
+  /**
+   * The history move a navigation makes (1.5.0), whose landing URL the edge asks the host for
+   * (`page.history`) and decides on as it would that URL's navigation.
+   */
+  historyMove(args: A): HistoryMove | undefined;
   /** The action kind of an act (grants and operator denies match on it). */
   actionKind(args: A): ActionKind | undefined;
   readonly pageReferences: PageReferences;
@@ -87,13 +109,24 @@ const none = () => undefined;
 const navigate = defineTool({
   name: 'browser.navigate',
   classification: 'external_read',
-  arguments: { '1.4.0': NavigateArguments, '1.3.0': NavigateArguments, '1.2.0': NavigateArguments, '1.1.0': NavigateArguments },
+  arguments: {
+    '1.5.0': NavigateArguments,
+    '1.4.0': NavigateArgumentsV1_4,
+    '1.3.0': NavigateArgumentsV1_4,
+    '1.2.0': NavigateArgumentsV1_4,
+    '1.1.0': NavigateArgumentsV1_4,
+  } as Record<ToolVersion, z.ZodType<NavigateArguments>>,
   // The URL as parsed (shared/page-url.ts): what policy decides on is exactly what the host loads.
-  command: (args) => ({ method: 'page.navigate', params: { url: navigationHref(args.url) ?? args.url } }),
+  // A history move is sent with the URL the host reported for its landing entry (edge/pipeline/history.ts adds it).
+  command: (args) =>
+    'url' in args
+      ? { method: 'page.navigate', params: { url: navigationHref(args.url) ?? args.url } }
+      : { method: 'page.navigate', params: { history: args.history } },
   condition: none,
-  protectedUrl: (args) => navigationHref(args.url) ?? args.url,
+  protectedUrl: (args) => ('url' in args ? (navigationHref(args.url) ?? args.url) : undefined),
   targetRevision: none,
-  targetUrl: (args) => navigationHref(args.url) ?? args.url,
+  targetUrl: (args) => ('url' in args ? (navigationHref(args.url) ?? args.url) : undefined),
+  historyMove: (args) => ('history' in args ? args.history : undefined),
   actionKind: none,
   pageReferences: 'when_seen',
   hostRefusesOwnArgument: () => false,
@@ -102,12 +135,22 @@ const navigate = defineTool({
 const observe = defineTool({
   name: 'browser.observe',
   classification: 'read',
-  arguments: { '1.4.0': ObserveArguments, '1.3.0': ObserveArguments, '1.2.0': ObserveArguments, '1.1.0': ObserveArgumentsV1_1 as z.ZodType<ObserveArguments> },
-  command: (args) => ({ method: 'page.observe', params: args.continuation ? { continuation: args.continuation } : {} }),
+  arguments: {
+    '1.5.0': ObserveArgumentsV1_5,
+    '1.4.0': ObserveArguments,
+    '1.3.0': ObserveArguments,
+    '1.2.0': ObserveArguments,
+    '1.1.0': ObserveArgumentsV1_1,
+  } as Record<ToolVersion, z.ZodType<ObserveArgumentsV1_5>>,
+  command: (args) => ({
+    method: 'page.observe',
+    params: { ...(args.continuation ? { continuation: args.continuation } : {}), ...(args.screenshot === true ? { screenshot: true } : {}) },
+  }),
   condition: (args) => args.wait_for,
   protectedUrl: none,
   targetRevision: none,
   targetUrl: none,
+  historyMove: none,
   actionKind: none,
   pageReferences: 'never',
   hostRefusesOwnArgument: (args) => args.continuation !== undefined,
@@ -116,17 +159,34 @@ const observe = defineTool({
 const act = defineTool({
   name: 'browser.act',
   classification: 'external_write',
-  arguments: { '1.4.0': ActArguments, '1.3.0': ActArguments, '1.2.0': ActArguments, '1.1.0': ActArgumentsV1_1 as z.ZodType<ActArguments> },
-  // Only the original single action goes to the host, never the postcondition (ADR-0159).
-  command: (args) => ({ method: 'page.act', params: { action: wireAction(args) } }),
+  arguments: {
+    '1.5.0': ActArguments,
+    '1.4.0': ActArgumentsV1_4,
+    '1.3.0': ActArgumentsV1_4,
+    '1.2.0': ActArgumentsV1_4,
+    '1.1.0': ActArgumentsV1_1,
+  } as Record<ToolVersion, z.ZodType<ActArguments>>,
+  // Only the original single action goes to the host, never the postcondition (ADR-0159). An act
+  // that names a point is sent with the reference the point was resolved to (edge/pipeline/points.ts
+  // replaces this command's action before dispatch).
+  command: (args) => ({ method: 'page.act', params: { action: wireActionOrPlaceholder(args) } }),
   condition: (args) => args.postcondition,
   protectedUrl: none,
   targetRevision: (args) => args.revision,
   targetUrl: none,
+  historyMove: none,
   actionKind: (args) => args.action,
   pageReferences: 'always',
   hostRefusesOwnArgument: () => false,
 });
+
+/**
+ * The wire action of act arguments; for an act that names a point, the point stands for itself
+ * until the edge resolves it (`reference` is then `unresolved`, which the edge always replaces).
+ */
+function wireActionOrPlaceholder(args: ActArguments) {
+  return wireAction(args, { reference: 'unresolved', to_reference: 'unresolved' });
+}
 
 /** The registry: every tool, declared once. */
 export const TOOLS = { 'browser.navigate': navigate, 'browser.observe': observe, 'browser.act': act } as const;
@@ -170,6 +230,8 @@ export interface CallTraits {
   readonly condition: Condition | undefined;
   readonly targetRevision: number | undefined;
   readonly targetUrl: string | undefined;
+  /** See {@link ToolDefinition.historyMove}. */
+  readonly historyMove: HistoryMove | undefined;
   readonly actionKind: ActionKind | undefined;
   readonly pageReferences: PageReferences;
   readonly hostRefusesOwnArgument: boolean;
@@ -188,6 +250,7 @@ export function callTraits(invocation: ToolInvocation): CallTraits {
     condition: definition.condition(args),
     targetRevision: definition.targetRevision(args),
     targetUrl: definition.targetUrl(args),
+    historyMove: definition.historyMove(args),
     actionKind: definition.actionKind(args),
     pageReferences: definition.pageReferences,
     hostRefusesOwnArgument: definition.hostRefusesOwnArgument(args),

@@ -107,8 +107,13 @@ function sendCommand(session: HostSession, leaseId: string, command: ToolCommand
   const wire = { lease_id: leaseId, timeout_ms: timeoutMs };
   const answerWithinMs = timeoutMs + HOST_ANSWER_MARGIN_MS;
   switch (command.method) {
-    case 'page.navigate':
-      return session.call(command.method, { ...wire, ...command.params }, answerWithinMs);
+    case 'page.navigate': {
+      const params = command.params;
+      if ('url' in params) return session.call(command.method, { ...wire, url: params.url }, answerWithinMs);
+      // A history move lands only on the entry policy decided on (edge/pipeline/history.ts records its URL).
+      if (params.expected_url === undefined) throw new Error('a history move is sent only with the URL it was decided on');
+      return session.call(command.method, { ...wire, history: params.history, expected_url: params.expected_url }, answerWithinMs);
+    }
     case 'page.observe':
       return session.call(command.method, { ...wire, ...command.params }, answerWithinMs);
     case 'page.act': {

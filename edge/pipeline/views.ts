@@ -49,9 +49,13 @@ export function callSummary(call: Pick<ToolCallRow, 'tool' | 'version' | 'argume
   const { invocation: valid } = invocation;
   switch (valid.tool) {
     case 'browser.act':
-      return target === undefined ? `${valid.arguments.action} on ${valid.arguments.reference}` : describeAct(wireAction(valid.arguments), target);
+      return target === undefined
+        ? `${valid.arguments.action} on ${'reference' in valid.arguments && valid.arguments.reference !== undefined ? valid.arguments.reference : 'a point'}`
+        : describeAct(wireAction(valid.arguments, { reference: target.reference, to_reference: target.destination?.reference }), target);
     case 'browser.navigate':
-      return `Open ${valid.arguments.url}`;
+      return 'url' in valid.arguments
+        ? `Open ${valid.arguments.url}`
+        : `Go ${valid.arguments.history === 'reload' ? 'reload the page' : valid.arguments.history} in the tab's history`;
     case 'browser.observe':
       return 'Read the page';
   }

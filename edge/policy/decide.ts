@@ -3,6 +3,14 @@ import { originOf } from '../../shared/origin.ts';
 import type { PolicyEffect, RuleCondition } from '../../shared/policy.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import { conditionHolds } from './conditions.ts';
+
+/**
+ * Conditions under which an allow stands although the arguments carry page-derived references
+ * (ADR-0168 for the scroll; the hover, issue 33, is shaped like it): the condition itself bounds
+ * what the act can do, whatever element it is on.
+ */
+const PAGE_DERIVED_EXEMPT: ReadonlySet<RuleCondition | undefined> = new Set<RuleCondition>(['bounded_browser_scroll', 'bounded_browser_hover']);
+
 import { hardlineDenial } from './hardline.ts';
 import type { PolicyProfile } from './profile.ts';
 
@@ -46,7 +54,7 @@ const DEFAULTS: Record<ToolInvocation['tool'], { effect: PolicyEffect; reason: s
  * origins is denied; the profile's operator denies (a deny always wins); the profile's
  * rules, first match wins (exact tool, effect, optional condition); the tool's default; then the
  * external-untrusted overlay: page-derived arguments turn an allow into approval unless the
- * matching rule's condition is `bounded_browser_scroll` (ADR-0168).
+ * matching rule's condition is `bounded_browser_scroll` (ADR-0168) or `bounded_browser_hover` (issue 33).
  * @returns the effect, the deciding rule, a readable reason, and what it was decided under.
  */
 export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRecord {
@@ -108,7 +116,7 @@ export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRe
   }
   matched ??= { ...DEFAULTS[invocation.tool], rule: `default.${invocation.tool.slice('browser.'.length)}` };
 
-  if (matched.effect === 'allow' && input.pageDerived && matched.condition !== 'bounded_browser_scroll') {
+  if (matched.effect === 'allow' && input.pageDerived && !PAGE_DERIVED_EXEMPT.has(matched.condition)) {
     return record('approval', matched.rule, `${matched.reason}; the arguments carry page-derived references, so the owner decides`, 'external_untrusted');
   }
   return record(matched.effect, matched.rule, matched.reason);

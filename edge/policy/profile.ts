@@ -15,8 +15,9 @@ export interface PolicyProfile {
 }
 
 /**
- * The built-in `default` profile, version 2 (ADR-0168): observe allowed, navigation allowed to
- * the run's origins, a bounded scroll of 1-2,000 px allowed, every other act asks the owner.
+ * The built-in `default` profile, version 3: observe allowed, navigation allowed to the run's
+ * origins, a bounded scroll of 1-2,000 px allowed (version 2, ADR-0168), a bare hover allowed
+ * (version 3, issue 33: `bounded_browser_hover`), every other act asks the owner.
  * It is in force until an operator publishes a stored version of `default`.
  */
 export const DEFAULT_PROFILE_BODY: PolicyProfileBody = {
@@ -24,13 +25,14 @@ export const DEFAULT_PROFILE_BODY: PolicyProfileBody = {
     { id: 'observe.allow', tool: 'browser.observe', effect: 'allow' },
     { id: 'navigate.run_origins', tool: 'browser.navigate', effect: 'allow', condition: 'run_origin' },
     { id: 'act.bounded_scroll', tool: 'browser.act', effect: 'allow', condition: 'bounded_browser_scroll' },
+    { id: 'act.bounded_hover', tool: 'browser.act', effect: 'allow', condition: 'bounded_browser_hover' },
     { id: 'act.approval', tool: 'browser.act', effect: 'approval' },
   ],
   denies: [],
 };
 
 /** The built-in version number of {@link DEFAULT_PROFILE_BODY}. */
-export const DEFAULT_PROFILE_VERSION = 2;
+export const DEFAULT_PROFILE_VERSION = 3;
 
 /**
  * The newest version of profile `name`: the stored one, or for `default` the built-in one when
