@@ -175,9 +175,10 @@ describe('fill_form', () => {
     const run = await owner.createRun({ profile_id: 'hands-form-swap', intent: 'sign me up', origins: [site.origin] });
     try {
       const before = { relabelled: site.hits('relabelled'), submitted: site.hits('sign-up') };
-      const page = await openPage(agent, run.id, site.url('hands/sign-up.html?relabel_after_ms=300'));
+      const page = await openPage(agent, run.id, site.url('hands/sign-up.html?relabel_on=relabel-now'));
       const ref = (role: string, name: string) => refOf(page.snapshot, role, name);
-      // The page relabels Email as "Backup phone" after the agent observed it.
+      // The page relabels Email as "Backup phone" after the agent observed it, when told to.
+      await fetch(site.url('effects/relabel-now'), { method: 'POST' });
       await until(() => site.hits('relabelled') > before.relabelled, 'the page to relabel its Email field', 10_000);
       const filled = await actApproved({ agent, owner }, run.id, {
         action: 'fill_form',
