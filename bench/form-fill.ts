@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: a six-field form (test/fixtures/hands/address.html) filled through the whole
+ * `npm run bench`: a six-field form (test/fixtures/e2e-hands/address.html) filled through the whole
  * system (agent proposes over HTTP, owner approves over HTTP, the edge dispatches to the host, the
  * host acts, settles and observes), once with one `fill_form` call and once with six `type`
  * calls, each approved by the owner as soon as it is asked. Prints the approvals asked and the
@@ -47,7 +47,7 @@ try {
       deadline_ms: 600_000,
     });
     try {
-      let page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('hands/address.html') }, VERSION)).body);
+      let page = observationOf((await agent.propose(run.id, 'browser.navigate', { url: site.url('e2e-hands/address.html') }, VERSION)).body);
       let approvals = 0;
       const started = performance.now();
       if (way === 'fill') {

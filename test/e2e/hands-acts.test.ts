@@ -36,7 +36,7 @@ describe('hover', () => {
   }) => {
     const run = await owner.createRun({ profile_id: 'hands-hover', intent: 'open the account menu', origins: [site.origin] });
     try {
-      const page = await openPage(agent, run.id, site.url('hands/menu.html'));
+      const page = await openPage(agent, run.id, site.url('e2e-hands/menu.html'));
       expect(page.snapshot).not.toContain('menuitem "Orders"');
       const account = refOf(page.snapshot, 'button', 'Account');
       // 1.4.0 keeps its shapes: it knows no hover.
@@ -78,7 +78,7 @@ describe('drag', () => {
   }) => {
     const run = await owner.createRun({ profile_id: 'hands-drag', intent: 'put Gamma first', origins: [site.origin] });
     try {
-      const page = await openPage(agent, run.id, site.url('hands/cards.html'));
+      const page = await openPage(agent, run.id, site.url('e2e-hands/cards.html'));
       expect(cellNames(page.snapshot, ['Alpha', 'Beta', 'Gamma'])).toEqual(['Alpha', 'Beta', 'Gamma']);
       const dragged = await actApproved({ agent, owner }, run.id, {
         action: 'drag',
@@ -87,7 +87,7 @@ describe('drag', () => {
         to_reference: refOf(page.snapshot, 'cell', 'Alpha'),
         postcondition: { success: { kind: 'row', collection: { role: 'table', name: 'Board' }, cells: { Position: '1', Card: 'Gamma' } } },
       });
-      expect(dragged.approval?.summary).toBe(`Drag the cell "Gamma" onto the cell "Alpha" on "Cards" (${site.url('hands/cards.html')})`);
+      expect(dragged.approval?.summary).toBe(`Drag the cell "Gamma" onto the cell "Alpha" on "Cards" (${site.url('e2e-hands/cards.html')})`);
       expect(dragged.approval?.target).toMatchObject({ role: 'cell', name: 'Gamma', destination: { role: 'cell', name: 'Alpha', frame_origin: site.origin } });
       expect(dragged.call.state, JSON.stringify(dragged.call.error)).toBe('succeeded');
       expect(conditionOf(dragged)?.status).toBe('satisfied');
@@ -107,7 +107,7 @@ describe('fill_form', () => {
   }) => {
     const run = await owner.createRun({ profile_id: 'hands-form', intent: 'sign me up as Ada Lovelace', origins: [site.origin] });
     try {
-      const page = await openPage(agent, run.id, site.url('hands/sign-up.html'));
+      const page = await openPage(agent, run.id, site.url('e2e-hands/sign-up.html'));
       const ref = (role: string, name: string) => refOf(page.snapshot, role, name);
       const filled = await actApproved({ agent, owner }, run.id, {
         action: 'fill_form',
@@ -125,7 +125,7 @@ describe('fill_form', () => {
       });
       expect(await approvalsAsked(owner, run.id)).toBe(1);
       expect(filled.approval?.summary).toBe(
-        `Fill in a form on "Sign up" (${site.url('hands/sign-up.html')}): ` +
+        `Fill in a form on "Sign up" (${site.url('e2e-hands/sign-up.html')}): ` +
           [
             'Type "Ada" into the textbox "First name"',
             'Type "Lovelace" into the textbox "Last name"',
@@ -175,7 +175,7 @@ describe('fill_form', () => {
     const run = await owner.createRun({ profile_id: 'hands-form-swap', intent: 'sign me up', origins: [site.origin] });
     try {
       const before = { relabelled: site.hits('relabelled'), submitted: site.hits('sign-up') };
-      const page = await openPage(agent, run.id, site.url('hands/sign-up.html?relabel_on=relabel-now'));
+      const page = await openPage(agent, run.id, site.url('e2e-hands/sign-up.html?relabel_on=relabel-now'));
       const ref = (role: string, name: string) => refOf(page.snapshot, role, name);
       // The page relabels Email as "Backup phone" after the agent observed it, when told to.
       await fetch(site.url('effects/relabel-now'), { method: 'POST' });
@@ -213,14 +213,14 @@ describe('the hover rule is the default profile’s alone', () => {
     await operator.request('POST', '/v1/policy-profiles/default', PolicyProfileView, withoutHover, [201]);
     const run = await owner.createRun({ profile_id: 'hands-hover-asked', intent: 'open the account menu', origins: [site.origin] });
     try {
-      const page = await openPage(agent, run.id, site.url('hands/menu.html'));
+      const page = await openPage(agent, run.id, site.url('e2e-hands/menu.html'));
       const hovered = await actApproved({ agent, owner }, run.id, {
         action: 'hover',
         revision: page.revision,
         reference: refOf(page.snapshot, 'button', 'Account'),
         postcondition: { success: { kind: 'control', role: 'button', name: 'Account', expanded: true } },
       });
-      expect(hovered.approval?.summary).toBe(`Hover over the button "Account" on "Hover menu" (${site.url('hands/menu.html')})`);
+      expect(hovered.approval?.summary).toBe(`Hover over the button "Account" on "Hover menu" (${site.url('e2e-hands/menu.html')})`);
       expect(hovered.call.state, JSON.stringify(hovered.call.error)).toBe('succeeded');
       expect(conditionOf(hovered)?.status).toBe('satisfied');
     } finally {

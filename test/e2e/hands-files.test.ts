@@ -24,7 +24,7 @@ describe('upload', () => {
     try {
       const attached = await attachFile(owner, run.id, RECEIPT);
       expect(attached).toMatchObject({ run_id: run.id, name: 'receipt.txt', mime_type: 'text/plain', bytes: RECEIPT.bytes.length });
-      const page = await openPage(agent, run.id, site.url('hands/upload.html'));
+      const page = await openPage(agent, run.id, site.url('e2e-hands/upload.html'));
       const input = refOf(page.snapshot, 'button', 'Receipt');
       const uploaded = await actApproved({ agent, owner }, run.id, {
         action: 'upload',
@@ -34,7 +34,7 @@ describe('upload', () => {
         postcondition: { success: { kind: 'text', text: `Chosen: receipt.txt (${RECEIPT.bytes.length} bytes)` } },
       });
       expect(uploaded.approval?.summary).toBe(
-        `Upload the file "receipt.txt" (${RECEIPT.bytes.length} bytes, text/plain) into the button "Receipt" on "Receipts" (${site.url('hands/upload.html')})`,
+        `Upload the file "receipt.txt" (${RECEIPT.bytes.length} bytes, text/plain) into the button "Receipt" on "Receipts" (${site.url('e2e-hands/upload.html')})`,
       );
       expect(uploaded.approval?.target?.file).toEqual({ id: attached.id, name: 'receipt.txt', bytes: RECEIPT.bytes.length, mime_type: 'text/plain' });
       expect(uploaded.call.state, JSON.stringify(uploaded.call.error)).toBe('succeeded');
@@ -53,7 +53,7 @@ describe('upload', () => {
     const run = await owner.createRun({ profile_id: 'hands-upload-own', intent: 'attach a receipt', origins: [site.origin] });
     try {
       const othersFile = await attachFile(owner, other.id, RECEIPT);
-      const page = await openPage(agent, run.id, site.url('hands/upload.html'));
+      const page = await openPage(agent, run.id, site.url('e2e-hands/upload.html'));
       const input = refOf(page.snapshot, 'button', 'Receipt');
       for (const fileId of ['file_neverattached0001', othersFile.id]) {
         const refused = await proposalOutcome(agent, run.id, 'browser.act', { action: 'upload', revision: page.revision, reference: input, file_id: fileId });
@@ -91,7 +91,7 @@ describe('downloads', () => {
   it("a file the page downloads is kept in the run's artifacts with its size, and reported in the next observation", async ({ site, agent, owner }) => {
     const run = await owner.createRun({ profile_id: 'hands-download', intent: 'get the report', origins: [site.origin] });
     try {
-      const page = await openPage(agent, run.id, site.url('hands/download.html'));
+      const page = await openPage(agent, run.id, site.url('e2e-hands/download.html'));
       const clicked = await actApproved({ agent, owner }, run.id, {
         action: 'click',
         revision: page.revision,
@@ -117,7 +117,7 @@ describe('downloads', () => {
     const run = await owner.createRun({ profile_id: 'hands-download-large', intent: 'get the big report', origins: [site.origin] });
     try {
       const bytes = MAX_RUN_FILE_BYTES + 1024;
-      const page = await openPage(agent, run.id, site.url(`hands/download.html?bytes=${bytes}`));
+      const page = await openPage(agent, run.id, site.url(`e2e-hands/download.html?bytes=${bytes}`));
       const clicked = await actApproved({ agent, owner }, run.id, {
         action: 'click',
         revision: page.revision,

@@ -55,7 +55,7 @@ describe('issue 33 over MCP', () => {
     const run = await owner.createRun({ profile_id: 'mcp-hover', intent: 'open the account menu', origins: [site.origin] });
     try {
       await client.callTool({ name: 'run_claim', arguments: { run_id: run.id } });
-      const page = observationIn(await client.callTool({ name: 'browser_navigate', arguments: { run_id: run.id, url: site.url('hands/menu.html') } }));
+      const page = observationIn(await client.callTool({ name: 'browser_navigate', arguments: { run_id: run.id, url: site.url('e2e-hands/menu.html') } }));
       const hovered = await client.callTool({
         name: 'browser_act',
         arguments: {
@@ -87,7 +87,7 @@ describe('issue 33 over MCP', () => {
     const run = await owner.createRun({ profile_id: 'mcp-fill', intent: 'sign me up as Grace Hopper', origins: [site.origin] });
     try {
       await client.callTool({ name: 'run_claim', arguments: { run_id: run.id } });
-      const page = observationIn(await client.callTool({ name: 'browser_navigate', arguments: { run_id: run.id, url: site.url('hands/sign-up.html') } }));
+      const page = observationIn(await client.callTool({ name: 'browser_navigate', arguments: { run_id: run.id, url: site.url('e2e-hands/sign-up.html') } }));
       const ref = (role: string, name: string) => refOf(page.snapshot, role, name);
       const parked = await client.callTool({
         name: 'browser_act',
@@ -135,7 +135,7 @@ describe('issue 33 over MCP', () => {
     const run = await owner.createRun({ profile_id: 'mcp-picture', intent: 'look at my pinboard', origins: [site.origin] });
     try {
       await client.callTool({ name: 'run_claim', arguments: { run_id: run.id } });
-      await client.callTool({ name: 'browser_navigate', arguments: { run_id: run.id, url: site.url('hands/pinboard.html') } });
+      await client.callTool({ name: 'browser_navigate', arguments: { run_id: run.id, url: site.url('e2e-hands/pinboard.html') } });
       const observed = await client.callTool({ name: 'browser_observe', arguments: { run_id: run.id, screenshot: true } });
       expect(observed.isError).toBeFalsy();
       const images = blocksOf(observed).filter((block) => block.type === 'image');

@@ -16,7 +16,7 @@ const it = stackTest({ headless: true }).extend('other', { scope: 'file' }, asyn
   return other;
 });
 
-// hands/pinboard.html places its buttons at fixed CSS px of the viewport: "Pin note" spans
+// e2e-hands/pinboard.html places its buttons at fixed CSS px of the viewport: "Pin note" spans
 // x 40-200, y 40-80; "Delete note" x 400-560; the frame x 40-360, y 200-360; nothing at (900, 600).
 const PIN_NOTE = { x: 120, y: 60 };
 const IN_FRAME = { x: 200, y: 280 };
@@ -30,7 +30,7 @@ describe('screenshots and points', () => {
   }) => {
     const run = await owner.createRun({ profile_id: 'hands-points', intent: 'pin my note', origins: [site.origin] });
     try {
-      await openPage(agent, run.id, site.url('hands/pinboard.html'));
+      await openPage(agent, run.id, site.url('e2e-hands/pinboard.html'));
       const seen = await observePage(agent, run.id, { screenshot: true });
       expect(seen.screenshot).toMatchObject({ mime_type: 'image/jpeg', width: expect.any(Number), height: expect.any(Number) });
       const picture = seen.screenshot!;
@@ -56,7 +56,7 @@ describe('screenshots and points', () => {
         point: PIN_NOTE,
       });
       expect(clicked.approval?.summary).toBe(
-        `Click the button "Pin note" (the point 120,60 of the page's picture) on "Pinboard" (${site.url('hands/pinboard.html')})`,
+        `Click the button "Pin note" (the point 120,60 of the page's picture) on "Pinboard" (${site.url('e2e-hands/pinboard.html')})`,
       );
       expect(clicked.call.state, JSON.stringify(clicked.call.error)).toBe('succeeded');
       expect(observationOf(clicked.call).condition?.status).toBe('satisfied');
@@ -75,7 +75,7 @@ describe('screenshots and points', () => {
     const run = await owner.createRun({ profile_id: 'hands-points-bad', intent: 'pin my note', origins: [site.origin] });
     try {
       const pinned = site.hits('pin');
-      const opened = await openPage(agent, run.id, site.url('hands/pinboard.html'));
+      const opened = await openPage(agent, run.id, site.url('e2e-hands/pinboard.html'));
       const seen = await observePage(agent, run.id, { screenshot: true });
       const picture = seen.screenshot!;
       const click = (revision: number, point: { x: number; y: number }) => proposalOutcome(agent, run.id, 'browser.act', { action: 'click', revision, point });
@@ -101,7 +101,7 @@ describe('screenshots and points', () => {
   }) => {
     const run = await owner.createRun({ profile_id: 'hands-points-frame', intent: 'pin my note', origins: [site.origin] });
     try {
-      await openPage(agent, run.id, site.url(`hands/pinboard.html?frame=${encodeURIComponent(other.origin)}`));
+      await openPage(agent, run.id, site.url(`e2e-hands/pinboard.html?frame=${encodeURIComponent(other.origin)}`));
       const seen = await observePage(agent, run.id, { screenshot: true });
       expect(seen.frames).toContainEqual(expect.objectContaining({ origin: other.origin, withheld: true }));
       const denied = await proposalOutcome(agent, run.id, 'browser.act', { action: 'click', revision: seen.revision, point: IN_FRAME });
@@ -115,7 +115,7 @@ describe('screenshots and points', () => {
 });
 
 describe('history', () => {
-  const stop = (server: FixtureServer, name: string) => server.url(`hands/page.html?name=${name}`);
+  const stop = (server: FixtureServer, name: string) => server.url(`e2e-hands/page.html?name=${name}`);
 
   it("back, forward and reload move through the tab's history across the run's two origins, each landing where it was decided", async ({
     site,
