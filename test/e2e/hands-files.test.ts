@@ -106,7 +106,7 @@ describe('downloads', () => {
       );
       // The agent lists the same artifacts, and the bytes are the server's.
       expect((await runArtifacts(agent, run.id)).map((artifact) => artifact.id)).toContain(download.artifact_id);
-      const served = Buffer.from(await (await fetch(site.url('attachment?name=report.csv&bytes=1234'))).arrayBuffer());
+      const served = Buffer.from(await (await fetch(site.url('download?name=report.csv&type=text/csv&bytes=1234'))).arrayBuffer());
       expect((await artifactBytes(owner, run.id, download.artifact_id!)).bytes.equals(served)).toBe(true);
     } finally {
       await finish(agent, run);

@@ -1,6 +1,4 @@
-import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { startStaticServer } from '../../scripts/static-server.ts';
 
@@ -30,31 +28,10 @@ export function fixtureOrigins(): string[] {
   return [...startedOrigins];
 }
 
-/** `bytes` bytes of CSV lines (`row,<n>\n` repeated), cut to size. */
-function attachmentBody(bytes: number): Buffer {
-  const lines: string[] = [];
-  let length = 0;
-  for (let n = 0; length < bytes; n++) {
-    const line = `row,${n}\n`;
-    lines.push(line);
-    length += line.length;
-  }
-  return Buffer.from(lines.join('')).subarray(0, bytes);
-}
-
 /** Largest delay the `/delay`, `/slow`, `/fail` and `/events` routes accept, in ms. */
 const MAX_DELAY_MS = 30_000;
 /** Spacing of the comment lines `/events` sends to keep its stream open, in ms. */
 const EVENT_STREAM_HEARTBEAT_MS = 1_000;
-/** Largest file `/attachment` serves, in bytes (a little over the 2 MiB a run keeps, for the too-large case). */
-const MAX_ATTACHMENT_BYTES = 3 * 1024 * 1024;
-/**
- * Scripts of real libraries the fixture pages load, from npm (node_modules), by the path pages
- * name them with: `/vendor/sortablejs/Sortable.min.js`.
- */
-const VENDOR_SCRIPTS: Record<string, string> = {
-  '/vendor/sortablejs/Sortable.min.js': createRequire(import.meta.url).resolve('sortablejs/Sortable.min.js'),
-};
 /** A 1x1 transparent GIF. */
 const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
 
@@ -76,9 +53,6 @@ const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAE
  *   destroyed: the request fails (`net::ERR_CONTENT_LENGTH_MISMATCH` or similar) rather than
  *   finishing, and no byte-less reset invites Chromium to retry it.
  * - `GET /redirect?to=URL`: a 302 to URL.
- * - `GET /attachment?name=F&bytes=N`: a download: N bytes (at most 3 MiB) of CSV-like text sent
- *   with `Content-Disposition: attachment; filename="F"` (a safe name, default `report.csv`).
- * - `GET /vendor/...`: the script of a real library from npm (see `VENDOR_SCRIPTS`).
  * Delayed, hanging and streaming responses still open at close are dropped.
  */
 export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<FixtureServer> {
@@ -126,20 +100,6 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
       later(Number(url.searchParams.get('headers_after_ms') ?? '0'), () => streamEvents(response, type));
     } else if (url.pathname === '/redirect') {
       response.writeHead(302, { location: url.searchParams.get('to') ?? '/', 'cache-control': 'no-store' }).end();
-    } else if (url.pathname === '/attachment') {
-      const name = /^[A-Za-z0-9._-]{1,64}$/.test(url.searchParams.get('name') ?? '') ? url.searchParams.get('name')! : 'report.csv';
-      const bytes = Math.min(Math.max(0, Number(url.searchParams.get('bytes') ?? '0') | 0), MAX_ATTACHMENT_BYTES);
-      response
-        .writeHead(200, {
-          'content-type': 'text/csv',
-          'content-length': String(bytes),
-          'content-disposition': `attachment; filename="${name}"`,
-          'cache-control': 'no-store',
-        })
-        .end(attachmentBody(bytes));
-    } else if (VENDOR_SCRIPTS[url.pathname]) {
-      const script = readFileSync(VENDOR_SCRIPTS[url.pathname]!);
-      response.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8', 'content-length': String(script.length) }).end(script);
     } else if (url.pathname === '/fail') {
       later(ms, () => {
         response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
