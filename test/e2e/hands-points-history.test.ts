@@ -145,8 +145,14 @@ describe('history', () => {
     const run = await owner.createRun({ profile_id: 'hands-history', intent: 'go back', origins: [other.origin] });
     try {
       await openPage(agent, run.id, stop(other, 'three'));
-      const back = await proposalOutcome(agent, run.id, 'browser.navigate', { history: 'back' });
-      expect(back).toMatchObject({ status: 403, code: 'policy_denied' });
+      await openPage(agent, run.id, stop(other, 'four'));
+      // Back within the run's origins moves ...
+      const within = await proposalOutcome(agent, run.id, 'browser.navigate', { history: 'back' });
+      expect(within.call?.state, JSON.stringify(within)).toBe('succeeded');
+      expect(observationOf(within.call!)).toMatchObject({ url: stop(other, 'three'), title: 'Stop three' });
+      // ... back once more would leave them: refused, nothing moves.
+      const outside = await proposalOutcome(agent, run.id, 'browser.navigate', { history: 'back' });
+      expect(outside).toMatchObject({ status: 403, code: 'policy_denied' });
       expect(await observePage(agent, run.id)).toMatchObject({ url: stop(other, 'three'), title: 'Stop three' });
     } finally {
       await finish(agent, run);
