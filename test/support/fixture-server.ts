@@ -32,6 +32,17 @@ export function fixtureOrigins(): string[] {
 const MAX_DELAY_MS = 30_000;
 /** Spacing of the comment lines `/events` sends to keep its stream open, in ms. */
 const EVENT_STREAM_HEARTBEAT_MS = 1_000;
+/** Chunk size of `/download` bodies, in bytes. */
+const DOWNLOAD_CHUNK_BYTES = 64 * 1024;
+/** Largest `/download` body, in bytes. */
+const MAX_DOWNLOAD_BYTES = 16 * 1024 * 1024;
+
+/** The body `/download?bytes=N` sends: N bytes (at most 16 MiB), byte i being i mod 251. */
+export function downloadBody(bytes: number): Buffer {
+  const length = Number.isInteger(bytes) ? Math.min(Math.max(0, bytes), MAX_DOWNLOAD_BYTES) : 0;
+  return Buffer.from(Array.from({ length }, (_, index) => index % 251));
+}
+
 /** A 1x1 transparent GIF. */
 const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
 
@@ -53,6 +64,9 @@ const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAE
  *   destroyed: the request fails (`net::ERR_CONTENT_LENGTH_MISMATCH` or similar) rather than
  *   finishing, and no byte-less reset invites Chromium to retry it.
  * - `GET /redirect?to=URL`: a 302 to URL.
+ * - `GET /download?bytes=N&name=NAME&type=TYPE`: an attachment (`Content-Disposition: attachment;
+ *   filename="NAME"`) of type TYPE (default `application/octet-stream`) whose body is
+ *   {@link downloadBody}`(N)`, sent in 64 KiB chunks without a `Content-Length`.
  * Delayed, hanging and streaming responses still open at close are dropped.
  */
 export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<FixtureServer> {
@@ -98,6 +112,13 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
     } else if (url.pathname === '/events') {
       const type = url.searchParams.get('as') === 'ndjson' ? 'application/x-ndjson' : 'text/event-stream';
       later(Number(url.searchParams.get('headers_after_ms') ?? '0'), () => streamEvents(response, type));
+    } else if (url.pathname === '/download') {
+      const body = downloadBody(Number(url.searchParams.get('bytes') ?? '0'));
+      const name = (url.searchParams.get('name') ?? 'file.bin').replace(/["\\\r\n]/g, '_');
+      const type = url.searchParams.get('type') ?? 'application/octet-stream';
+      response.writeHead(200, { 'content-type': type, 'content-disposition': `attachment; filename="${name}"`, 'cache-control': 'no-store' });
+      for (let offset = 0; offset < body.length; offset += DOWNLOAD_CHUNK_BYTES) response.write(body.subarray(offset, offset + DOWNLOAD_CHUNK_BYTES));
+      response.end();
     } else if (url.pathname === '/redirect') {
       response.writeHead(302, { location: url.searchParams.get('to') ?? '/', 'cache-control': 'no-store' }).end();
     } else if (url.pathname === '/fail') {
