@@ -255,8 +255,8 @@ export class ProfileBrowser {
 
   /**
    * A new page in this profile's context for a temporary load (a verification's protected load,
-   * ADR-0164), apart from the page operations drive; dialogs on it are dismissed, unrecorded; its downloads are kept nowhere
-   * but the browser's download directory (deleted at the next lease). The caller closes it.
+   * ADR-0164), apart from the page operations drive; dialogs on it are dismissed, unrecorded, and
+   * downloads cancelled (see `PageDownloads.refuseOn`). The caller closes it.
    * @throws HostError('page_changed') when the browser is gone or the page cannot be opened in time.
    */
   async temporaryPage(deadline: Deadline): Promise<Page> {
@@ -264,6 +264,7 @@ export class ProfileBrowser {
     try {
       const page = await this.#openOwnPage(deadline);
       page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
+      this.downloads.refuseOn(page);
       const unguard = await this.confinement.guardPage(page, { temporary: true });
       page.once('close', unguard);
       return page;

@@ -106,6 +106,11 @@ export class PageDownloads {
     };
   }
 
+  /** Cancels every download `page` starts (a page the host opened for a load of its own): none is kept or reported. */
+  refuseOn(page: Page): void {
+    page.on('download', (download) => void download.cancel().catch(() => {}));
+  }
+
   /** The finished downloads not yet reported, oldest first, at most 32; each is reported once. */
   report(): WireDownload[] {
     const reported = this.#unreported.slice(0, MAX_REPORTED);

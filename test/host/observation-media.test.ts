@@ -2,10 +2,11 @@ import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect } from 'vitest';
+import { mediaTypeOf, safeFileName } from '../../browser-host/page/downloads.ts';
 import { refOf } from '../../scripts/aria-refs.ts';
 import type { HostObservation } from '../../shared/authentication.ts';
-import { MAX_OBSERVATION_SCREENSHOT_BYTES, MAX_RUN_FILE_BYTES, type WireDownload } from '../../shared/run-files.ts';
-import { downloadBody } from '../support/fixture-server.ts';
+import { MAX_OBSERVATION_SCREENSHOT_BYTES, MAX_RUN_FILE_BYTES, RunFileName, type WireDownload } from '../../shared/run-files.ts';
+import { downloadBody, startFixtureServer } from '../support/fixture-server.ts';
 import type { HostClient } from '../support/host-client.ts';
 import { acquire, hostTest } from '../support/host-fixture.ts';
 import { until } from '../support/until.ts';
@@ -141,6 +142,28 @@ describe('downloads', () => {
     expect((await filesInDownloadDirectories()).filter((file) => !filesBefore.includes(file))).toEqual([]);
   });
 
+  test("a download from outside the run's origins is refused like a navigation there, and nothing is kept", async ({ client, fixtures }) => {
+    const elsewhere = await startFixtureServer();
+    const own = await acquire(client, 'confined', 60_000, undefined, [fixtures.origin]);
+    try {
+      const url = `${fixtures.url('download/links.html')}?elsewhere=${encodeURIComponent(elsewhere.origin)}`;
+      const page = await client.call('page.navigate', { lease_id: own.lease_id, url, timeout_ms: 15_000 });
+      const clicked = await client.call('page.act', {
+        lease_id: own.lease_id,
+        action: { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'link', 'Download from elsewhere') },
+        timeout_ms: 15_000,
+      });
+      const later = await client.call('page.observe', { lease_id: own.lease_id, timeout_ms: 15_000 });
+      expect([...(clicked.blocked ?? []), ...(later.blocked ?? [])]).toContainEqual(
+        expect.objectContaining({ origin: elsewhere.origin, kind: 'navigation', reason: 'outside_run_origins' }),
+      );
+      expect([...(clicked.downloaded_files ?? []), ...(later.downloaded_files ?? [])]).toEqual([]);
+    } finally {
+      await client.call('lease.release', { lease_id: own.lease_id });
+      await elsewhere.close();
+    }
+  });
+
   test("a new lease gets none of the last lease's downloads, and their files are deleted", async ({ client, fixtures }) => {
     const first = await acquire(client, 'handover', 60_000, undefined, [fixtures.origin]);
     const page = await client.call('page.navigate', { lease_id: first.lease_id, url: fixtures.url('download/links.html'), timeout_ms: 15_000 });
@@ -163,5 +186,16 @@ describe('downloads', () => {
     } finally {
       await client.call('lease.release', { lease_id: second.lease_id });
     }
+  });
+
+  test("a download's name is the page's suggestion cut to a safe file name, its type the response's without parameters", () => {
+    expect(safeFileName('reports/2026\\q4\u0007.csv')).toBe('reports_2026_q4.csv');
+    for (const nothing of ['', '.', '..', '\u0001\u0002']) expect(safeFileName(nothing)).toBe('download');
+    const long = safeFileName(`${'a'.repeat(254)}😀😀.txt`);
+    expect(long).toBe('a'.repeat(254));
+    expect(RunFileName.safeParse(safeFileName(`${'😀'.repeat(200)}`)).success).toBe(true);
+    expect(mediaTypeOf('Text/CSV; charset=utf-8')).toBe('text/csv');
+    expect(mediaTypeOf('not a type')).toBeUndefined();
+    expect(mediaTypeOf(undefined)).toBeUndefined();
   });
 });
