@@ -1,4 +1,3 @@
-import type { Frame } from 'playwright-core';
 import type { HostObservation } from '../shared/authentication.ts';
 import type { Observation, SettleReport } from '../shared/observation.ts';
 import type { WireScreenshot } from '../shared/run-files.ts';
@@ -7,6 +6,7 @@ import type { WindowCaps } from './config.ts';
 import type { ContinuationCursors } from './continuation-cursor.ts';
 import type { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
+import { isolatedWorldOf } from './page/isolated-world.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { observationScreenshot } from './screenshots.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
@@ -88,13 +88,14 @@ const PICTURED_ATTEMPTS = 2;
  * A full capture (see {@link captureRevision}) and the viewport screenshot of the same revision
  * (`page.observe {screenshot: true}`; see {@link observationScreenshot}), taken in the same turn
  * on the page right after the capture, before any other operation can touch the page. When the
- * page's main frame navigated from the capture's start to the picture's end (its own script, a
- * redirect), the picture may show another document: both are taken again, once; a second such
- * navigation fails the observe. Changes a page makes to its own document within those
- * milliseconds without navigating (an animation, a timer) are not detected, as with any
- * screenshot of a live page.
+ * main frame's document changed from the capture's start to the picture's end (a navigation by
+ * its own script, a redirect: told by the document's `performance.timeOrigin`, read in the host's
+ * isolated world, differing or unreadable), the picture may show another document: both are taken
+ * again, once; a second such change fails the observe. Changes a page makes to its own document
+ * within those milliseconds (an animation, a timer, a same-document URL change) are not detected,
+ * as with any screenshot of a live page.
  * @throws what {@link captureRevision} and {@link observationScreenshot} throw;
- *   HostError('page_changed') when the page navigated under both attempts.
+ *   HostError('page_changed') when the document changed under both attempts.
  */
 export async function capturePictured(
   deadline: Deadline,
@@ -103,20 +104,15 @@ export async function capturePictured(
 ): Promise<{ captured: CapturedRevision; picture: WireScreenshot }> {
   for (let attempt = 1; ; attempt += 1) {
     const page = await browser.page(deadline);
-    let navigated = false;
-    const onNavigated = (frame: Frame): void => {
-      if (frame === page.mainFrame()) navigated = true;
-    };
-    page.on('framenavigated', onNavigated);
-    try {
-      const captured = await captureRevision(deadline, browser, settle);
-      const picture = await observationScreenshot(page, deadline);
-      if (!navigated && page.url() === captured.url) return { captured, picture };
-    } finally {
-      page.off('framenavigated', onNavigated);
-    }
+    const world = isolatedWorldOf(page);
+    const documentStart = (): Promise<number | undefined> => world.evaluate<number>(deadline, 'performance.timeOrigin').catch(() => undefined);
+    const before = await documentStart();
+    const captured = await captureRevision(deadline, browser, settle);
+    const picture = await observationScreenshot(page, deadline);
+    const after = await documentStart();
+    if (before !== undefined && before === after) return { captured, picture };
     if (attempt >= PICTURED_ATTEMPTS) {
-      throw new HostError('page_changed', 'the page navigated between its capture and its screenshot, twice; observe again');
+      throw new HostError('page_changed', "the page's document changed between its capture and its screenshot, twice; observe again");
     }
   }
 }
