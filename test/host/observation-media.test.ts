@@ -142,6 +142,21 @@ describe('downloads', () => {
     expect((await filesInDownloadDirectories()).filter((file) => !filesBefore.includes(file))).toEqual([]);
   });
 
+  test('a download that grows past the size limit while it is received is cancelled there: its server sees it dropped', async ({ client, lease, fixtures }) => {
+    const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('download/links.html'), timeout_ms: 15_000 });
+    const clicked = await client.call('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: page.revision, reference: refOf(page.snapshot, 'link', 'Download the slow archive') },
+      timeout_ms: 15_000,
+    });
+    // 8 MiB in 64 KiB chunks 20 ms apart: about 2.6 s to send, cancelled once past 2 MiB.
+    const reported = [...(clicked.downloaded_files ?? []), ...(await downloadsReported(client, lease.lease_id, 1 - (clicked.downloaded_files?.length ?? 0)))];
+    expect(reported).toEqual([expect.objectContaining({ file_name: 'endless.bin', state: 'too_large' })]);
+    expect(reported[0]!.bytes).toBeGreaterThan(MAX_RUN_FILE_BYTES);
+    expect(reported[0]!.bytes).toBeLessThan(8 * 1024 * 1024);
+    await until(() => fixtures.hits('download_dropped') === 1, 'the server to see the download dropped');
+  });
+
   test("a download from outside the run's origins is refused like a navigation there, and nothing is kept", async ({ client, fixtures }) => {
     const elsewhere = await startFixtureServer();
     const own = await acquire(client, 'confined', 60_000, undefined, [fixtures.origin]);

@@ -64,9 +64,10 @@ const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAE
  *   destroyed: the request fails (`net::ERR_CONTENT_LENGTH_MISMATCH` or similar) rather than
  *   finishing, and no byte-less reset invites Chromium to retry it.
  * - `GET /redirect?to=URL`: a 302 to URL.
- * - `GET /download?bytes=N&name=NAME&type=TYPE`: an attachment (`Content-Disposition: attachment;
- *   filename="NAME"`) of type TYPE (default `application/octet-stream`) whose body is
- *   {@link downloadBody}`(N)`, sent in 64 KiB chunks without a `Content-Length`.
+ * - `GET /download?bytes=N&name=NAME&type=TYPE&chunk_ms=M`: an attachment (`Content-Disposition:
+ *   attachment; filename="NAME"`) of type TYPE (default `application/octet-stream`) whose body is
+ *   {@link downloadBody}`(N)`, sent in 64 KiB chunks M ms apart (default at once) without a
+ *   `Content-Length`; one the client drops before its end counts the effect `download_dropped`.
  * Delayed, hanging and streaming responses still open at close are dropped.
  */
 export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<FixtureServer> {
@@ -116,9 +117,23 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
       const body = downloadBody(Number(url.searchParams.get('bytes') ?? '0'));
       const name = (url.searchParams.get('name') ?? 'file.bin').replace(/["\\\r\n]/g, '_');
       const type = url.searchParams.get('type') ?? 'application/octet-stream';
+      const chunkMs = Number(url.searchParams.get('chunk_ms') ?? '0');
       response.writeHead(200, { 'content-type': type, 'content-disposition': `attachment; filename="${name}"`, 'cache-control': 'no-store' });
-      for (let offset = 0; offset < body.length; offset += DOWNLOAD_CHUNK_BYTES) response.write(body.subarray(offset, offset + DOWNLOAD_CHUNK_BYTES));
-      response.end();
+      response.on('close', () => {
+        if (!response.writableFinished) counts.set('download_dropped', (counts.get('download_dropped') ?? 0) + 1);
+      });
+      const send = (offset: number): void => {
+        if (response.destroyed) return;
+        if (offset >= body.length) {
+          response.end();
+        } else if (chunkMs > 0) {
+          response.write(body.subarray(offset, offset + DOWNLOAD_CHUNK_BYTES));
+          later(chunkMs, () => send(offset + DOWNLOAD_CHUNK_BYTES));
+        } else {
+          response.write(body.subarray(offset, offset + DOWNLOAD_CHUNK_BYTES), () => send(offset + DOWNLOAD_CHUNK_BYTES));
+        }
+      };
+      send(0);
     } else if (url.pathname === '/redirect') {
       response.writeHead(302, { location: url.searchParams.get('to') ?? '/', 'cache-control': 'no-store' }).end();
     } else if (url.pathname === '/fail') {
