@@ -185,8 +185,8 @@ export class PageDownloads {
     }
     this.#receiving.delete(guid);
     if (state === 'canceled' || download.tooLarge) {
-      await unlink(file).catch(() => {});
       this.#finish(download, download.tooLarge ? 'too_large' : 'failed');
+      await unlink(file).catch(() => {});
       return;
     }
     const clears = this.#clears;
@@ -199,8 +199,8 @@ export class PageDownloads {
       return;
     }
     if (bytes === undefined || bytes > MAX_RUN_FILE_BYTES) {
-      await unlink(file).catch(() => {});
       this.#finish({ ...download, bytes: bytes ?? download.bytes }, bytes === undefined ? 'failed' : 'too_large');
+      await unlink(file).catch(() => {});
       return;
     }
     const reported = this.#finish({ ...download, bytes }, 'saved');
