@@ -124,6 +124,23 @@ describe('downloads', () => {
     expect(unknown).toMatchObject({ error: { code: 'invalid_params' } });
   });
 
+  test("navigating to a file's URL downloads it and leaves the page where it was", async ({ client, lease, fixtures }) => {
+    await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('download/links.html'), timeout_ms: 15_000 });
+    const navigated = await client.call('page.navigate', {
+      lease_id: lease.lease_id,
+      url: fixtures.url('download?bytes=700&name=direct.txt'),
+      timeout_ms: 15_000,
+    });
+    expect(navigated.url).toBe(fixtures.url('download/links.html'));
+    const reported = [
+      ...(navigated.downloaded_files ?? []),
+      ...(await downloadsReported(client, lease.lease_id, 1 - (navigated.downloaded_files?.length ?? 0))),
+    ];
+    expect(reported).toEqual([expect.objectContaining({ file_name: 'direct.txt', mime_type: 'application/octet-stream', bytes: 700, state: 'saved' })]);
+    const read = await client.call('page.download', { lease_id: lease.lease_id, download_id: reported[0]!.download_id, timeout_ms: 10_000 });
+    expect(Buffer.from(read.data_base64, 'base64').equals(downloadBody(700))).toBe(true);
+  });
+
   test('a download over the size limit is reported too_large and not kept', async ({ client, lease, fixtures }) => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('download/links.html'), timeout_ms: 15_000 });
     const filesBefore = await filesInDownloadDirectories();
