@@ -50,6 +50,16 @@ function signupPage(revision: number) {
   };
 }
 
+/** The continuation of the sign-up page's window: more of the board. */
+function laterCards(revision: number) {
+  return {
+    ...signupPage(revision),
+    window: { scope: { start_node: 14, end_node: 16, total_nodes: 16 }, truncated: false },
+    snapshot: ['- list "Done" [ref=e20]:', '  - listitem "Card C" [ref=e21]'].join('\n'),
+    frames: [],
+  };
+}
+
 /** A host that serves the sign-up page and answers every act with its next revision. */
 function signupHost() {
   return scriptedHost(async (method, params) => {
@@ -58,7 +68,7 @@ function signupHost() {
       case 'lease.renew':
         return { lease_id: 'lease_handsacts01', profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
       case 'page.observe':
-        return signupPage(1);
+        return params.continuation === undefined ? signupPage(1) : laterCards(1);
       case 'page.act':
         return signupPage(2);
       default:
@@ -293,6 +303,15 @@ describe('drag', () => {
       code: 'policy_denied',
       details: { rule: 'hardline.frame_origin' },
     });
+  });
+
+  it('a destination shown only in a continuation window of the revision is bound from it', async () => {
+    const host = signupHost();
+    const { ports, runId, act } = await observedRun(host);
+    const agent = { id: parties.agent.id, kind: 'agent' as const, ownerId: parties.owner.id };
+    await proposeToolCall(ports, agent, await loadRun(ports, agent, runId), { tool: 'browser.observe', version: '1.5.0', arguments: { continuation: 'next' } });
+    const parked = await act({ action: 'drag', reference: 'e9', to_reference: 'e21' });
+    expect(parked.call.phases).toMatchObject({ target: { name: 'Card A', destination: { reference: 'e21', role: 'listitem', name: 'Card C' } } });
   });
 
   it('a destination no observation showed is invalid_arguments naming it', async () => {
