@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:test';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { createApp } from '../../edge/app.ts';
 import { decideApproval } from '../../edge/pipeline/approvals.ts';
 import { proposeToolCall } from '../../edge/pipeline/propose.ts';
 import type { Ports } from '../../edge/ports.ts';
@@ -357,5 +358,40 @@ describe('hover', () => {
   it('a hover inside a frame outside the run origins is denied first', async () => {
     const { act } = await observedRun(signupHost(), { origins: [ORIGIN] });
     await expect(act({ action: 'hover', reference: 'f1e2' })).rejects.toMatchObject({ code: 'policy_denied', details: { rule: 'hardline.frame_origin' } });
+  });
+});
+
+describe("the owner's console", () => {
+  it('shows one parked fill_form with every field, and a parked drag with both elements', async () => {
+    const host = signupHost();
+    const fill = await (await observedRun(host)).act({ action: 'fill_form', fields: SIX_FIELDS, submit_reference: 'e7' });
+    expect(fill.status).toBe(202);
+    const app = createApp(() => workerdPorts(host.connector));
+    const edge = 'http://127.0.0.1:8787';
+    const signIn = await app.request(`${edge}/console/sign-in`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: edge },
+      body: new URLSearchParams({ token: parties.owner.token }).toString(),
+    });
+    expect(signIn.status).toBe(303);
+    const cookie = (signIn.headers.get('Set-Cookie') ?? '').split(';')[0]!;
+    const inboxPage = async () => (await app.request(`${edge}/console`, { headers: { Cookie: cookie } })).text();
+    const inbox = await inboxPage();
+    expect(inbox).toContain(
+      'Fill in a form on &quot;Sign up&quot; (http://127.0.0.1:8133/signup): Type &quot;Ada&quot; into the textbox &quot;First name&quot;; ' +
+        'Type &quot;Lovelace&quot; into the textbox &quot;Last name&quot;; Select &quot;GB&quot; in the combobox &quot;Country&quot;; ' +
+        'Check the checkbox &quot;Terms&quot;; Check the radio &quot;Express&quot;; ' +
+        `Type &quot;4242 4242 4242 4242&quot; into the textbox &quot;Card number&quot; inside a frame of ${WIDGETS}; Click the button &quot;Send&quot;`,
+    );
+    expect(inbox).toContain(`<li>the textbox &quot;Card number&quot; inside a frame of ${WIDGETS}: 4242 4242 4242 4242</li>`);
+    expect(inbox).toContain('<li>the checkbox &quot;Terms&quot;: checked</li>');
+    expect(inbox).toContain('<dt>Then click</dt><dd>the button &quot;Send&quot;</dd>');
+    // The next run (on the same browser profile) cancels this one.
+    const drag = await (await observedRun(host)).act({ action: 'drag', reference: 'e9', to_reference: 'e10' });
+    expect(drag.status).toBe(202);
+    const withDrag = await inboxPage();
+    expect(withDrag).toContain('Drag the listitem &quot;Card A&quot; onto the listitem &quot;Card B&quot;');
+    expect(withDrag).toContain('<dt>Onto</dt><dd>the listitem &quot;Card B&quot;</dd>');
   });
 });
