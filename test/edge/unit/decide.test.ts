@@ -83,7 +83,7 @@ describe('decide', () => {
     expect(decide(input('browser.act', click), profile)).toEqual({
       effect: 'approval',
       rule: 'act.approval',
-      reason: 'profile default v2 rule act.approval',
+      reason: 'profile default v3 rule act.approval',
       policy_hash: profile.hash,
       profile_version: DEFAULT_PROFILE_VERSION,
       authority: 'user',
