@@ -1,4 +1,6 @@
+import { readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStaticServer } from '../../scripts/static-server.ts';
 
@@ -26,6 +28,26 @@ const startedOrigins = new Set<string>();
  */
 export function fixtureOrigins(): string[] {
   return [...startedOrigins];
+}
+
+/**
+ * Built files of the real libraries fixture pages are made with, by the name a page loads them
+ * under: `/vendor/bootstrap/css/bootstrap.min.css` is `node_modules/bootstrap/dist/css/...`.
+ */
+const VENDOR_DIRS: Record<string, string> = {
+  bootstrap: fileURLToPath(new URL('../../node_modules/bootstrap/dist/', import.meta.url)),
+};
+const VENDOR_TYPES: Record<string, string> = { js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
+
+/** Answers `GET /vendor/<package>/<file>` from {@link VENDOR_DIRS}; false when the path names no such file. */
+function serveVendorFile(pathname: string, response: ServerResponse): boolean {
+  const match = /^\/vendor\/([a-z]+)\/([A-Za-z0-9_./-]+\.(js|css))$/.exec(pathname);
+  const dir = match?.[1] === undefined ? undefined : VENDOR_DIRS[match[1]];
+  if (!match || dir === undefined) return false;
+  const file = resolve(dir, match[2] ?? '');
+  if (!file.startsWith(resolve(dir) + sep) || !statSync(file, { throwIfNoEntry: false })?.isFile()) return false;
+  response.writeHead(200, { 'content-type': VENDOR_TYPES[match[3] ?? ''] ?? 'application/octet-stream', 'cache-control': 'no-store' }).end(readFileSync(file));
+  return true;
 }
 
 /** Largest delay the `/delay`, `/slow`, `/fail` and `/events` routes accept, in ms. */
@@ -68,6 +90,7 @@ const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAE
  *   attachment; filename="NAME"`) of type TYPE (default `application/octet-stream`) whose body is
  *   {@link downloadBody}`(N)`, sent in 64 KiB chunks M ms apart (default at once) without a
  *   `Content-Length`; one the client drops before its end counts the effect `download_dropped`.
+ * - `GET /vendor/<package>/<file>`: a built file of a real library ({@link VENDOR_DIRS}).
  * Delayed, hanging and streaming responses still open at close are dropped.
  */
 export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<FixtureServer> {
@@ -134,6 +157,8 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
         }
       };
       send(0);
+    } else if (url.pathname.startsWith('/vendor/')) {
+      return serveVendorFile(url.pathname, response);
     } else if (url.pathname === '/redirect') {
       response.writeHead(302, { location: url.searchParams.get('to') ?? '/', 'cache-control': 'no-store' }).end();
     } else if (url.pathname === '/fail') {
