@@ -138,6 +138,8 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
       // Nothing is navigable between leases; a run that ended leaves no page running behind it.
       if (browser !== undefined) {
         browser.confinement.leaseOrigins = [];
+        // Its downloads were the run's: none is left for the next one.
+        void browser.downloads.clear();
         if (why !== 'interrupted') void browser.endActivity();
       }
       admission.release(lease.profile_id);

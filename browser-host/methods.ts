@@ -13,7 +13,7 @@ import { HostError } from './host-error.ts';
 import type { LeaseTable } from './lease.ts';
 import type { LiveViews } from './live-view.ts';
 import { navigatePage } from './navigation.ts';
-import { continueObservation, hostObservationOf, NOT_WAITED, type ObservationContext } from './observation.ts';
+import { capturePictured, continueObservation, hostObservationOf, NOT_WAITED, type ObservationContext } from './observation.ts';
 import type { ObservationLog } from './observation-log.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import type { ProfileSnapshots } from './profile-snapshot/snapshots.ts';
@@ -83,9 +83,17 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   `page_changed` or `outcome_unknown`, and one that stopped answering is replaced after it);
  *   see {@link navigatePage}, {@link actOnPage} and, for a plain observe,
  *   {@link captureRevision} (`not_waited`). Each answers a full capture's first window with the
- *   wire-only `sign_in` signal when the page asks for sign-in ({@link hostObservationOf}).
+ *   wire-only `sign_in` signal when the page asks for sign-in ({@link hostObservationOf}), and
+ *   the downloads finished since the lease's last such answer (`downloaded_files`).
+ * - `page.observe {screenshot: true}`: as a plain observe, plus `viewport_jpeg`, a JPEG of the
+ *   viewport of the same revision (see {@link capturePictured}); `not_found` when screenshots
+ *   are off (`HOST_SCREENSHOTS=0`).
  * - `page.observe {continuation}`: `lease_lost` unless live; served from the cached revision
- *   without waiting for the page (see {@link continueObservation}); never a sign-in signal.
+ *   without waiting for the page (see {@link continueObservation}); never a sign-in signal, a
+ *   download or a screenshot (`invalid_params` when one is asked for with a continuation).
+ * - `page.download`: `lease_lost` unless live; a saved download's bytes, forgotten and deleted
+ *   as they are read (see `PageDownloads.take`: `invalid_params` for an id it does not hold).
+ *   A new lease on the browser, and the end of a lease, delete every download of the last one.
  * - `page.screenshot`: `lease_lost` unless live; the picture shelved right after the act or
  *   navigation that produced `revision` (`page.act` and `page.navigate` shelve one as they
  *   answer; nothing waits for it, and one a later act or navigation overtook is dropped), else, or when a `reference` asks for its box, a
@@ -177,6 +185,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       const restore = snapshots.restoreReportOf(browser);
       // The new run's page starts with its own record and its own origins (README "Confinement").
       browser.events.drain();
+      await browser.downloads.clear();
       browser.confinement.leaseOrigins = origins;
       await browser.settled();
       return restore === undefined ? grant : { ...grant, restore };
@@ -187,9 +196,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
     'page.history': async () => {
       throw new HostError('invalid_params', 'history moves are not supported by this host yet');
     },
-    'page.download': async () => {
-      throw new HostError('invalid_params', 'downloads are not supported by this host yet');
-    },
+    'page.download': ({ lease_id, download_id }) => leasedBrowser(lease_id).downloads.take(download_id),
     'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),
     'page.navigate': (params) =>
@@ -203,14 +210,18 @@ export function methodHandlers(services: HostServices): MethodHandlers {
         shelveScreenshot(lease_id, browser, captured);
         return hostObservationOf(deadline, browser, captured, context, catalog);
       }),
-    'page.observe': async ({ lease_id, continuation, timeout_ms }) => {
+    'page.observe': async ({ lease_id, continuation, screenshot, timeout_ms }) => {
       if (continuation !== undefined) {
+        if (screenshot === true) throw new HostError('invalid_params', 'a screenshot comes with a fresh observation only, not with a continuation');
         return continueObservation(leasedBrowser(lease_id), continuation, { caps: config.window, cursors, leaseId: lease_id });
       }
+      if (screenshot === true && !config.screenshots.enabled) throw new HostError('not_found', 'this host takes no screenshots (HOST_SCREENSHOTS=0)');
       const receivedAt = Date.now();
-      const observation = await onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) =>
-        hostObservationOf(deadline, browser, await captureRevision(deadline, browser, NOT_WAITED), context, catalog),
-      );
+      const observation = await onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
+        if (screenshot !== true) return hostObservationOf(deadline, browser, await captureRevision(deadline, browser, NOT_WAITED), context, catalog);
+        const { captured, picture } = await capturePictured(deadline, browser, NOT_WAITED);
+        return { ...(await hostObservationOf(deadline, browser, captured, context, catalog)), viewport_jpeg: picture };
+      });
       services.observations.record(receivedAt);
       return observation;
     },

@@ -31,12 +31,17 @@ export function navigableUrl(url: string): URL {
   return parsed;
 }
 
+/** Playwright's `page.goto` failure when the response turned into a download. */
+const DOWNLOAD_STARTED = /Download is starting/;
+
 /**
  * Loads `url` in the browser's page, settles (ADR-0159) and captures the next revision.
  * The load waits only for commit (the response arrived and the new document exists); readiness
  * is settling's job, so slow subresources never hold it back. Time is split so that settling
  * and the capture keep a share of `deadline`. The host performs this navigation itself, so a
  * `beforeunload` dialog of the page being left is accepted (see `ProfileBrowser.hostNavigation`).
+ * A URL whose response is an attachment starts a download and the page stays where it was (its
+ * next revision is captured as after any navigation).
  * @throws HostError('invalid_params') for a non-http(s) URL (before anything is loaded);
  *   HostError('navigation_failed') when the load fails or times out (earlier references are then
  *   invalidated); HostError('deadline_exceeded' | 'page_changed') when the capture fails.
@@ -49,13 +54,17 @@ export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, 
   try {
     await browser.hostNavigation(() => page.goto(target.href, { waitUntil: 'commit', timeout: Math.max(1, load.remainingMs()), signal: load.signal }));
   } catch (error) {
-    entry.requests.dispose();
-    browser.revisions.invalidate('a navigation failed');
-    await errorPageCommitted(deadline, page);
-    // Chromium's own error text (connection refused or reset, name not resolved) would tell a
-    // page's redirects apart: a port-scan oracle. The agent gets the code; the operator's log the detail.
-    process.stderr.write(`browser-host: profile ${browser.profileId}: a navigation to ${target.origin} failed: ${firstLineOf(error)}\n`);
-    throw new HostError('navigation_failed', `could not load ${target.href}`);
+    // A URL that answers with an attachment is downloaded (reported by a later observation, see
+    // page/downloads.ts) and leaves the page where it was: that page is settled and captured.
+    if (!DOWNLOAD_STARTED.test(firstLineOf(error))) {
+      entry.requests.dispose();
+      browser.revisions.invalidate('a navigation failed');
+      await errorPageCommitted(deadline, page);
+      // Chromium's own error text (connection refused or reset, name not resolved) would tell a
+      // page's redirects apart: a port-scan oracle. The agent gets the code; the operator's log the detail.
+      process.stderr.write(`browser-host: profile ${browser.profileId}: a navigation to ${target.origin} failed: ${firstLineOf(error)}\n`);
+      throw new HostError('navigation_failed', `could not load ${target.href}`);
+    }
   } finally {
     load.dispose();
   }

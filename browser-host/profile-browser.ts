@@ -5,6 +5,7 @@ import { Confinement, NO_EGRESS_SETTINGS } from './egress/confinement.ts';
 import { type EgressProxy, startEgressProxy } from './egress/egress-proxy.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import { PageDialogs } from './page/dialogs.ts';
+import { PageDownloads } from './page/downloads.ts';
 import { PageEvents } from './page/events.ts';
 import { OwnPages } from './page/own-pages.ts';
 import { closePage, pageAnswers } from './page/recovery.ts';
@@ -55,6 +56,8 @@ export class ProfileBrowser {
   readonly closedRoots = new ClosedRootProbe();
   /** Screenshots taken right after acts and navigations, for the owner's console (issue 15). */
   readonly screenshots = new ScreenshotShelf();
+  /** Files the driven page downloaded, until the edge reads them or the lease ends (issue 33). */
+  readonly downloads: PageDownloads;
   readonly #context: BrowserContext;
   readonly #proxy: EgressProxy;
   /** Pages the host opened itself; any other page is a popup and is closed. */
@@ -78,8 +81,9 @@ export class ProfileBrowser {
   #closing: Promise<void> | undefined;
   #capturesRunning = 0;
 
-  private constructor(profileId: string, context: BrowserContext, firstRevision: number, confinement: Confinement, proxy: EgressProxy) {
+  private constructor(profileId: string, context: BrowserContext, firstRevision: number, confinement: Confinement, proxy: EgressProxy, files: PageDownloads) {
     this.profileId = profileId;
+    this.downloads = files;
     this.#context = context;
     this.#ownPages = new OwnPages(context);
     this.revisions = new RevisionLedger(firstRevision);
@@ -98,19 +102,20 @@ export class ProfileBrowser {
   static async launch(deadline: Deadline, profileId: string, options: LaunchOptions, firstRevision = 0): Promise<ProfileBrowser> {
     const confinement = new Confinement(options.egress ?? NO_EGRESS_SETTINGS, new PageEvents());
     let proxy: EgressProxy;
+    let downloads: PageDownloads;
     try {
-      proxy = await startEgressProxy(confinement);
+      [proxy, downloads] = await Promise.all([startEgressProxy(confinement), PageDownloads.create()]);
     } catch (error) {
-      throw new HostError('host_unavailable', `the egress proxy for profile ${profileId} did not start: ${firstLineOf(error)}`);
+      throw new HostError('host_unavailable', `the egress proxy or download directory for profile ${profileId} did not start: ${firstLineOf(error)}`);
     }
     let context: BrowserContext;
     try {
-      context = await launchProfileContext(deadline, profileId, { ...options, proxyServer: proxy.url });
+      context = await launchProfileContext(deadline, profileId, { ...options, proxyServer: proxy.url, downloadsPath: downloads.directory });
     } catch (error) {
-      await proxy.close();
+      await Promise.all([proxy.close(), downloads.close()]);
       throw error;
     }
-    const browser = new ProfileBrowser(profileId, context, firstRevision, confinement, proxy);
+    const browser = new ProfileBrowser(profileId, context, firstRevision, confinement, proxy, downloads);
     // Chromium crashed or quit: nothing is left to drive, and the egress proxy goes with it.
     context.once('close', () => void browser.close());
     try {
@@ -132,9 +137,7 @@ export class ProfileBrowser {
   }
 
   /** Opens a page of the host's own ({@link OwnPages.open}), guarded like the first. */
-  #openOwnPage(deadline: Deadline): Promise<Page> {
-    return this.#ownPages.open(deadline);
-  }
+  #openOwnPage = (deadline: Deadline): Promise<Page> => this.#ownPages.open(deadline);
 
   /** Calls `listener` once when the browser goes away (closed by us, crashed or quit). */
   onClosed(listener: () => void): void {
@@ -161,9 +164,7 @@ export class ProfileBrowser {
   /** Counts `capture` in {@link capturesRunning} until it settles; returns it unchanged. */
   trackCapture<T>(capture: Promise<T>): Promise<T> {
     this.#capturesRunning += 1;
-    const settled = (): void => {
-      this.#capturesRunning -= 1;
-    };
+    const settled = (): number => (this.#capturesRunning -= 1);
     capture.then(settled, settled);
     return capture;
   }
@@ -254,8 +255,8 @@ export class ProfileBrowser {
 
   /**
    * A new page in this profile's context for a temporary load (a verification's protected load,
-   * ADR-0164), apart from the page operations drive; dialogs on it are dismissed, unrecorded. The caller
-   * closes it.
+   * ADR-0164), apart from the page operations drive; dialogs on it are dismissed, unrecorded, and
+   * downloads cancelled (see `PageDownloads.refuseOn`). The caller closes it.
    * @throws HostError('page_changed') when the browser is gone or the page cannot be opened in time.
    */
   async temporaryPage(deadline: Deadline): Promise<Page> {
@@ -263,6 +264,7 @@ export class ProfileBrowser {
     try {
       const page = await this.#openOwnPage(deadline);
       page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
+      this.downloads.refuseOn(page);
       const unguard = await this.confinement.guardPage(page, { temporary: true });
       page.once('close', unguard);
       return page;
@@ -315,12 +317,12 @@ export class ProfileBrowser {
     return this.#context.addCookies(cookies);
   }
 
-  /** Closes the browser (idempotent); waits for Chromium to exit. */
+  /** Closes the browser (idempotent); waits for Chromium to exit; its downloads are deleted. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#detachPage();
       await this.#context.close().catch(() => {});
-      await this.#proxy.close();
+      await Promise.all([this.#proxy.close(), this.downloads.close()]);
     })();
     return this.#closing;
   }
@@ -329,17 +331,16 @@ export class ProfileBrowser {
     this.#detachPage();
     this.#page = page;
     this.#ended = undefined;
-    const unguard = await this.confinement.guardPage(page);
+    const [unguard, detachDownloads] = await Promise.all([this.confinement.guardPage(page), this.downloads.attach(page)]);
     const detachTraffic = this.traffic.attach(page);
     const detachDialogs = this.#dialogs.attach(page, () => void this.#endPage(page, 'the page raised a dialog loop and was closed'));
-    const onClose = (): void => {
-      this.#wentAway(page, 'the page was closed');
-    };
+    const onClose = (): void => void this.#wentAway(page, 'the page was closed');
     const onCrash = (): void => void this.#endPage(page, 'the page crashed and was closed');
     page.once('close', onClose);
     page.once('crash', onCrash);
     this.#detachPage = () => {
       unguard();
+      detachDownloads();
       detachTraffic();
       detachDialogs();
       page.off('close', onClose);
@@ -371,9 +372,8 @@ export class ProfileBrowser {
   }
 
   /**
-   * Ends the driven page `page` because it cannot go on (a dialog loop, a crash, no answer):
-   * from now on it is not the driven page
-   * (the next {@link page} opens a fresh one and invalidates references), and it is closed
+   * Ends the driven page `page` because it cannot go on (a dialog loop, a crash, no answer): from
+   * now on it is not the driven page (the next {@link page} opens a fresh one and invalidates references), and it is closed
    * without its `beforeunload` handlers (see {@link closePage}). It is unguarded only once it is
    * closed, so a page that would not close stays confined. Never throws.
    */

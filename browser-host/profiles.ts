@@ -87,6 +87,8 @@ export interface LaunchOptions {
   readonly proxyServer?: string;
   /** The operator's egress origins and the host's own ports (README "Confinement"). */
   readonly egress?: EgressSettings;
+  /** A host-private directory downloads are written to (page/downloads.ts); without one, downloads are refused. */
+  readonly downloadsPath?: string;
 }
 
 /** Variables of the host's environment Chromium may see: locale and time zone. */
@@ -143,8 +145,9 @@ export async function launchProfileContext(deadline: Deadline, profileId: string
       headless: options.headless,
       args: options.personDebugging === true ? [...CHROMIUM_ARGS, '--remote-debugging-port=0'] : [...CHROMIUM_ARGS],
       env: chromiumEnv(options, options.headless, userDataDir),
-      // A page must not be able to write files onto the host's disk.
-      acceptDownloads: false,
+      // Downloads go only to the browser's private directory, bounded and never opened (page/downloads.ts).
+      acceptDownloads: options.downloadsPath !== undefined,
+      ...(options.downloadsPath === undefined ? {} : { downloadsPath: options.downloadsPath }),
       // A service worker's requests would bypass the page guards: none are registered.
       serviceWorkers: 'block',
       ...HOST_HANDLES_SIGNALS,

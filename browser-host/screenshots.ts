@@ -1,5 +1,6 @@
 import type { Locator, Page } from 'playwright-core';
 import { MAX_SCREENSHOT_BYTES, type PageScreenshot, type ScreenshotBox } from '../shared/protocol.ts';
+import { MAX_OBSERVATION_SCREENSHOT_BYTES, type WireScreenshot } from '../shared/run-files.ts';
 import { Deadline } from './deadline.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 
@@ -22,6 +23,9 @@ const SHELF_SIZE = 4;
 const SHELVED_SCREENSHOT_MS = 5_000;
 /** Longest the look-up of a reference's box may take, in ms. */
 const BOX_TIMEOUT_MS = 1_000;
+
+/** JPEG qualities an observation's screenshot tries in turn until one is within {@link MAX_OBSERVATION_SCREENSHOT_BYTES}. */
+const OBSERVATION_QUALITIES = [75, 50, 30, 15] as const;
 
 /** A screenshot without its revision and box: what {@link takeScreenshot} answers. */
 export type ViewportPicture = Omit<PageScreenshot, 'revision' | 'box'>;
@@ -53,6 +57,35 @@ export async function takeScreenshot(page: Page, deadline: Deadline, config: Scr
     throw new HostError('page_changed', `the page could not be pictured: ${firstLineOf(error)}`);
   }
   throw new HostError('page_changed', `the screenshot stays over ${MAX_SCREENSHOT_BYTES} bytes even at quality ${FALLBACK_QUALITY}`);
+}
+
+/**
+ * The viewport screenshot an observation carries (`page.observe {screenshot: true}`, 1.5.0): a
+ * JPEG of `page`'s viewport at CSS scale (its pixels are CSS px, the units of a point), nothing
+ * injected into the page, at quality 75, retaken at 50, 30 and 15 while over
+ * {@link MAX_OBSERVATION_SCREENSHOT_BYTES}; `width` and `height` are the image's own, in px.
+ * @throws HostError('deadline_exceeded') when `deadline` passes first; HostError('page_changed')
+ *   when the page cannot be pictured (closed, crashed) or the picture stays over the limit even at quality 15.
+ */
+export async function observationScreenshot(page: Page, deadline: Deadline): Promise<WireScreenshot> {
+  try {
+    for (const quality of OBSERVATION_QUALITIES) {
+      const jpeg = await page.screenshot({
+        type: 'jpeg',
+        quality,
+        scale: 'css',
+        caret: 'initial',
+        animations: 'allow',
+        timeout: Math.max(1, deadline.remainingMs()),
+      });
+      if (jpeg.byteLength > MAX_OBSERVATION_SCREENSHOT_BYTES) continue;
+      return { mime_type: 'image/jpeg', ...jpegSize(jpeg), data_base64: jpeg.toString('base64') };
+    }
+  } catch (error) {
+    if (deadline.expired) throw new HostError('deadline_exceeded', `the screenshot ran out of time: ${firstLineOf(error)}`);
+    throw new HostError('page_changed', `the page could not be pictured: ${firstLineOf(error)}`);
+  }
+  throw new HostError('page_changed', `the screenshot stays over ${MAX_OBSERVATION_SCREENSHOT_BYTES} bytes even at quality ${OBSERVATION_QUALITIES.at(-1)}`);
 }
 
 /**

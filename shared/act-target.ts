@@ -56,6 +56,16 @@ export const ActTarget = z.strictObject({
 });
 export type ActTarget = z.infer<typeof ActTarget>;
 
+/**
+ * The origins of the frames holding every element an act touches (its own element first, then a
+ * drag's destination, a fill_form's fields and submit button), each once: what policy's origin
+ * rules, operator denies and grants decide on.
+ */
+export function frameOriginsOf(target: ActTarget): string[] {
+  const elements = [target, ...(target.destination ? [target.destination] : []), ...(target.fields ?? []), ...(target.submit ? [target.submit] : [])];
+  return [...new Set(elements.map((element) => element.frame_origin))];
+}
+
 const VERBS: Record<BrowserAction['action'], string> = {
   click: 'Click',
   type: 'Type',

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { MAX_WAIT_MS, ReportBody, RunView, ToolCallView } from './api.ts';
-import { ActArguments, NavigateArguments, ObserveArguments } from './tool-arguments.ts';
+import { ActArguments, NavigateArguments, ObserveArgumentsV1_5 } from './tool-arguments.ts';
 import { CURRENT_TOOL_VERSION, type ToolName, type ToolVersion } from './tools.ts';
 
 /**
  * The tools the edge's MCP endpoint (`/mcp`, issue 18) offers: the same governed pipeline as the
- * HTTP API, one definition. Each browser tool's input is the HTTP API's tool arguments (those of
- * `browser.*` 1.2.0 and later: one schema) plus `run_id`; its JSON Schema is generated from the
+ * HTTP API, one definition. Each browser tool's input is the HTTP API's tool arguments at
+ * {@link MCP_TOOL_VERSION} (1.5.0: hover, drag, fill_form, upload, points, history moves and
+ * screenshots included) plus `run_id`; its JSON Schema is generated from the
  * same zod contract (draft-07, which every MCP client validates), and the pipeline validates the
  * arguments with that contract again. Outputs are the HTTP API's views (`ToolCallView`,
  * `RunView`).
@@ -47,8 +48,9 @@ export const MCP_TOOL_VERSION: ToolVersion = CURRENT_TOOL_VERSION;
 
 /**
  * The draft-07 JSON Schema of `schema` (zod's own conversion), `$schema` left out, with `run_id`
- * added as a required string when `withRunId`; a union (`browser.act`'s actions) becomes one flat
- * object schema (see {@link mergedBranches}).
+ * added as a required string when `withRunId`; a union of objects (`browser.act`'s actions,
+ * `browser.navigate`'s `{url}` or `{history}`) becomes one flat object schema (see
+ * {@link mergedBranches}): what MCP clients and model tool APIs accept at the top level.
  */
 export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output', withRunId = false): JsonObjectSchema {
   const { $schema: _dropped, ...json } = z.toJSONSchema(schema, { target: 'draft-7', io, unrepresentable: 'any' }) as Record<string, unknown>;
@@ -69,11 +71,13 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output', withRunI
 }
 
 /**
- * One flat object schema for the branches of a discriminated union (`browser.act`'s actions):
- * many model tool APIs refuse a top-level `oneOf`. Each property is the union of what the branches
- * allow (the discriminator's constants become an `enum`), a property is required when every branch
- * requires it, and no other property is allowed. What only some branches require (`text` for
- * `type`, `key` for `press`, ...) is checked by the pipeline with the same zod contract.
+ * One flat object schema for the branches of a union of objects (`browser.act`'s actions,
+ * `browser.navigate`'s `{url}` or `{history}`): many model tool APIs refuse a top-level `oneOf` or
+ * `anyOf`. Each property is what the first branch naming it allows (branches sharing a name share
+ * its schema; the discriminator's constants become an `enum`), a property is required when every
+ * branch requires it, and no other property is allowed. What only some branches require (`text`
+ * for `type`, `key` for `press`, `url` or `history`, one of `reference` and `point`) is checked by
+ * the pipeline with the same zod contract.
  */
 function mergedBranches(branches: readonly Record<string, unknown>[]): Record<string, unknown> {
   const properties: Record<string, Record<string, unknown>> = {};
@@ -110,7 +114,7 @@ export const MCP_TOOLS: readonly McpToolDefinition[] = [
     title: 'Navigate',
     tool: 'browser.navigate',
     description:
-      "Load a URL in the run's browser (within the run's origins, by the owner's policy). Answers the call with the page's observation: an aria snapshot with element references.",
+      "Load a URL in the run's browser (within the run's origins, by the owner's policy), or move in the tab's history: pass url, or history (back, forward or reload; the entry it lands on must be within the run's origins, or it is refused like any navigation). Answers the call with the page's observation: an aria snapshot with element references.",
     inputSchema: jsonSchemaOf(NavigateArguments, 'input', true),
     outputSchema: CALL_OUTPUT,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
@@ -120,8 +124,8 @@ export const MCP_TOOLS: readonly McpToolDefinition[] = [
     title: 'Observe',
     tool: 'browser.observe',
     description:
-      'Read the current page: its aria snapshot with element references and revision. Pass continuation to read the next window of a long page, or wait_for to wait for a condition.',
-    inputSchema: jsonSchemaOf(ObserveArguments, 'input', true),
+      "Read the current page: its aria snapshot with element references and revision. Pass continuation to read the next window of a long page, or wait_for to wait for a condition. Pass screenshot: true for a JPEG picture of the viewport at the same revision, returned as an image content block (its pixels are CSS px: name a point {x, y} in it to act on what is there). The picture is page content: treat what it shows like the page's text.",
+    inputSchema: jsonSchemaOf(ObserveArgumentsV1_5, 'input', true),
     outputSchema: CALL_OUTPUT,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   },
@@ -129,8 +133,16 @@ export const MCP_TOOLS: readonly McpToolDefinition[] = [
     name: 'browser_act',
     title: 'Act',
     tool: 'browser.act',
-    description:
-      "One action on an element reference of the page's latest revision, with an optional postcondition: click, check, uncheck; type (text, submit?), press (key, e.g. Enter), select (value), scroll (delta in CSS px, negative is up). May wait for the owner's approval: the answer then says waiting_for_approval; poll call_status.",
+    description: [
+      "One action on the page's latest revision (revision), on an element reference or, instead of reference, a point {x, y} of that revision's screenshot (browser_observe with screenshot), with an optional postcondition. Kinds and their arguments:",
+      'click, check, uncheck, hover (reference or point);',
+      'type (text, submit?: press Enter after); press (key, e.g. Enter or Control+A); select (value: the option); scroll (delta in CSS px, negative is up);',
+      'drag (from reference or point, to to_reference or to_point: drop it there);',
+      'fill_form (fields: up to 32 {reference, value}, a string to type or select, true or false to check or uncheck; then submit_reference to click or submit_key to press, not both): one approval lists every field;',
+      'upload (reference or point of a file input, file_id: a file the owner attached to the run, never a path).',
+      'Postcondition states of a control: disabled, checked, selected, expanded, pressed and value (exact); a state the page does not show is not_observed.',
+      "May wait for the owner's approval: the answer then says waiting_for_approval; poll call_status.",
+    ].join(' '),
     inputSchema: jsonSchemaOf(ActArguments, 'input', true),
     outputSchema: CALL_OUTPUT,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },

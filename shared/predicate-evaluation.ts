@@ -16,7 +16,9 @@ export interface PredicateReading {
 
 /**
  * Reads one predicate against one observation (DESIGN.md section 7):
- * - control: nodes of the exact role and exact name; state `disabled` / `checked` when asked;
+ * - control: nodes of the exact role and exact name; each state asked (`disabled`, `checked`,
+ *   `selected`, `expanded`, `pressed`, `value`) must be one the line exposes and must hold (see
+ *   {@link controlState});
  * - text: the exact substring in some node's rendered text (any number of places is one match;
  *   text behind a modal dialog is still text a person sees);
  * - region: landmark or region nodes of the exact role and name;
@@ -39,11 +41,7 @@ export function readPredicate(predicate: Predicate, observation: Pick<Observatio
     case 'control': {
       const candidates = [...walkReachable(snapshotNodes(observation.snapshot))].filter((node) => node.role === predicate.role && node.name === predicate.name);
       const only = candidates.length === 1 ? candidates[0]! : undefined;
-      const inState =
-        only !== undefined &&
-        (predicate.disabled === undefined || isDisabled(only) === predicate.disabled) &&
-        (predicate.checked === undefined || isChecked(only) === predicate.checked);
-      return { candidates: candidates.length, matched: inState };
+      return { candidates: candidates.length, matched: only !== undefined && inAskedState(only, predicate) };
     }
     case 'region':
       return exactlyOne(
@@ -82,12 +80,72 @@ export function conditionStatus(condition: Condition, observation: Pick<Observat
   return success.matched ? 'satisfied' : 'not_observed';
 }
 
+/** True when every state the predicate asks is exposed by the node and equals the asked one. */
+function inAskedState(node: AriaNode, predicate: Extract<Predicate, { kind: 'control' }>): boolean {
+  const states = ['selected', 'expanded', 'pressed'] as const;
+  return (
+    (predicate.disabled === undefined || isDisabled(node) === predicate.disabled) &&
+    (predicate.checked === undefined || isChecked(node) === predicate.checked) &&
+    states.every((state) => predicate[state] === undefined || controlState(node, state) === predicate[state]) &&
+    (predicate.value === undefined || controlValue(node) === predicate.value)
+  );
+}
+
 function isDisabled(node: AriaNode): boolean {
   return node.attributes.disabled === 'true';
 }
 
+/** `checked` as 1.2.0 defined it: a pressed toggle or a selected tab counts as checked too. */
 function isChecked(node: AriaNode): boolean {
   return node.attributes.checked === 'true' || node.attributes.pressed === 'true' || node.attributes.selected === 'true';
+}
+
+/**
+ * Roles whose selection Chromium and Playwright always expose: a tab or an option without
+ * `[selected]` is one that is not selected. Any other role without the mark may simply not be
+ * selectable, so its absence says nothing.
+ */
+const ALWAYS_SELECTABLE_ROLES = new Set(['tab', 'option']);
+
+/**
+ * One exact state of a control as its snapshot line shows it, or undefined when the line does not
+ * expose it. Playwright's AI-mode snapshot writes `[selected]`, `[expanded]` and `[pressed]` only
+ * when the state is true (`[pressed=mixed]` for a half-pressed toggle) and writes nothing both for
+ * "false" and for "no such state": a button without `aria-pressed` and one with
+ * `aria-pressed="false"` print the same line, as do a collapsed accordion header and a plain
+ * button. So false is read only where it is certain: an explicit `[state=false]` mark, or
+ * `selected` on a tab or option (always selectable). A mixed toggle is neither pressed nor not.
+ */
+export function controlState(node: AriaNode, state: 'selected' | 'expanded' | 'pressed'): boolean | undefined {
+  const mark = node.attributes[state];
+  if (mark === 'true') return true;
+  if (mark === 'false') return false;
+  if (mark !== undefined) return undefined;
+  return state === 'selected' && ALWAYS_SELECTABLE_ROLES.has(node.role) ? false : undefined;
+}
+
+/** Roles whose current value Playwright prints: after the colon (`textbox "Day": 2026-12-15`) or as the selected option. */
+const VALUE_ROLES = new Set(['textbox', 'searchbox', 'combobox', 'spinbutton', 'slider']);
+
+/**
+ * The exact current value of a text field, select or combobox as the snapshot shows it, or
+ * undefined when it does not: the inline text after the line's colon (an input's or textarea's
+ * value, `textbox "Day": 2026-12-15`, `combobox "Search": Ger`); for a `<select>` (a combobox
+ * listing its options) the one option marked `[selected]`; for a content-editable field its
+ * rendered text; the empty string for a text field (textbox, searchbox, spinbutton) with no value
+ * and no content, which Playwright prints bare. A combobox showing neither a value nor options is
+ * not read as empty: a window may have cut its options off.
+ */
+export function controlValue(node: AriaNode): string | undefined {
+  if (!VALUE_ROLES.has(node.role)) return undefined;
+  if (node.value !== undefined) return node.value;
+  const options = node.children.filter((child) => child.role === 'option');
+  if (options.length > 0) {
+    const chosen = options.filter((option) => option.attributes.selected === 'true');
+    return chosen.length === 1 ? (chosen[0]!.name ?? textOf(chosen[0]!)) : undefined;
+  }
+  if (node.children.length > 0) return collapse(node.children.map(textOf).join(' '));
+  return node.role === 'combobox' ? undefined : '';
 }
 
 function collapse(text: string): string {

@@ -183,6 +183,12 @@ export const RowPredicate = z.strictObject({
 export const Predicate = z.discriminatedUnion('kind', [ControlPredicate, TextPredicate, RegionPredicate, LocationPredicate, RowPredicate]);
 export type Predicate = z.infer<typeof Predicate>;
 
+/** The control predicate of tool versions 1.2.0 to 1.4.0: `disabled` and `checked` only. */
+export const ControlPredicateV1_4 = ControlPredicate.omit({ selected: true, expanded: true, pressed: true, value: true });
+
+/** The predicate language of tool versions 1.2.0 to 1.4.0: a call pinned to them keeps its shape. */
+export const PredicateV1_4 = z.discriminatedUnion('kind', [ControlPredicateV1_4, TextPredicate, RegionPredicate, LocationPredicate, RowPredicate]);
+
 /** Longest predicate budget, in ms. */
 export const MAX_PREDICATE_TIMEOUT_MS = 5_000;
 /** Default predicate budget, in ms. */
@@ -198,6 +204,13 @@ export const Condition = z.strictObject({
   timeout_ms: z.int().min(0).max(MAX_PREDICATE_TIMEOUT_MS).optional(),
 });
 export type Condition = z.infer<typeof Condition>;
+
+/** A postcondition or `wait_for` of tool versions 1.2.0 to 1.4.0 (control states `disabled` and `checked` only). */
+export const ConditionV1_4 = z.strictObject({
+  success: PredicateV1_4,
+  failure: PredicateV1_4.optional(),
+  timeout_ms: z.int().min(0).max(MAX_PREDICATE_TIMEOUT_MS).optional(),
+});
 
 export const ConditionStatus = z.enum(['satisfied', 'ambiguous', 'failure_observed', 'not_observed']);
 export type ConditionStatus = z.infer<typeof ConditionStatus>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Condition } from './predicate.ts';
+import { Condition, ConditionV1_4 } from './predicate.ts';
 
 /**
  * The arguments of the browser tools, as strict zod schemas (DESIGN.md section 3): unknown
@@ -47,11 +47,11 @@ export const ObserveArgumentsV1_1 = z.strictObject({
   continuation: ContinuationCursor.optional(),
 });
 
-/** `browser.observe` 1.2.0 arguments: `continuation` or `wait_for`, never both. */
+/** `browser.observe` 1.2.0 to 1.4.0 arguments: `continuation` or `wait_for`, never both. */
 export const ObserveArguments = z
   .strictObject({
     continuation: ContinuationCursor.optional(),
-    wait_for: Condition.optional(),
+    wait_for: ConditionV1_4.optional(),
   })
   .refine((args) => args.continuation === undefined || args.wait_for === undefined, {
     message: 'continuation and wait_for are mutually exclusive',
@@ -170,16 +170,20 @@ export const ActArgumentsV1_1 = z.discriminatedUnion('action', [
 ]);
 
 const postcondition = { postcondition: Condition.optional() };
+const postconditionV1_4 = { postcondition: ConditionV1_4.optional() };
 
-/** `browser.act` 1.2.0 to 1.4.0 arguments: the action plus an optional postcondition the edge evaluates. */
+/**
+ * `browser.act` 1.2.0 to 1.4.0 arguments: the action plus an optional postcondition the edge
+ * evaluates, in the predicate language of those versions (control states `disabled`, `checked`).
+ */
 export const ActArgumentsV1_4 = z.discriminatedUnion('action', [
-  z.strictObject({ ...ACTION_SHAPES.click, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.type, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.press, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.select, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.check, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.uncheck, ...postcondition }),
-  z.strictObject({ ...ACTION_SHAPES.scroll, ...postcondition }),
+  z.strictObject({ ...ACTION_SHAPES.click, ...postconditionV1_4 }),
+  z.strictObject({ ...ACTION_SHAPES.type, ...postconditionV1_4 }),
+  z.strictObject({ ...ACTION_SHAPES.press, ...postconditionV1_4 }),
+  z.strictObject({ ...ACTION_SHAPES.select, ...postconditionV1_4 }),
+  z.strictObject({ ...ACTION_SHAPES.check, ...postconditionV1_4 }),
+  z.strictObject({ ...ACTION_SHAPES.uncheck, ...postconditionV1_4 }),
+  z.strictObject({ ...ACTION_SHAPES.scroll, ...postconditionV1_4 }),
 ]);
 
 /** Largest coordinate a point may name, in CSS px (the schema bound only rejects absurd input). */

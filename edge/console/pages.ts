@@ -127,6 +127,12 @@ function parkedPicture(picture: Picture | undefined, target: ActTarget | null): 
 </figure>`;
 }
 
+/** "the textbox \"First name\"", with its frame when not the page's (a drag's destination, a form's field). */
+function elementWords(element: { role: string; name: string; frame_origin: string }, pageUrl: string): Page {
+  const frame = element.frame_origin !== originOfUrl(pageUrl) ? html` inside a frame of ${element.frame_origin}` : '';
+  return html`the ${element.role} ${JSON.stringify(element.name)}${frame}`;
+}
+
 /** A duration for people: `40 s`, `3 min`, `2 h 5 min`. */
 export function humanDuration(ms: number): string {
   const seconds = Math.max(0, Math.round(ms / 1000));
@@ -152,7 +158,17 @@ ${
 <dt>Page</dt><dd>${item.target.page_title} (${item.target.page_url})</dd>
 ${item.target.text !== undefined ? html`<dt>Text to type</dt><dd>${item.target.text}</dd>` : ''}
 ${item.target.option !== undefined ? html`<dt>Option</dt><dd>${item.target.option}</dd>` : ''}
-${item.target.key !== undefined ? html`<dt>Key</dt><dd>${item.target.key}</dd>` : ''}`
+${item.target.key !== undefined ? html`<dt>Key</dt><dd>${item.target.key}</dd>` : ''}
+${item.target.destination ? html`<dt>Onto</dt><dd>${elementWords(item.target.destination, item.target.page_url)}</dd>` : ''}
+${
+  item.target.fields
+    ? html`<dt>Fields</dt><dd><ol>${item.target.fields.map(
+        (field) =>
+          html`<li>${elementWords(field, item.target!.page_url)}: ${typeof field.value === 'boolean' ? (field.value ? 'checked' : 'unchecked') : (field.value ?? '')}</li>`,
+      )}</ol></dd>`
+    : ''
+}
+${item.target.submit ? html`<dt>Then click</dt><dd>${elementWords(item.target.submit, item.target.page_url)}</dd>` : ''}`
     : html`<dt>Tool</dt><dd>${item.tool}</dd>`
 }
 <dt>Asked by rule</dt><dd>${item.rule ?? 'the policy'}</dd>

@@ -15,6 +15,7 @@ import type { Ports } from '../ports.ts';
 import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
 import { parkForSignIn } from '../sign-in/park.ts';
 import { protectedPageOf } from '../sign-in/protected-page.ts';
+import { furtherElements } from './act-target.ts';
 import { atSignInWall, BLANK_PAGE, classifyFailure, type DispatchOutcome, inAgentTerms, onBlankPage, withheld } from './dispatch-outcome.ts';
 import { giveBackReservation, leaseForDispatch } from './lease.ts';
 import { recordOutcome } from './record-outcome.ts';
@@ -101,7 +102,9 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
 /**
  * Sends the call's one host command with the lease and timeout (ms) of this dispatch, waiting
  * {@link HOST_ANSWER_MARGIN_MS} longer for the answer; an act carries the role, name and frame
- * its target must still have (`target_changed` otherwise).
+ * its target must still have, and as `elements` those of every further element it touches (a
+ * drag's destination, a fill_form's fields and submit button): `target_changed` otherwise, with
+ * nothing typed.
  */
 function sendCommand(session: HostSession, leaseId: string, command: ToolCommand, timeoutMs: number, target: ActTarget | undefined): Promise<Observation> {
   const wire = { lease_id: leaseId, timeout_ms: timeoutMs };
@@ -117,8 +120,10 @@ function sendCommand(session: HostSession, leaseId: string, command: ToolCommand
     case 'page.observe':
       return session.call(command.method, { ...wire, ...command.params }, answerWithinMs);
     case 'page.act': {
+      const further = target === undefined ? [] : furtherElements(target);
       const expected = target === undefined ? {} : { target: { role: target.role, name: target.name, frame_origin: target.frame_origin } };
-      return session.call(command.method, { ...wire, ...command.params, ...expected }, answerWithinMs);
+      const elements = further.length === 0 ? {} : { elements: further };
+      return session.call(command.method, { ...wire, ...command.params, ...expected, ...elements }, answerWithinMs);
     }
   }
 }

@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
-import type { ActTarget } from '../../shared/act-target.ts';
+import { type ActTarget, frameOriginsOf } from '../../shared/act-target.ts';
 import type { DecisionRecord, ProposeBody } from '../../shared/api.ts';
 import { originOf } from '../../shared/origin.ts';
 import { wireAction } from '../../shared/tool-arguments.ts';
@@ -41,8 +41,10 @@ export interface ProposalOutcome {
  * @throws DomainError('invalid_arguments') for arguments the pinned schema rejects (the rejection is
  *   stored); DomainError('outcome_unknown') for a repeat of an uncertain call (never resent);
  *   DomainError('stale_revision') for an act on anything but the latest revision;
- *   DomainError('invalid_arguments') for an act on a reference no observation of that revision
- *   the run received shows;
+ *   DomainError('invalid_arguments') for an act on a reference (its own, a drag's destination, a
+ *   fill_form's field or submit button) no observation of that revision the run received shows,
+ *   or a fill_form field whose role cannot take its value; DomainError('not_actionable') when one
+ *   of them is inert (edge/pipeline/act-target.ts);
  *   DomainError('policy_denied') with the deciding rule; DomainError('run_not_active' |
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now; DomainError('profile_revoked')
  *   when the owner revoked the run's profile (the proposal rates are counted before, by the
@@ -144,18 +146,12 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
   if (invocation.tool === 'browser.act') {
     const action = wireAction(invocation.arguments);
     pictured = { revision: action.revision, reference: action.reference };
-    const observed = await actTarget(ports, run, action, actResults);
-    if (observed === undefined) {
-      const message = `reference ${action.reference} is in no observation of revision ${action.revision} this run received; observe (or read the continuation) first`;
-      await reject('invalid_arguments', message);
-      throw new DomainError('invalid_arguments', message);
+    const bound = await actTarget(ports, run, action, actResults);
+    if (bound.refused !== undefined) {
+      await reject(bound.refused.code, bound.refused.message);
+      throw new DomainError(bound.refused.code, bound.refused.message);
     }
-    if (observed.inert) {
-      const message = `${action.reference} (the ${observed.target.role} ${JSON.stringify(observed.target.name)}) is inert: it is behind a modal dialog or inside an inert part of the page, where no person can reach it; nothing was dispatched`;
-      await reject('not_actionable', message);
-      throw new DomainError('not_actionable', message);
-    }
-    target = observed.target;
+    target = bound.target;
   }
 
   const decision = await decideForRun(
@@ -186,8 +182,10 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
   }
 
   if (decision.effect === 'approval') {
-    // A grant covers what the act touches: the frame holding the target (the page's for the main frame).
-    const touchedOrigin = target?.frame_origin ?? (run.latestUrl === null ? undefined : originOf(run.latestUrl));
+    // A grant covers what the act touches: the frames holding its elements (the page's for the
+    // main frame). A grant is of one origin, so an act touching frames of two origins asks the owner.
+    const touched = target === undefined ? [] : frameOriginsOf(target);
+    const touchedOrigin = target === undefined ? (run.latestUrl === null ? undefined : originOf(run.latestUrl)) : touched.length === 1 ? touched[0] : undefined;
     const grant = await coveringGrant(
       ports,
       run.ownerId,

@@ -2,7 +2,7 @@ import { describeAct } from '../../shared/act-target.ts';
 import type { ApprovalView, CallPhases, ToolCallView } from '../../shared/api.ts';
 import { ErrorCode } from '../../shared/errors.ts';
 import { Observation, OmittedObservation } from '../../shared/observation.ts';
-import { wireAction } from '../../shared/tool-arguments.ts';
+import { type ActArguments, wireAction } from '../../shared/tool-arguments.ts';
 import { parseInvocation, ToolName, ToolVersion } from '../../shared/tools.ts';
 import type { ApprovalRow, ToolCallRow } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
@@ -50,7 +50,7 @@ export function callSummary(call: Pick<ToolCallRow, 'tool' | 'version' | 'argume
   switch (valid.tool) {
     case 'browser.act':
       return target === undefined
-        ? `${valid.arguments.action} on ${'reference' in valid.arguments && valid.arguments.reference !== undefined ? valid.arguments.reference : 'a point'}`
+        ? unboundAct(valid.arguments)
         : describeAct(wireAction(valid.arguments, { reference: target.reference, to_reference: target.destination?.reference }), target);
     case 'browser.navigate':
       return 'url' in valid.arguments
@@ -59,6 +59,20 @@ export function callSummary(call: Pick<ToolCallRow, 'tool' | 'version' | 'argume
     case 'browser.observe':
       return 'Read the page';
   }
+}
+
+/**
+ * An act never bound to a target (refused before any decision), by the elements it named:
+ * `click on e2`, `drag on a point to e10`, `fill_form of e2, e3 then e7`.
+ */
+function unboundAct(args: ActArguments): string {
+  if (args.action === 'fill_form') {
+    const submit = args.submit_reference ?? args.submit_key;
+    return `fill_form of ${args.fields.map((field) => field.reference).join(', ')}${submit === undefined ? '' : ` then ${submit}`}`;
+  }
+  const on = 'reference' in args && args.reference !== undefined ? args.reference : 'a point';
+  if (args.action !== 'drag') return `${args.action} on ${on}`;
+  return `${args.action} on ${on} to ${args.to_reference ?? 'a point'}`;
 }
 
 /** The API view of an approval, with the exact call it covers. */

@@ -30,10 +30,11 @@ export interface DecisionInput {
   /** Origin of the page an act would touch (the run's latest observed URL), if known. */
   readonly pageOrigin: string | undefined;
   /**
-   * Origin of the frame holding an act's target, as the observation showed it (the page's own
-   * for the main frame), if known: what an act touches, and what grants and origin rules decide on.
+   * Origins of the frames holding every element an act touches (its own, a drag's destination, a
+   * fill_form's fields and submit button), as the observation showed them (the page's own for the
+   * main frame), if known: what an act touches, and what origin rules and operator denies decide on.
    */
-  readonly frameOrigin?: string | undefined;
+  readonly frameOrigins?: readonly string[] | undefined;
   readonly authority: Authority;
   /** The turn has received page-derived tool results. */
   readonly tainted: boolean;
@@ -50,8 +51,10 @@ const DEFAULTS: Record<ToolInvocation['tool'], { effect: PolicyEffect; reason: s
 
 /**
  * Decides one validated call (DESIGN.md section 5), in this order: hardline rules; authority (a
- * turn without it is denied); an act on a page, or on an element inside a frame, outside the run's
- * origins is denied; the profile's operator denies (a deny always wins); the profile's
+ * turn without it is denied); an act on a page, or touching any element inside a frame, outside
+ * the run's origins is denied (`hardline.frame_origin`: a drag between frames needs both within the
+ * run's origins); the profile's operator denies, matched on any origin the act touches (a deny
+ * always wins); the profile's
  * rules, first match wins (exact tool, effect, optional condition); the tool's default; then the
  * external-untrusted overlay: page-derived arguments turn an allow into approval unless the
  * matching rule's condition is `bounded_browser_scroll` (ADR-0168) or `bounded_browser_hover` (issue 33).
@@ -81,17 +84,21 @@ export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRe
   if (traits.actionKind !== undefined && input.pageOrigin !== undefined && !input.runOrigins.includes(input.pageOrigin)) {
     return record('deny', 'hardline.page_origin', `the page is at ${input.pageOrigin}, outside the run's origins`);
   }
-  // Nor may an element inside a frame of another origin (its content was withheld anyway).
-  if (traits.actionKind !== undefined && input.frameOrigin !== undefined && !input.runOrigins.includes(input.frameOrigin)) {
-    return record('deny', 'hardline.frame_origin', `the target is inside a frame of ${input.frameOrigin}, outside the run's origins`);
+  // Nor may any element it touches be inside a frame of another origin (its content was withheld
+  // anyway): a drag stays within one frame or between frames of the run's origins.
+  const foreignFrame = traits.actionKind === undefined ? undefined : input.frameOrigins?.find((origin) => !input.runOrigins.includes(origin));
+  if (foreignFrame !== undefined) {
+    const what = (input.frameOrigins?.length ?? 0) > 1 ? 'an element the act touches' : 'the target';
+    return record('deny', 'hardline.frame_origin', `${what} is inside a frame of ${foreignFrame}, outside the run's origins`);
   }
 
   const targetOrigin = traits.targetUrl === undefined ? undefined : originOf(traits.targetUrl);
-  const touchedOrigin = traits.targetUrl === undefined ? (input.frameOrigin ?? input.pageOrigin) : targetOrigin;
+  const touched = touchedOrigins(input, targetOrigin, traits.targetUrl !== undefined);
   for (const deny of profile.body.denies) {
     if (deny.tool !== invocation.tool) continue;
     if (deny.actions && !(traits.actionKind !== undefined && deny.actions.includes(traits.actionKind))) continue;
-    if (deny.origins && !(touchedOrigin !== undefined && deny.origins.includes(touchedOrigin))) continue;
+    // A deny of any origin an act touches denies the whole act (every field of a form fill).
+    if (deny.origins && !touched.some((origin) => deny.origins?.includes(origin))) continue;
     return record('deny', deny.id, `operator deny: ${deny.reason}`);
   }
 
@@ -120,4 +127,14 @@ export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRe
     return record('approval', matched.rule, `${matched.reason}; the arguments carry page-derived references, so the owner decides`, 'external_untrusted');
   }
   return record(matched.effect, matched.rule, matched.reason);
+}
+
+/**
+ * The origins a call touches, for operator denies: a navigation's target; an act's every element's
+ * frame (else, with no target bound, the page's).
+ */
+function touchedOrigins(input: DecisionInput, targetOrigin: string | undefined, navigates: boolean): readonly string[] {
+  if (navigates) return targetOrigin === undefined ? [] : [targetOrigin];
+  if (input.frameOrigins !== undefined && input.frameOrigins.length > 0) return input.frameOrigins;
+  return input.pageOrigin === undefined ? [] : [input.pageOrigin];
 }

@@ -1,4 +1,4 @@
-import type { ActTarget } from '../../shared/act-target.ts';
+import { type ActTarget, frameOriginsOf } from '../../shared/act-target.ts';
 import type { DecisionRecord } from '../../shared/api.ts';
 import { originOf } from '../../shared/origin.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
@@ -19,8 +19,9 @@ export interface ProposalStance {
 /**
  * The input of {@link decide} for a call on `run`: the validated invocation, the arguments as
  * proposed, the run's origins, the origin of the page an act would touch (the run's latest
- * observed URL), the origin of the frame holding an act's `target` and the proposal's stance. The one place both the proposal and the approval
- * path assemble it.
+ * observed URL), the origins of the frames holding every element of an act's `target` (a drag's
+ * destination and a fill_form's fields and submit button too) and the proposal's stance. The one
+ * place both the proposal and the approval path assemble it.
  */
 export function decisionInput(
   run: Pick<RunRow, 'origins' | 'latestUrl'>,
@@ -34,7 +35,7 @@ export function decisionInput(
     proposed,
     runOrigins: run.origins,
     pageOrigin: run.latestUrl === null ? undefined : originOf(run.latestUrl),
-    ...(target !== undefined ? { frameOrigin: target.frame_origin } : {}),
+    ...(target !== undefined ? { frameOrigins: frameOriginsOf(target) } : {}),
     ...stance,
   };
 }

@@ -67,7 +67,11 @@ describe.each(RUNTIMES)('the MCP endpoint on the %s edge', (runtime) => {
       expect(tools.find((tool) => tool.name === 'browser_observe')?.annotations?.readOnlyHint).toBe(true);
       expect(act?.inputSchema.type).toBe('object');
       expect(JSON.stringify(act?.inputSchema)).toContain('"postcondition"');
-      expect(tools.find((tool) => tool.name === 'browser_navigate')?.inputSchema.required).toEqual(['run_id', 'url']);
+      // 1.5.0 navigates to a url or moves in history: one flat object, neither field required by the schema.
+      const navigate = tools.find((tool) => tool.name === 'browser_navigate')?.inputSchema;
+      expect(navigate?.required).toEqual(['run_id']);
+      expect(Object.keys(navigate?.properties ?? {})).toEqual(['run_id', 'url', 'history']);
+      expect(Object.keys(tools.find((tool) => tool.name === 'browser_observe')?.inputSchema.properties ?? {})).toContain('screenshot');
 
       const created = await owner.createRun({ profile_id: `mcp-${runtime}`, intent: 'Save the draft', origins: [site.origin] });
       const claimed = await client.callTool({ name: 'run_claim', arguments: { run_id: created.id } });

@@ -9,15 +9,15 @@ interface OpenApiDocument {
 }
 
 describe('GET /v1/health', () => {
-  it('answers without a token and lists every tool at 1.4.0, 1.3.0, 1.2.0 and 1.1.0', async () => {
+  it('answers without a token and lists every tool at 1.5.0, 1.4.0, 1.3.0, 1.2.0 and 1.1.0', async () => {
     const answer = await call<HealthView>('GET', '/v1/health');
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({
       status: 'ok',
       tools: {
-        'browser.navigate': ['1.4.0', '1.3.0', '1.2.0', '1.1.0'],
-        'browser.observe': ['1.4.0', '1.3.0', '1.2.0', '1.1.0'],
-        'browser.act': ['1.4.0', '1.3.0', '1.2.0', '1.1.0'],
+        'browser.navigate': ['1.5.0', '1.4.0', '1.3.0', '1.2.0', '1.1.0'],
+        'browser.observe': ['1.5.0', '1.4.0', '1.3.0', '1.2.0', '1.1.0'],
+        'browser.act': ['1.5.0', '1.4.0', '1.3.0', '1.2.0', '1.1.0'],
       },
     });
   });

@@ -11,8 +11,14 @@ const { publish } = runFixture(parties);
 describe('policy profiles', () => {
   it('publishing a version changes the hash; owners may read but not publish', async () => {
     const before = await call<PolicyProfileView>('GET', '/v1/policy-profiles/default', { token: parties.owner.token });
-    expect(before.body).toMatchObject({ name: 'default', version: 2 });
-    expect(before.body.rules.map((rule: { id: string }) => rule.id)).toContain('act.bounded_scroll');
+    expect(before.body).toMatchObject({ name: 'default', version: 3 });
+    expect(before.body.rules.map((rule: { id: string }) => rule.id)).toEqual([
+      'observe.allow',
+      'navigate.run_origins',
+      'act.bounded_scroll',
+      'act.bounded_hover',
+      'act.approval',
+    ]);
     const byOwner = await callError('POST', '/v1/policy-profiles/team', { token: parties.owner.token, body: { rules: [], denies: [] } });
     expect([byOwner.status, byOwner.body.error.code]).toEqual([403, 'forbidden']);
     const v1 = await publish('team', { rules: [{ id: 'observe.allow', tool: 'browser.observe', effect: 'allow' }], denies: [] });

@@ -53,6 +53,124 @@ describe('control predicates', () => {
   });
 });
 
+// Lines as Playwright 1.65 prints them for real widgets (test/host/control-states.test.ts takes
+// them from real Chromium): it marks a state only when true, so absence is read as false only
+// where the role always carries the state.
+const WIDGETS = `- main [ref=e1]:
+  - tablist [ref=e2]:
+    - tab "Profile" [ref=e3] [cursor=pointer]
+    - tab "Billing" [selected] [ref=e4] [cursor=pointer]
+  - heading [level=2] [ref=e5]:
+    - button "Contact details" [ref=e6] [cursor=pointer]
+  - heading [level=2] [ref=e7]:
+    - button "Shipping details" [expanded] [ref=e8] [cursor=pointer]
+  - button "Bold" [pressed] [ref=e9] [cursor=pointer]
+  - button "Italic" [ref=e10] [cursor=pointer]
+  - button "Underline" [pressed=mixed] [ref=e11] [cursor=pointer]
+  - button "Strike" [pressed=false] [ref=e12] [cursor=pointer]
+  - button "Menu" [expanded=false] [ref=e13] [cursor=pointer]
+  - textbox "Day" [ref=e14]: 2026-12-15
+  - textbox "Notes" [ref=e15]:
+    - /placeholder: Anything else
+  - spinbutton "Quantity" [ref=e16]: "3"
+  - combobox "Country" [ref=e17]:
+    - option "France"
+    - option "Germany" [selected]
+  - combobox "Search" [ref=e18]: Ger
+  - combobox "Empty search" [ref=e19]
+  - listbox "Sizes" [ref=e20]:
+    - option "Small" [ref=e21]
+    - option "Large" [selected] [ref=e22]
+  - row "Order 1" [ref=e23]
+  - textbox "Editor" [ref=e24]:
+    - paragraph [ref=e25]: Dear Ada,`;
+
+describe('control states of widgets: selected, expanded, pressed and value', () => {
+  const control = (role: string, name: string, state: Record<string, unknown>) => status({ success: { kind: 'control', role, name, ...state } }, WIDGETS);
+
+  it('a tab or option is selected only with [selected], and not selected without it', () => {
+    expect(control('tab', 'Billing', { selected: true })).toBe('satisfied');
+    expect(control('tab', 'Profile', { selected: true })).toBe('not_observed');
+    expect(control('tab', 'Profile', { selected: false })).toBe('satisfied');
+    expect(control('tab', 'Billing', { selected: false })).toBe('not_observed');
+    expect(control('option', 'Large', { selected: true })).toBe('satisfied');
+    expect(control('option', 'Small', { selected: false })).toBe('satisfied');
+  });
+
+  it('a role that need not be selectable is never guessed unselected', () => {
+    expect(control('row', 'Order 1', { selected: false })).toBe('not_observed');
+    expect(control('button', 'Bold', { selected: false })).toBe('not_observed');
+  });
+
+  it('expanded holds with [expanded]; a bare header is not read as collapsed, only an explicit [expanded=false] is', () => {
+    expect(control('button', 'Shipping details', { expanded: true })).toBe('satisfied');
+    expect(control('button', 'Contact details', { expanded: true })).toBe('not_observed');
+    expect(control('button', 'Contact details', { expanded: false })).toBe('not_observed');
+    expect(control('button', 'Shipping details', { expanded: false })).toBe('not_observed');
+    expect(control('button', 'Menu', { expanded: false })).toBe('satisfied');
+  });
+
+  it('pressed holds with [pressed]; a button without the mark is not read as unpressed, and mixed is neither', () => {
+    expect(control('button', 'Bold', { pressed: true })).toBe('satisfied');
+    expect(control('button', 'Italic', { pressed: true })).toBe('not_observed');
+    expect(control('button', 'Italic', { pressed: false })).toBe('not_observed');
+    expect(control('button', 'Underline', { pressed: true })).toBe('not_observed');
+    expect(control('button', 'Underline', { pressed: false })).toBe('not_observed');
+    expect(control('button', 'Strike', { pressed: false })).toBe('satisfied');
+    expect(control('button', 'Bold', { pressed: false })).toBe('not_observed');
+  });
+
+  it('checked keeps its 1.2.0 reading: a pressed toggle or a selected tab counts as checked', () => {
+    expect(control('button', 'Bold', { checked: true })).toBe('satisfied');
+    expect(control('tab', 'Billing', { checked: true })).toBe('satisfied');
+    expect(control('button', 'Italic', { checked: false })).toBe('satisfied');
+  });
+
+  it('a text field holds exactly the value after its colon, and an empty field holds the empty string', () => {
+    expect(control('textbox', 'Day', { value: '2026-12-15' })).toBe('satisfied');
+    expect(control('textbox', 'Day', { value: '2026-12-1' })).toBe('not_observed');
+    expect(control('textbox', 'Day', { value: '' })).toBe('not_observed');
+    expect(control('textbox', 'Notes', { value: '' })).toBe('satisfied');
+    expect(control('textbox', 'Notes', { value: 'Anything else' })).toBe('not_observed');
+    expect(control('spinbutton', 'Quantity', { value: '3' })).toBe('satisfied');
+    expect(control('textbox', 'Editor', { value: 'Dear Ada,' })).toBe('satisfied');
+  });
+
+  it('a select holds the option marked selected, a combobox input its typed text', () => {
+    expect(control('combobox', 'Country', { value: 'Germany' })).toBe('satisfied');
+    expect(control('combobox', 'Country', { value: 'France' })).toBe('not_observed');
+    expect(control('combobox', 'Search', { value: 'Ger' })).toBe('satisfied');
+  });
+
+  it('a combobox showing neither a value nor options, and a role without a value, are not observed', () => {
+    expect(control('combobox', 'Empty search', { value: '' })).toBe('not_observed');
+    expect(control('combobox', 'Country', { value: '' })).toBe('not_observed');
+    expect(control('button', 'Bold', { value: '' })).toBe('not_observed');
+    expect(control('listbox', 'Sizes', { value: 'Large' })).toBe('not_observed');
+  });
+
+  it('every asked state must hold together', () => {
+    expect(control('tab', 'Billing', { selected: true, disabled: false })).toBe('satisfied');
+    expect(control('tab', 'Billing', { selected: true, disabled: true })).toBe('not_observed');
+  });
+
+  it('a widget in the wrong state next to a failure predicate that is seen is failure_observed', () => {
+    expect(
+      status(
+        {
+          success: { kind: 'control', role: 'tab', name: 'Profile', selected: true },
+          failure: { kind: 'control', role: 'tab', name: 'Billing', selected: true },
+        },
+        WIDGETS,
+      ),
+    ).toBe('failure_observed');
+  });
+
+  it('two controls with the same role and name are ambiguous whatever their states', () => {
+    expect(status({ success: { kind: 'control', role: 'button', name: 'Bold', pressed: true } }, `${WIDGETS}\n  - button "Bold" [ref=e99]`)).toBe('ambiguous');
+  });
+});
+
 describe('text, region, location and row predicates', () => {
   it('text is an exact substring of the rendered text, across inline children', () => {
     expect(status({ success: { kind: 'text', text: 'Saved successfully' } }, FORM)).toBe('satisfied');
@@ -118,6 +236,8 @@ describe('the predicate schema', () => {
     ['timeout as a string', { success: { kind: 'text', text: 'x' }, timeout_ms: '2000' }],
     ['both url and path', { success: { kind: 'location', url: 'http://x/', path: '/' } }],
     ['a name over 200 characters', { success: { kind: 'control', role: 'button', name: 'x'.repeat(201) } }],
+    ['a value over 200 characters', { success: { kind: 'control', role: 'textbox', name: 'Day', value: 'x'.repeat(201) } }],
+    ['pressed as a string', { success: { kind: 'control', role: 'button', name: 'Bold', pressed: 'mixed' } }],
   ])('rejects %s', (_name, condition) => {
     expect(Condition.safeParse(condition).success).toBe(false);
   });

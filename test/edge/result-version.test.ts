@@ -2,7 +2,7 @@ import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resultForVersion } from '../../edge/pipeline/result-version.ts';
 import type { RunView, ToolCallView } from '../../shared/api.ts';
-import { Observation, ObservationV1_1, OmittedObservationV1_1, ToolResultV1_1 } from '../../shared/observation.ts';
+import { Observation, ObservationV1_1, ObservationV1_4, OmittedObservationV1_1, ToolResultV1_1 } from '../../shared/observation.ts';
 import { call, type Parties, seedParties } from './support/edge-client.ts';
 
 // Tool versions (ADR-0159, DESIGN.md section 3): 1.2.0 is additive over 1.1.0. A call pinned to
@@ -43,6 +43,35 @@ describe('resultForVersion', () => {
     expect(OmittedObservationV1_1.safeParse(omitted).success).toBe(true);
     // A 1.2.0 call over budget keeps its condition whole.
     expect(resultForVersion('1.2.0', observation, 10)).toMatchObject({ omitted: 'observation_over_budget', condition: observation.condition });
+  });
+});
+
+describe('the 1.5.0 additions to an observation (issue 33)', () => {
+  const withMedia: Observation = {
+    ...observation,
+    incomplete: ['closed_shadow_root'],
+    screenshot: { artifact_id: 'art_screenshot1', mime_type: 'image/jpeg', width: 1280, height: 720, bytes: 48_213 },
+    downloads: [{ artifact_id: 'art_download1', file_name: 'invoice.pdf', mime_type: 'application/pdf', bytes: 12_345, state: 'saved' }],
+  };
+  const { screenshot: _screenshot, downloads: _downloads, ...v1_4 } = withMedia;
+
+  it('reach a 1.5.0 call whole: screenshot and downloads included', () => {
+    expect(resultForVersion('1.5.0', withMedia, 64 * 1024)).toEqual(withMedia);
+  });
+
+  it('never reach a call pinned to 1.4.0, which keeps exactly the 1.4.0 shape (incomplete included)', () => {
+    const result = resultForVersion('1.4.0', withMedia, 64 * 1024);
+    expect(result).toEqual(v1_4);
+    expect(ObservationV1_4.safeParse(result).success).toBe(true);
+    expect(ObservationV1_4.safeParse(withMedia).success).toBe(false);
+  });
+
+  it('never reach older pins either', () => {
+    for (const version of ['1.3.0', '1.2.0', '1.1.0']) {
+      const result = resultForVersion(version, withMedia, 64 * 1024);
+      expect(result).not.toHaveProperty('screenshot');
+      expect(result).not.toHaveProperty('downloads');
+    }
   });
 });
 

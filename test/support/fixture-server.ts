@@ -1,4 +1,6 @@
+import { readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStaticServer } from '../../scripts/static-server.ts';
 
@@ -28,10 +30,41 @@ export function fixtureOrigins(): string[] {
   return [...startedOrigins];
 }
 
+/**
+ * Built files of the real libraries fixture pages are made with, by the name a page loads them
+ * under: `/vendor/bootstrap/css/bootstrap.min.css` is `node_modules/bootstrap/dist/css/...`.
+ */
+const VENDOR_DIRS: Record<string, string> = {
+  bootstrap: fileURLToPath(new URL('../../node_modules/bootstrap/dist/', import.meta.url)),
+};
+const VENDOR_TYPES: Record<string, string> = { js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
+
+/** Answers `GET /vendor/<package>/<file>` from {@link VENDOR_DIRS}; false when the path names no such file. */
+function serveVendorFile(pathname: string, response: ServerResponse): boolean {
+  const match = /^\/vendor\/([a-z]+)\/([A-Za-z0-9_./-]+\.(js|css))$/.exec(pathname);
+  const dir = match?.[1] === undefined ? undefined : VENDOR_DIRS[match[1]];
+  if (!match || dir === undefined) return false;
+  const file = resolve(dir, match[2] ?? '');
+  if (!file.startsWith(resolve(dir) + sep) || !statSync(file, { throwIfNoEntry: false })?.isFile()) return false;
+  response.writeHead(200, { 'content-type': VENDOR_TYPES[match[3] ?? ''] ?? 'application/octet-stream', 'cache-control': 'no-store' }).end(readFileSync(file));
+  return true;
+}
+
 /** Largest delay the `/delay`, `/slow`, `/fail` and `/events` routes accept, in ms. */
 const MAX_DELAY_MS = 30_000;
 /** Spacing of the comment lines `/events` sends to keep its stream open, in ms. */
 const EVENT_STREAM_HEARTBEAT_MS = 1_000;
+/** Chunk size of `/download` bodies, in bytes. */
+const DOWNLOAD_CHUNK_BYTES = 64 * 1024;
+/** Largest `/download` body, in bytes. */
+const MAX_DOWNLOAD_BYTES = 16 * 1024 * 1024;
+
+/** The body `/download?bytes=N` sends: N bytes (at most 16 MiB), byte i being i mod 251. */
+export function downloadBody(bytes: number): Buffer {
+  const length = Number.isInteger(bytes) ? Math.min(Math.max(0, bytes), MAX_DOWNLOAD_BYTES) : 0;
+  return Buffer.from(Array.from({ length }, (_, index) => index % 251));
+}
+
 /** A 1x1 transparent GIF. */
 const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
 
@@ -53,6 +86,11 @@ const GIF = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAE
  *   destroyed: the request fails (`net::ERR_CONTENT_LENGTH_MISMATCH` or similar) rather than
  *   finishing, and no byte-less reset invites Chromium to retry it.
  * - `GET /redirect?to=URL`: a 302 to URL.
+ * - `GET /download?bytes=N&name=NAME&type=TYPE&chunk_ms=M`: an attachment (`Content-Disposition:
+ *   attachment; filename="NAME"`) of type TYPE (default `application/octet-stream`) whose body is
+ *   {@link downloadBody}`(N)`, sent in 64 KiB chunks M ms apart (default at once) without a
+ *   `Content-Length`; one the client drops before its end counts the effect `download_dropped`.
+ * - `GET /vendor/<package>/<file>`: a built file of a real library ({@link VENDOR_DIRS}).
  * Delayed, hanging and streaming responses still open at close are dropped.
  */
 export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<FixtureServer> {
@@ -98,6 +136,29 @@ export async function startFixtureServer(root: string = FIXTURES_DIR): Promise<F
     } else if (url.pathname === '/events') {
       const type = url.searchParams.get('as') === 'ndjson' ? 'application/x-ndjson' : 'text/event-stream';
       later(Number(url.searchParams.get('headers_after_ms') ?? '0'), () => streamEvents(response, type));
+    } else if (url.pathname === '/download') {
+      const body = downloadBody(Number(url.searchParams.get('bytes') ?? '0'));
+      const name = (url.searchParams.get('name') ?? 'file.bin').replace(/["\\\r\n]/g, '_');
+      const type = url.searchParams.get('type') ?? 'application/octet-stream';
+      const chunkMs = Number(url.searchParams.get('chunk_ms') ?? '0');
+      response.writeHead(200, { 'content-type': type, 'content-disposition': `attachment; filename="${name}"`, 'cache-control': 'no-store' });
+      response.on('close', () => {
+        if (!response.writableFinished) counts.set('download_dropped', (counts.get('download_dropped') ?? 0) + 1);
+      });
+      const send = (offset: number): void => {
+        if (response.destroyed) return;
+        if (offset >= body.length) {
+          response.end();
+        } else if (chunkMs > 0) {
+          response.write(body.subarray(offset, offset + DOWNLOAD_CHUNK_BYTES));
+          later(chunkMs, () => send(offset + DOWNLOAD_CHUNK_BYTES));
+        } else {
+          response.write(body.subarray(offset, offset + DOWNLOAD_CHUNK_BYTES), () => send(offset + DOWNLOAD_CHUNK_BYTES));
+        }
+      };
+      send(0);
+    } else if (url.pathname.startsWith('/vendor/')) {
+      return serveVendorFile(url.pathname, response);
     } else if (url.pathname === '/redirect') {
       response.writeHead(302, { location: url.searchParams.get('to') ?? '/', 'cache-control': 'no-store' }).end();
     } else if (url.pathname === '/fail') {
