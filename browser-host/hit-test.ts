@@ -2,12 +2,12 @@ import type { CDPSession } from 'playwright-core';
 import type { ViewportPoint } from '../shared/tool-arguments.ts';
 import type { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
-import { withCdpSession } from './page/cdp-session.ts';
+import { isolatedWorldOf } from './page/isolated-world.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { ownRefOfLine } from './snapshot/marks.ts';
 
-/** The name of the world the host hit-tests in; a page never sees it. */
-const HIT_TEST_WORLD = '__governed_browser_hit_test__';
+/** The CDP object group of a hit test's remote objects, released when it answers. */
+const HIT_TEST_OBJECTS = 'governed-browser-hit-test';
 /** The name Playwright gives the (isolated) world its selectors and snapshots run in, up to a per-page suffix. */
 const PLAYWRIGHT_UTILITY_WORLD = '__playwright_utility_world_';
 /** Most actionable candidates one hit test considers, nearest first. */
@@ -104,29 +104,23 @@ export async function hitTest(deadline: Deadline, browser: ProfileBrowser, revis
   }
   const refs = new Set((browser.revisions.latest?.lines ?? []).flatMap((line) => ownRefOfLine(line) ?? []));
   const page = await browser.page(deadline);
-  return withCdpSession(deadline, page, async (session) => {
+  return isolatedWorldOf(page).withContext(deadline, async (session, contextId) => {
     const send = <T>(method: string, params: object): Promise<T> => deadline.race(session.send(method as never, params as never) as Promise<T>);
     const contexts = utilityContexts(session);
     await send('Runtime.enable', {});
     try {
-      const { frameTree } = await send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree', {});
-      const mainFrameId = frameTree.frame.id;
-      const { executionContextId } = await send<{ executionContextId: number }>('Page.createIsolatedWorld', {
-        frameId: mainFrameId,
-        worldName: HIT_TEST_WORLD,
-        grantUniveralAccess: false,
-      });
       const found = await send<RemoteAnswer>('Runtime.evaluate', {
         expression: `(${HIT_TEST_FUNCTION})(${point.x}, ${point.y}, ${MAX_CANDIDATES})`,
-        contextId: executionContextId,
+        contextId,
         returnByValue: false,
+        objectGroup: HIT_TEST_OBJECTS,
       });
       if (found.exceptionDetails !== undefined) throw new HostError('action_failed', `the page could not be hit-tested: ${describe(found)}`);
       if (found.result.value === 'outside') {
         throw new HostError('invalid_params', `point: (${point.x}, ${point.y}) is outside the viewport of revision ${revision}`);
       }
       const ownerId = await property(send, found.result.objectId, 'owner');
-      const frameId = ownerId === undefined ? mainFrameId : await contentFrameOf(send, ownerId);
+      const frameId = ownerId === undefined ? await mainFrameId(send) : await contentFrameOf(send, ownerId);
       const candidates = await elements(send, await property(send, found.result.objectId, 'candidates'));
       const utility = frameId === undefined ? undefined : contexts.get(frameId);
       for (const candidate of candidates) {
@@ -137,9 +131,17 @@ export async function hitTest(deadline: Deadline, browser: ProfileBrowser, revis
       throw new HostError('invalid_params', `point: nothing actionable of revision ${revision} is at (${point.x}, ${point.y})`);
     } finally {
       contexts.stop();
+      // The remote objects of this hit test, in both worlds, are let go; the session stays for the next.
+      void session.send('Runtime.releaseObjectGroup', { objectGroup: HIT_TEST_OBJECTS }).catch(() => {});
       void session.send('Runtime.disable').catch(() => {});
     }
   });
+}
+
+/** The id of the page's main frame. */
+async function mainFrameId(send: Send): Promise<string> {
+  const { frameTree } = await send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree', {});
+  return frameTree.frame.id;
 }
 
 /**
@@ -167,6 +169,7 @@ async function property(send: Send, objectId: string | undefined, name: string):
     functionDeclaration: 'function (name) { return this[name]; }',
     arguments: [{ value: name }],
     returnByValue: false,
+    objectGroup: HIT_TEST_OBJECTS,
   });
   return answer.result.objectId;
 }
@@ -174,7 +177,10 @@ async function property(send: Send, objectId: string | undefined, name: string):
 /** The object ids of the items of the remote array `objectId`, in order. */
 async function elements(send: Send, objectId: string | undefined): Promise<string[]> {
   if (objectId === undefined) return [];
-  const { result } = await send<{ result: { name: string; value?: { objectId?: string } }[] }>('Runtime.getProperties', { objectId, ownProperties: true });
+  const { result } = await send<{ result: { name: string; value?: { objectId?: string } }[] }>('Runtime.getProperties', {
+    objectId,
+    ownProperties: true,
+  });
   return result
     .filter((entry) => /^\d+$/.test(entry.name))
     .sort((a, b) => Number(a.name) - Number(b.name))
@@ -193,7 +199,11 @@ async function contentFrameOf(send: Send, objectId: string): Promise<string | un
  */
 async function snapshotRefOf(send: Send, objectId: string, utility: number): Promise<string | undefined> {
   const { node } = await send<{ node: { backendNodeId: number } }>('DOM.describeNode', { objectId });
-  const resolved = await send<{ object: { objectId?: string } }>('DOM.resolveNode', { backendNodeId: node.backendNodeId, executionContextId: utility });
+  const resolved = await send<{ object: { objectId?: string } }>('DOM.resolveNode', {
+    backendNodeId: node.backendNodeId,
+    executionContextId: utility,
+    objectGroup: HIT_TEST_OBJECTS,
+  });
   if (resolved.object.objectId === undefined) return undefined;
   const answer = await send<RemoteAnswer>('Runtime.callFunctionOn', {
     objectId: resolved.object.objectId,
