@@ -31,6 +31,15 @@ describe('page.hit_test: a point of the screenshot to a reference', () => {
     expect(fixtures.hits('save')).toBe(0);
   });
 
+  test('a page that replaces its own hit-testing cannot steer a point to another element', async ({ client, lease, fixtures }) => {
+    const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('points/page.html?tamper'), timeout_ms: 20_000 });
+    const at = async (point: { x: number; y: number }) =>
+      (await client.call('page.hit_test', { lease_id: lease.lease_id, revision: page.revision, point, timeout_ms: 10_000 })).reference;
+    expect(await at(SAVE_CENTRE)).toBe(refOf(page.snapshot, 'button', 'Save draft'));
+    expect(await at(EMAIL_LABEL_TEXT)).toBe(refOf(page.snapshot, 'textbox', 'Email'));
+    expect(await at(NESTED_LINK_TEXT)).toBe(refOf(page.snapshot, 'link', 'Read more'));
+  });
+
   test('descends into a same-origin iframe with the point translated into it', async ({ client, lease, fixtures }) => {
     const page = await client.call('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('points/page.html'), timeout_ms: 20_000 });
     const { reference } = await client.call('page.hit_test', { lease_id: lease.lease_id, revision: page.revision, point: FRAME_PAY, timeout_ms: 10_000 });
