@@ -179,6 +179,23 @@ describe('a history move is decided by the entry it lands on', () => {
     expect(host.calls.some((entry) => entry.method === 'page.navigate')).toBe(false);
   });
 
+  it('a run that holds no page yet is told to observe first, and nothing is asked of a host', async () => {
+    const host = draftsHost({ landing: () => `${ORIGIN}/inbox` });
+    const ports: Ports = workerdPorts(host.connector);
+    const agent = { id: parties.agent.id, kind: 'agent' as const, ownerId: parties.owner.id };
+    const created = await call<RunView>('POST', '/v1/runs', {
+      token: parties.owner.token,
+      body: { profile_id: 'fresh', intent: 'go back', origins: [ORIGIN] },
+    });
+    const run = await loadRun(ports, agent, created.body.id);
+    await expect(proposeToolCall(ports, agent, run, { tool: 'browser.navigate', version: '1.5.0', arguments: { history: 'back' } })).rejects.toMatchObject({
+      code: 'stale_revision',
+      message: expect.stringMatching(/observe the page first/),
+    });
+    expect(host.calls).toEqual([]);
+    await call('POST', `/v1/runs/${created.body.id}/cancel`, { token: parties.owner.token });
+  });
+
   it('a move with no entry to land on is invalid_arguments', async () => {
     const host = draftsHost({ landing: () => null });
     const { propose } = await observedRun(host);
