@@ -214,12 +214,16 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       services.observations.record(receivedAt);
       return observation;
     },
-    'page.act': ({ lease_id, action, target, timeout_ms }) =>
+    'page.act': ({ lease_id, action, target, elements, file, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
         browser.screenshots.writeBegins();
         browser.traffic.restartTrail();
         const settings = { ...config.settle, actionabilityMs: config.actionabilityMs };
-        const captured: CapturedRevision = await actOnPage(deadline, browser, action, settings, () => void leases.check(lease_id), target);
+        const captured: CapturedRevision = await actOnPage(deadline, browser, action, settings, () => void leases.check(lease_id), {
+          target,
+          elements,
+          file,
+        });
         shelveScreenshot(lease_id, browser, captured);
         return hostObservationOf(deadline, browser, captured, context, catalog);
       }),
