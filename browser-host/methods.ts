@@ -81,7 +81,8 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   and again when the operation's turn comes), then serialized per page and bounded by
  *   `timeout_ms` (see `ProfileBrowser.run`: a page that went away under the operation fails it
  *   `page_changed` or `outcome_unknown`, and one that stopped answering is replaced after it);
- *   see {@link navigatePage}, {@link actOnPage} and, for a plain observe,
+ *   see {@link navigatePage}, {@link actOnPage} (with the act's `target`, `elements` and, for an
+ *   upload, `file`: `invalid_params` when they do not fit the action) and, for a plain observe,
  *   {@link captureRevision} (`not_waited`). Each answers a full capture's first window with the
  *   wire-only `sign_in` signal when the page asks for sign-in ({@link hostObservationOf}).
  * - `page.observe {continuation}`: `lease_lost` unless live; served from the cached revision
