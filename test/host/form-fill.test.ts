@@ -101,6 +101,32 @@ describe('fill_form', () => {
     expect(fixtures.hits('signup')).toBe(before);
   });
 
+  test('a field relabelled while the act waited for its submit button to enable fails target_changed: every field is checked again, none typed', async ({
+    client,
+    lease,
+    fixtures,
+  }) => {
+    const page = await navigate(client, lease.lease_id, fixtures.url('hands/six-field-form.html?late_submit_ms=1500'));
+    const { fields, elements } = formOf(page, fixtures.origin);
+    const response = await client.request('page.act', {
+      lease_id: lease.lease_id,
+      action: {
+        action: 'fill_form',
+        revision: page.revision,
+        reference: fields[0]!.reference,
+        fields,
+        submit_reference: refOf(page.snapshot, 'button', 'Send'),
+      },
+      target: { role: 'textbox', name: 'First name', frame_origin: fixtures.origin },
+      elements,
+      timeout_ms: 15_000,
+    });
+    expect(response).toMatchObject({ error: { code: 'target_changed', message: expect.stringMatching(/^field 6 .*nothing was dispatched$/) } });
+    const now = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 15_000 });
+    expect(now.snapshot).toContain('Touched 0');
+    expect(now.snapshot).toContain('Not sent');
+  });
+
   test('false for a radio button is action_failed before any field is typed', async ({ client, lease, fixtures }) => {
     const page = await navigate(client, lease.lease_id, fixtures.url('hands/six-field-form.html'));
     const response = await client.request('page.act', {
