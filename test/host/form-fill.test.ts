@@ -75,9 +75,9 @@ describe('fill_form', () => {
   });
 
   test('a field relabelled after the observation fails target_changed, naming it, and no field is typed', async ({ client, lease, fixtures }) => {
-    const page = await navigate(client, lease.lease_id, fixtures.url('hands/six-field-form.html?swap_after_ms=800'));
+    const page = await navigate(client, lease.lease_id, fixtures.url('hands/six-field-form.html?swap_after_ms=2000'));
     const { fields, elements } = formOf(page, fixtures.origin);
-    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
     const before = fixtures.hits('signup');
     const response = await client.request('page.act', {
       lease_id: lease.lease_id,
@@ -106,7 +106,7 @@ describe('fill_form', () => {
     lease,
     fixtures,
   }) => {
-    const page = await navigate(client, lease.lease_id, fixtures.url('hands/six-field-form.html?late_submit_ms=1500'));
+    const page = await navigate(client, lease.lease_id, fixtures.url('hands/six-field-form.html?late_submit_ms=2500'));
     const { fields, elements } = formOf(page, fixtures.origin);
     const response = await client.request('page.act', {
       lease_id: lease.lease_id,
