@@ -196,13 +196,15 @@ function expectationsOf(action: BrowserAction, request: ActRequest): TargetExpec
   }
   const elements = request.elements ?? [];
   const expectations: TargetExpectation[] = [];
-  for (const touched of touchedElements(action)) {
-    const listed = elements.find((element) => element.reference === touched.reference);
-    const expected = touched.reference === action.reference ? (request.target ?? listed) : listed;
+  const manyElements = action.action === 'drag' || action.action === 'fill_form';
+  for (const { reference, about } of touchedElements(action)) {
+    const listed = elements.find((element) => element.reference === reference);
+    const expected = reference === action.reference ? (request.target ?? listed) : listed;
     if (expected === undefined && request.target !== undefined) {
-      throw new HostError('invalid_params', `${touched.about} (${touched.reference}) has no expectation in elements; nothing was dispatched`);
+      throw new HostError('invalid_params', `${about} (${reference}) has no expectation in elements; nothing was dispatched`);
     }
-    if (expected !== undefined) expectations.push({ reference: touched.reference, expected, about: touched.about });
+    // The single-element acts' errors keep naming the element by its reference alone, as before 1.5.0.
+    if (expected !== undefined) expectations.push({ reference, expected, ...(manyElements ? { about } : {}) });
   }
   return expectations;
 }
