@@ -83,7 +83,8 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   and again when the operation's turn comes), then serialized per page and bounded by
  *   `timeout_ms` (see `ProfileBrowser.run`: a page that went away under the operation fails it
  *   `page_changed` or `outcome_unknown`, and one that stopped answering is replaced after it);
- *   see {@link navigatePage}, {@link actOnPage} and, for a plain observe,
+ *   see {@link navigatePage}, {@link actOnPage} (with the act's `target`, `elements` and, for an
+ *   upload, `file`: `invalid_params` when they do not fit the action) and, for a plain observe,
  *   {@link captureRevision} (`not_waited`). Each answers a full capture's first window with the
  *   wire-only `sign_in` signal when the page asks for sign-in ({@link hostObservationOf}), and
  *   the downloads finished since the lease's last such answer (`downloaded_files`).
@@ -231,12 +232,16 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       services.observations.record(receivedAt);
       return observation;
     },
-    'page.act': ({ lease_id, action, target, timeout_ms }) =>
+    'page.act': ({ lease_id, action, target, elements, file, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
         browser.screenshots.writeBegins();
         browser.traffic.restartTrail();
         const settings = { ...config.settle, actionabilityMs: config.actionabilityMs };
-        const captured: CapturedRevision = await actOnPage(deadline, browser, action, settings, () => void leases.check(lease_id), target);
+        const captured: CapturedRevision = await actOnPage(deadline, browser, action, settings, () => void leases.check(lease_id), {
+          target,
+          elements,
+          file,
+        });
         shelveScreenshot(lease_id, browser, captured);
         return hostObservationOf(deadline, browser, captured, context, catalog);
       }),
