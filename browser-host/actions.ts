@@ -1,18 +1,22 @@
-import { errors, type Locator, type Page } from 'playwright-core';
-import type { ExpectedTarget } from '../shared/protocol.ts';
+import type { Locator, Page } from 'playwright-core';
+import type { ExpectedElement, ExpectedTarget, UploadFile } from '../shared/protocol.ts';
 import type { BrowserAction } from '../shared/tool-arguments.ts';
 import { captureReserveMs, captureRevision } from './capture.ts';
 import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';
+import { type DispatchPlan, type PlanContext, requireState, runPrechecks, sendInput, stepsAbout } from './dispatch-plan.ts';
+import { dragPlan } from './drag.ts';
+import { fillFormPlan } from './form-fill.ts';
 import { firstLineOf, HostError } from './host-error.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, type SettleEntry, settle } from './settle.ts';
 import type { CapturedRevision } from './snapshot/captured-revision.ts';
-import { checkTarget } from './target-check.ts';
+import { checkTargets, type TargetExpectation } from './target-check.ts';
+import { uploadPlan } from './upload.ts';
 
 /** How much earlier than the deadline Playwright's action timeout fires, in ms. */
 const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
-/** Prechecks that took longer than this, in ms, waited for the page: the target is checked again. */
+/** Prechecks that took longer than this, in ms, waited for the page: the targets are checked again. */
 const RECHECK_AFTER_WAIT_MS = 250;
 
 /**
@@ -25,25 +29,47 @@ export interface ActConfig extends SettleConfig {
 }
 
 /**
+ * What the act's elements must still be, and what it carries (`page.act` params, shared/protocol.ts):
+ * `target` for the element `action.reference` names; `elements` for every further element it
+ * touches (a drag's destination, a fill_form's other fields and its submit), required for each of
+ * them when `target` is given; `file` the attached file an upload sets (required for an upload,
+ * refused for any other action).
+ */
+export interface ActRequest {
+  readonly target?: ExpectedTarget | undefined;
+  readonly elements?: readonly ExpectedElement[] | undefined;
+  readonly file?: UploadFile | undefined;
+}
+
+/**
  * Performs one agent action on the element its reference names, settles (ADR-0159) and captures
  * the next revision. In order:
  * 1. `action.revision` must be the page's latest revision, else `stale_revision`;
  * 2. the latest references must still be trusted, else `page_changed` (a capture failed or was
  *    cancelled, the page was replaced, or the lease is new: observe first);
- * 3. `page.getByRef(action.reference)` must match an element, else `action_failed`;
- * 4. when `expected` is given, the element must still have that role, name and frame and be
- *    reachable (`target_changed`, `not_actionable` when inert; see {@link checkTarget});
- * 5. the element must pass the action's prechecks (Playwright's trial run of it, or the element
- *    states it needs), which send no input, within `config.actionabilityMs` (and the deadline),
- *    else `not_actionable` with Playwright's reason ("element is not visible", "<div id=cover>
- *    intercepts pointer events", ...), or `action_failed` when the action cannot apply to the
- *    element at all;
+ * 3. every element the action touches (`reference`; a drag's `to_reference`; a fill_form's fields
+ *    and `submit_reference`) must be matched by `page.getByRef`, else `action_failed`;
+ * 4. when `request.target` is given, each of those elements must still have the role, name and
+ *    frame it was decided on (`target` for `reference`, the `request.elements` entry for the
+ *    others) and be reachable (`target_changed`, `not_actionable` when inert; see
+ *    {@link checkTargets}), all of them before any input;
+ * 5. the elements must pass the action's prechecks (Playwright's trial run of it, or the element
+ *    states it needs: for a fill_form every field's and the submit's), which send no input, within
+ *    `config.actionabilityMs` (and the deadline), else `not_actionable` with Playwright's reason
+ *    ("element is not visible", "<div id=cover> intercepts pointer events", ...), or
+ *    `action_failed` when the action cannot apply to an element at all (a value a field cannot
+ *    take, an upload on anything but a file input);
  * 6. `stillLeased` must not throw: the lease is checked once more right before the input, so a
  *    run cancelled while the prechecks waited sends nothing (`lease_lost`);
- * 7. when the prechecks waited (over 250 ms), the target check of step 4 runs again;
+ * 7. when the prechecks waited (over 250 ms), the target checks of step 4 run again;
  * nothing is dispatched when any of these fails. Then settling is entered and the input is sent
- * once (never retried), bounded by the deadline; the page settles and is captured.
- * @throws HostError('stale_revision' | 'page_changed' | 'action_failed' | 'not_actionable' |
+ * once (never retried: a fill_form's fields in order, then its submit), bounded by the deadline;
+ * the page settles and is captured.
+ * @throws HostError('invalid_params') before anything else when the request does not fit the
+ *   action (an upload without `file`, or `file` naming another file than `file_id`; `file` on
+ *   another action; a fill_form whose `reference` is not its first field's; a touched element
+ *   without an expectation while `target` is given);
+ *   HostError('stale_revision' | 'page_changed' | 'action_failed' | 'not_actionable' |
  *   'lease_lost' | 'target_changed' | 'outside_run_origins') with nothing dispatched;
  *   HostError('outcome_unknown') when the input may have reached the page but the outcome cannot
  *   be known (the input phase did not finish, or settling or the capture after it failed:
@@ -56,8 +82,9 @@ export async function actOnPage(
   action: BrowserAction,
   config: ActConfig,
   stillLeased: () => void = () => {},
-  expected?: ExpectedTarget,
+  request: ActRequest = {},
 ): Promise<CapturedRevision> {
+  const expectations = expectationsOf(action, request);
   if (action.revision !== browser.revisions.current) {
     throw new HostError('stale_revision', `revision ${action.revision} is not the page's latest (${browser.revisions.current}); nothing was dispatched`);
   }
@@ -65,14 +92,7 @@ export async function actOnPage(
     throw new HostError('page_changed', `observe again before acting: ${browser.revisions.invalidation}; nothing was dispatched`);
   }
   const page = await browser.page(deadline);
-  const target = page.getByRef(action.reference);
-  const matches = await deadline.race(target.count()).catch((error: unknown) => {
-    if (error instanceof HostError) throw error;
-    throw new HostError('action_failed', `reference ${action.reference}: ${firstLineOf(error)}; nothing was dispatched`);
-  });
-  if (matches === 0) {
-    throw new HostError('action_failed', `reference ${action.reference} matches no element of revision ${action.revision}; nothing was dispatched`);
-  }
+  for (const { reference } of touchedElements(action)) await requireMatch(deadline, page, reference, action.revision);
 
   // Settling, then the capture, keep their share; the action's own checks get the rest.
   const reserve = Math.min(config.budgetMs + captureReserveMs(deadline), deadline.remainingMs() / 2);
@@ -80,14 +100,14 @@ export async function actOnPage(
   // The prechecks get at most `actionabilityMs` of it, the input whatever is left.
   const checks = actionDeadline.child(config.actionabilityMs);
   let phase = checks;
-  const plan = dispatchPlan(page, target, action, () => Math.max(1, phase.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS));
+  const plan = dispatchPlan({ page, timeout: () => Math.max(1, phase.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS) }, action, request.file);
   let entry: SettleEntry;
   try {
-    // The element must still be what the call was decided (and approved) on, and reachable: an
+    // The elements must still be what the call was decided (and approved) on, and reachable: an
     // inert target or a relabelled one fails here, before any wait for actionability.
-    if (expected !== undefined) await checkTarget(actionDeadline, browser, page, action.reference, expected);
+    await checkTargets(actionDeadline, browser, page, expectations);
     const checksStarted = performance.now();
-    await precheck(checks, plan, action)
+    await runPrechecks(checks, plan)
       .catch((error: unknown) => {
         // A lease that ended while the prechecks waited is why they failed (its page was left).
         stillLeased();
@@ -102,13 +122,11 @@ export async function actOnPage(
     stillLeased();
     // Prechecks that waited (a disabled button enabling, an animation ending) gave the page time
     // to change the element: checked again right before the input.
-    if (expected !== undefined && performance.now() - checksStarted > RECHECK_AFTER_WAIT_MS) {
-      await checkTarget(actionDeadline, browser, page, action.reference, expected);
-    }
+    if (performance.now() - checksStarted > RECHECK_AFTER_WAIT_MS) await checkTargets(actionDeadline, browser, page, expectations);
     // Settling entry: just before the input, so what the input starts joins the request set.
     entry = enterSettling(browser.traffic, config);
     try {
-      await sendInput(actionDeadline, plan, action);
+      await sendInput(actionDeadline, plan);
     } catch (error) {
       entry.requests.dispose();
       // The input may have changed the page: its earlier references are void until a fresh capture.
@@ -131,69 +149,130 @@ export async function actOnPage(
   }
 }
 
-/** One step of a dispatch, run with what is left of the action's deadline. */
-type Step = () => Promise<unknown>;
-
-/**
- * An action as two phases. The input runs with `force`: the prechecks were the action's one
- * actionability pass, so Playwright does not wait for the same checks a second time.
- * `precheck` sends no input: Playwright's trial run of the same action
- * (its actionability checks: attached, visible, stable, enabled, receiving events) or, for the
- * actions Playwright has no trial for, the same element states checked directly. `input` sends
- * the action itself.
- */
-interface DispatchPlan {
-  readonly precheck: readonly Step[];
-  readonly input: readonly Step[];
+/** An element an action touches, and the words naming it in errors. */
+interface TouchedElement {
+  readonly reference: string;
+  readonly about: string;
 }
 
-/** The two phases of `action` on `target`; `timeout` is the Playwright timeout for each step, in ms. */
-function dispatchPlan(page: Page, target: Locator, action: BrowserAction, timeout: () => number): DispatchPlan {
-  const visible: Step = () => target.waitFor({ state: 'visible', timeout: timeout() });
-  const require =
-    (state: string, check: () => Promise<boolean>): Step =>
-    async () => {
-      if (!(await check())) throw new NotActionable(`element is not ${state}`);
-    };
+/**
+ * Every element `action` touches, `reference` first: a drag's source and destination; a
+ * fill_form's fields in order (the first is `reference`), then its submit element.
+ */
+function touchedElements(action: BrowserAction): TouchedElement[] {
+  switch (action.action) {
+    case 'drag':
+      return [
+        { reference: action.reference, about: 'the drag source' },
+        { reference: action.to_reference, about: 'the drag destination' },
+      ];
+    case 'fill_form':
+      return [
+        ...action.fields.map((field, index) => ({ reference: field.reference, about: `field ${index + 1}` })),
+        ...(action.submit_reference === undefined ? [] : [{ reference: action.submit_reference, about: 'the submit element' }]),
+      ];
+    default:
+      return [{ reference: action.reference, about: `the ${action.action} target` }];
+  }
+}
+
+/**
+ * The target checks the act runs before its input (see {@link actOnPage} step 4): with
+ * `request.target`, one per touched element, `target` for `action.reference` and the
+ * `request.elements` entry for every other; without it, those `request.elements` names.
+ * @throws HostError('invalid_params') when the request does not fit the action (see {@link actOnPage})
+ */
+function expectationsOf(action: BrowserAction, request: ActRequest): TargetExpectation[] {
+  if (action.action === 'upload') {
+    if (request.file === undefined) throw new HostError('invalid_params', 'an upload needs the attached file (file); nothing was dispatched');
+    if (request.file.file_id !== action.file_id) {
+      throw new HostError('invalid_params', `the file sent is ${request.file.file_id}, not the upload's ${action.file_id}; nothing was dispatched`);
+    }
+  } else if (request.file !== undefined) {
+    throw new HostError('invalid_params', `a ${action.action} sets no file: file is for uploads only; nothing was dispatched`);
+  }
+  if (action.action === 'fill_form' && action.fields[0]?.reference !== action.reference) {
+    throw new HostError('invalid_params', `a fill_form's reference must be its first field's; nothing was dispatched`);
+  }
+  const elements = request.elements ?? [];
+  const expectations: TargetExpectation[] = [];
+  const manyElements = action.action === 'drag' || action.action === 'fill_form';
+  for (const { reference, about } of touchedElements(action)) {
+    const listed = elements.find((element) => element.reference === reference);
+    const expected = reference === action.reference ? (request.target ?? listed) : listed;
+    if (expected === undefined && request.target !== undefined) {
+      throw new HostError('invalid_params', `${about} (${reference}) has no expectation in elements; nothing was dispatched`);
+    }
+    // The single-element acts' errors keep naming the element by its reference alone, as before 1.5.0.
+    if (expected !== undefined) expectations.push({ reference, expected, ...(manyElements ? { about } : {}) });
+  }
+  return expectations;
+}
+
+/** @throws HostError('action_failed') when `reference` matches no element of the page. */
+async function requireMatch(deadline: Deadline, page: Page, reference: string, revision: number): Promise<void> {
+  const matches = await deadline.race(page.getByRef(reference).count()).catch((error: unknown) => {
+    if (error instanceof HostError) throw error;
+    throw new HostError('action_failed', `reference ${reference}: ${firstLineOf(error)}; nothing was dispatched`);
+  });
+  if (matches === 0) {
+    throw new HostError('action_failed', `reference ${reference} matches no element of revision ${revision}; nothing was dispatched`);
+  }
+}
+
+/** The two phases of `action` (see {@link DispatchPlan}); `file` is an upload's. */
+function dispatchPlan(context: PlanContext, action: BrowserAction, file: UploadFile | undefined): DispatchPlan {
+  const { page, timeout } = context;
+  if (action.action === 'drag') return dragPlan(context, action);
+  if (action.action === 'fill_form') return fillFormPlan(context, action);
+  // Checked by expectationsOf before anything else.
+  if (action.action === 'upload') return uploadPlan(context, action, file as UploadFile);
+  const target = page.getByRef(action.reference);
+  const about = `${action.action} on ${action.reference}`;
+  const plan = (precheck: (() => Promise<unknown>)[], input: (() => Promise<unknown>)[]): DispatchPlan => ({
+    precheck: stepsAbout(about, ...precheck),
+    input: stepsAbout(about, ...input),
+  });
+  const visible = () => target.waitFor({ state: 'visible', timeout: timeout() });
   switch (action.action) {
     case 'click':
-      return { precheck: [() => target.click({ trial: true, timeout: timeout() })], input: [() => target.click({ force: true, timeout: timeout() })] };
+      return plan([() => target.click({ trial: true, timeout: timeout() })], [() => target.click({ force: true, timeout: timeout() })]);
+    case 'hover':
+      return plan([() => target.hover({ trial: true, timeout: timeout() })], [() => target.hover({ force: true, timeout: timeout() })]);
     case 'type':
-      return {
-        precheck: [visible, require('editable', () => target.isEditable({ timeout: timeout() }))],
-        input: [
+      return plan(
+        [visible, requireState('editable', () => target.isEditable({ timeout: timeout() }))],
+        [
           () => target.fill(action.text, { force: true, timeout: timeout() }),
           ...(action.submit === true ? [() => target.press('Enter', { timeout: timeout() })] : []),
         ],
-      };
+      );
     case 'press':
       // Playwright presses on the focused element without actionability checks; the reference
       // was already resolved, so there is nothing more to check without sending input.
-      return { precheck: [], input: [() => target.press(action.key, { timeout: timeout() })] };
+      return plan([], [() => target.press(action.key, { timeout: timeout() })]);
     case 'select':
-      return {
-        precheck: [visible, require('enabled', () => target.isEnabled({ timeout: timeout() }))],
-        input: [() => target.selectOption(action.value, { force: true, timeout: timeout() })],
-      };
+      return plan(
+        [visible, requireState('enabled', () => target.isEnabled({ timeout: timeout() }))],
+        [() => target.selectOption(action.value, { force: true, timeout: timeout() })],
+      );
     case 'check':
-      return { precheck: [() => target.check({ trial: true, timeout: timeout() })], input: [() => target.check({ force: true, timeout: timeout() })] };
+      return plan([() => target.check({ trial: true, timeout: timeout() })], [() => target.check({ force: true, timeout: timeout() })]);
     case 'uncheck':
-      return { precheck: [() => target.uncheck({ trial: true, timeout: timeout() })], input: [() => target.uncheck({ force: true, timeout: timeout() })] };
+      return plan([() => target.uncheck({ trial: true, timeout: timeout() })], [() => target.uncheck({ force: true, timeout: timeout() })]);
     case 'scroll':
       // The wheel is the action. The pointer is only placed, and never by scrolling the element
       // into view: that would undo the scrolls before this one.
-      return {
-        precheck: [visible],
-        input: [
+      return plan(
+        [visible],
+        [
           async () => {
             const point = await wheelPoint(page, target, timeout());
             await page.mouse.move(point.x, point.y);
             await page.mouse.wheel(0, action.delta);
           },
         ],
-      };
-    default:
-      throw new HostError('action_failed', `${action.action} is not supported by this host yet; nothing was dispatched`);
+      );
   }
 }
 
@@ -213,78 +292,4 @@ async function wheelPoint(page: Page, target: Locator, timeoutMs: number): Promi
   const bottom = Math.min(viewport.height, box.y + box.height);
   if (right <= left || bottom <= top) return centre;
   return { x: (left + right) / 2, y: (top + bottom) / 2 };
-}
-
-/** A state the element must be in for the action (editable, enabled) that it is not in. */
-class NotActionable extends Error {}
-
-/**
- * Runs the plan's prechecks (see {@link DispatchPlan}) within `deadline`, the action's share
- * bounded by `actionabilityMs`. They send no input, so their failure, or the deadline passing
- * during them, means nothing was dispatched.
- * @throws HostError('not_actionable') when the element did not become able to take the input in
- *   time, with Playwright's reason (see {@link actionabilityReason});
- *   HostError('action_failed') when the action cannot apply to the element (checking a button,
- *   say).
- */
-async function precheck(deadline: Deadline, plan: DispatchPlan, action: BrowserAction): Promise<void> {
-  for (const step of plan.precheck) {
-    try {
-      await deadline.race(
-        step(),
-        'not_actionable',
-        `${action.action} on ${action.reference}: the element did not become actionable in time; nothing was dispatched`,
-      );
-    } catch (error) {
-      if (error instanceof HostError) throw error;
-      if (error instanceof errors.TimeoutError || error instanceof NotActionable) {
-        throw new HostError('not_actionable', `${action.action} on ${action.reference}: ${actionabilityReason(error)}; nothing was dispatched`);
-      }
-      throw new HostError('action_failed', `${action.action} on ${action.reference}: ${firstLineOf(error)}; nothing was dispatched`);
-    }
-  }
-}
-
-/** ANSI escape sequences (Playwright dims its call log lines with them). */
-const ANSI_ESCAPE = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
-/** A call-log line that says why the element could not take the input. */
-const ACTIONABILITY_REASON = /intercepts pointer events$|^element is (?:not [a-z]+|outside of the viewport|inert)$|^locator resolved to hidden /;
-
-/**
- * Why the element could not take the input: the last reason in Playwright's call log (a timed-out
- * action logs each failed attempt: "element is not visible", "element is not enabled", "element
- * is not stable", "element is outside of the viewport", "<div id=\"cover\"></div> intercepts
- * pointer events", ...), or the first line of the message when it names none.
- */
-function actionabilityReason(error: Error): string {
-  if (error instanceof NotActionable) return error.message;
-  const lines = error.message
-    .replace(ANSI_ESCAPE, '')
-    .split('\n')
-    .map((line) =>
-      line
-        .trim()
-        .replace(/^- /, '')
-        .replace(/^\d+ × /, ''),
-    );
-  const reason = lines.findLast((line) => ACTIONABILITY_REASON.test(line));
-  if (reason === undefined) return firstLineOf(error);
-  return reason.startsWith('locator resolved to hidden') ? 'element is not visible' : reason;
-}
-
-/**
- * Sends the action's input, once, never retried. Any failure leaves the outcome unknown:
- * Playwright can time out or fail after its input reached the page (waiting for the page to
- * acknowledge it, or for a navigation it started), and a blocked page never acknowledges at all.
- * @throws HostError('outcome_unknown')
- */
-async function sendInput(deadline: Deadline, plan: DispatchPlan, action: BrowserAction): Promise<void> {
-  for (const step of plan.input) {
-    try {
-      await deadline.race(step(), 'outcome_unknown', `${action.action} ran out of time mid-dispatch; it may or may not have happened`);
-    } catch (error) {
-      if (error instanceof HostError) throw error;
-      throw new HostError('outcome_unknown', `${action.action} on ${action.reference} did not finish: ${firstLineOf(error)}; it may or may not have happened`);
-    }
-  }
 }

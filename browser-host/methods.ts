@@ -9,6 +9,8 @@ import type { HostConfig } from './config.ts';
 import type { ContinuationCursors } from './continuation-cursor.ts';
 import { Deadline } from './deadline.ts';
 import type { HostDrain } from './drain/host-drain.ts';
+import { landingUrl, moveInHistory } from './history.ts';
+import { hitTest } from './hit-test.ts';
 import { HostError } from './host-error.ts';
 import type { LeaseTable } from './lease.ts';
 import type { LiveViews } from './live-view.ts';
@@ -81,13 +83,19 @@ export type MethodHandlers = { readonly [M in HostMethod]: (params: HostParams<M
  *   and again when the operation's turn comes), then serialized per page and bounded by
  *   `timeout_ms` (see `ProfileBrowser.run`: a page that went away under the operation fails it
  *   `page_changed` or `outcome_unknown`, and one that stopped answering is replaced after it);
- *   see {@link navigatePage}, {@link actOnPage} and, for a plain observe,
+ *   see {@link navigatePage}, {@link actOnPage} (with the act's `target`, `elements` and, for an
+ *   upload, `file`: `invalid_params` when they do not fit the action) and, for a plain observe,
  *   {@link captureRevision} (`not_waited`). Each answers a full capture's first window with the
  *   wire-only `sign_in` signal when the page asks for sign-in ({@link hostObservationOf}), and
  *   the downloads finished since the lease's last such answer (`downloaded_files`).
  * - `page.observe {screenshot: true}`: as a plain observe, plus `viewport_jpeg`, a JPEG of the
  *   viewport of the same revision (see {@link capturePictured}); `not_found` when screenshots
  *   are off (`HOST_SCREENSHOTS=0`).
+ * - `page.navigate {history, expected_url}` (1.5.0): a history move onto the entry the edge decided
+ *   on, see {@link moveInHistory} (`target_changed`, `outside_run_origins` with nothing moved).
+ * - `page.hit_test` (1.5.0): the reference at a point of the latest revision, in the page's turn;
+ *   reads only (see {@link hitTest}). `page.history` (1.5.0): the landing entry's URL of a
+ *   history move, without moving (see {@link landingUrl}).
  * - `page.observe {continuation}`: `lease_lost` unless live; served from the cached revision
  *   without waiting for the page (see {@link continueObservation}); never a sign-in signal, a
  *   download or a screenshot (`invalid_params` when one is asked for with a continuation).
@@ -190,23 +198,22 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       await browser.settled();
       return restore === undefined ? grant : { ...grant, restore };
     },
-    'page.hit_test': async () => {
-      throw new HostError('invalid_params', 'points are not supported by this host yet');
-    },
-    'page.history': async () => {
-      throw new HostError('invalid_params', 'history moves are not supported by this host yet');
-    },
+    'page.hit_test': ({ lease_id, revision, point, timeout_ms }) =>
+      onLeasedPage(lease_id, timeout_ms, async (deadline, browser) => ({ reference: await hitTest(deadline, browser, revision, point) })),
+    'page.history': ({ lease_id, history, timeout_ms }) =>
+      onLeasedPage(lease_id, timeout_ms, async (deadline, browser) => ({ url: await landingUrl(deadline, browser, history) })),
     'page.download': ({ lease_id, download_id }) => leasedBrowser(lease_id).downloads.take(download_id),
     'lease.renew': async ({ lease_id, ttl_ms }) => leases.renew(lease_id, ttl_ms),
     'lease.release': async ({ lease_id }) => ({ released: leases.release(lease_id) }),
     'page.navigate': (params) =>
       onLeasedPage(params.lease_id, params.timeout_ms, async (deadline, browser, context) => {
         const { lease_id } = params;
-        if (!('url' in params)) throw new HostError('invalid_params', 'history moves are not supported by this host yet');
-        const { url } = params;
         browser.screenshots.writeBegins();
         browser.traffic.restartTrail();
-        const captured = await navigatePage(deadline, browser, url, config.settle);
+        const captured =
+          'url' in params
+            ? await navigatePage(deadline, browser, params.url, config.settle)
+            : await moveInHistory(deadline, browser, params.history, params.expected_url, config.settle);
         shelveScreenshot(lease_id, browser, captured);
         return hostObservationOf(deadline, browser, captured, context, catalog);
       }),
@@ -225,12 +232,16 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       services.observations.record(receivedAt);
       return observation;
     },
-    'page.act': ({ lease_id, action, target, timeout_ms }) =>
+    'page.act': ({ lease_id, action, target, elements, file, timeout_ms }) =>
       onLeasedPage(lease_id, timeout_ms, async (deadline, browser, context) => {
         browser.screenshots.writeBegins();
         browser.traffic.restartTrail();
         const settings = { ...config.settle, actionabilityMs: config.actionabilityMs };
-        const captured: CapturedRevision = await actOnPage(deadline, browser, action, settings, () => void leases.check(lease_id), target);
+        const captured: CapturedRevision = await actOnPage(deadline, browser, action, settings, () => void leases.check(lease_id), {
+          target,
+          elements,
+          file,
+        });
         shelveScreenshot(lease_id, browser, captured);
         return hostObservationOf(deadline, browser, captured, context, catalog);
       }),

@@ -48,11 +48,29 @@ const DOWNLOAD_STARTED = /Download is starting/;
  */
 export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, url: string, config: SettleConfig): Promise<CapturedRevision> {
   const target = navigableUrl(url);
+  return loadAndCapture(deadline, browser, config, target.origin, target.href, (page, timeout, signal) =>
+    page.goto(target.href, { waitUntil: 'commit', timeout, signal }),
+  );
+}
+
+/**
+ * Loads, settles and captures as {@link navigatePage}, with `load` (given the page, its timeout
+ * in ms and an abort signal) making the move; `origin` and `described` name the target in the
+ * operator's log and the agent's error.
+ */
+export async function loadAndCapture(
+  deadline: Deadline,
+  browser: ProfileBrowser,
+  config: SettleConfig,
+  origin: string,
+  described: string,
+  load: (page: Page, timeoutMs: number, signal: AbortSignal) => Promise<unknown>,
+): Promise<CapturedRevision> {
   const page = await browser.page(deadline);
   const entry = enterSettling(browser.traffic, config);
-  const load = deadline.leaving(captureReserveMs(deadline) + Math.min(config.budgetMs, deadline.remainingMs() / 3));
+  const loading = deadline.leaving(captureReserveMs(deadline) + Math.min(config.budgetMs, deadline.remainingMs() / 3));
   try {
-    await browser.hostNavigation(() => page.goto(target.href, { waitUntil: 'commit', timeout: Math.max(1, load.remainingMs()), signal: load.signal }));
+    await browser.hostNavigation(() => load(page, Math.max(1, loading.remainingMs()), loading.signal));
   } catch (error) {
     // A URL that answers with an attachment is downloaded (reported by a later observation, see
     // page/downloads.ts) and leaves the page where it was: that page is settled and captured.
@@ -62,11 +80,11 @@ export async function navigatePage(deadline: Deadline, browser: ProfileBrowser, 
       await errorPageCommitted(deadline, page);
       // Chromium's own error text (connection refused or reset, name not resolved) would tell a
       // page's redirects apart: a port-scan oracle. The agent gets the code; the operator's log the detail.
-      process.stderr.write(`browser-host: profile ${browser.profileId}: a navigation to ${target.origin} failed: ${firstLineOf(error)}\n`);
-      throw new HostError('navigation_failed', `could not load ${target.href}`);
+      process.stderr.write(`browser-host: profile ${browser.profileId}: a navigation to ${origin} failed: ${firstLineOf(error)}\n`);
+      throw new HostError('navigation_failed', `could not load ${described}`);
     }
   } finally {
-    load.dispose();
+    loading.dispose();
   }
   const settleDeadline = deadline.leaving(captureReserveMs(deadline));
   try {

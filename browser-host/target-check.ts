@@ -7,21 +7,41 @@ import { firstLineOf, HostError } from './host-error.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { markNamesAndReach, type PageReach, readReach } from './snapshot/marks.ts';
 
+/** One element an act touches and what it must still be; `about` names it in errors ("field 2", "the drag destination"). */
+export interface TargetExpectation {
+  readonly reference: string;
+  readonly expected: ExpectedTarget;
+  readonly about?: string;
+}
+
 /**
  * Checks, right before an act's input, that the element `reference` names is still what the
+ * owner (or the policy) was shown (README "Confinement"): see {@link checkTargets}, for one element.
+ * @throws as {@link checkTargets}
+ */
+export function checkTarget(deadline: Deadline, browser: ProfileBrowser, page: Page, reference: string, expected: ExpectedTarget): Promise<void> {
+  return checkTargets(deadline, browser, page, [{ reference, expected }]);
+}
+
+/**
+ * Checks, right before an act's first input, that every element it touches (`targets`, in order:
+ * a drag's source and destination, each field of a fill_form and its submit) is still what the
  * owner (or the policy) was shown (README "Confinement": approvals bound to what the owner saw):
- * a fresh AI-mode snapshot of the page must still carry `[ref=<reference>]` (Playwright keeps an
- * element's ref only while its role and accessible name stay the same) with `expected.role` and
- * `expected.name`, and the element's frame must still be of `expected.frame_origin` and one the
- * page may navigate to. The snapshot assigns refs afresh only to elements that changed, so the
- * revision's other references keep working. Sends no input.
+ * one fresh AI-mode snapshot of the page must still carry `[ref=<reference>]` for each (Playwright
+ * keeps an element's ref only while its role and accessible name stay the same) with
+ * `expected.role` and `expected.name`, and each element's frame must still be of
+ * `expected.frame_origin` and one the page may navigate to. The snapshot assigns refs afresh only
+ * to elements that changed, so the revision's other references keep working. Sends no input.
  * Names from content and `[inert]` marks are written in first, as a capture writes them
- * (snapshot/marks.ts).
- * @throws HostError('target_changed') when the element is gone, relabelled, re-roled or now in
- *   another frame; HostError('not_actionable') when it is now inert (behind a modal dialog); HostError('outside_run_origins') when its frame is not of the run's origins;
+ * (snapshot/marks.ts). The first element that fails decides the error, its message led by its
+ * `about` when given.
+ * @throws HostError('target_changed') when an element is gone, relabelled, re-roled or now in
+ *   another frame; HostError('not_actionable') when it is now inert (behind a modal dialog);
+ *   HostError('outside_run_origins') when its frame is not of the run's origins;
  *   HostError('action_failed') when the check itself fails; nothing is sent in any case.
  */
-export async function checkTarget(deadline: Deadline, browser: ProfileBrowser, page: Page, reference: string, expected: ExpectedTarget): Promise<void> {
+export async function checkTargets(deadline: Deadline, browser: ProfileBrowser, page: Page, targets: readonly TargetExpectation[]): Promise<void> {
+  if (targets.length === 0) return;
   const timeout = Math.max(1, deadline.remainingMs());
   let text: string;
   let reach: PageReach;
@@ -33,11 +53,21 @@ export async function checkTarget(deadline: Deadline, browser: ProfileBrowser, p
     }));
     ({ found: reach, text } = await browser.trackCapture(reading));
   } catch (error) {
-    throw new HostError('action_failed', `could not check the target ${reference}: ${firstLineOf(error)}; nothing was dispatched`);
+    const references = targets.map((target) => target.reference).join(', ');
+    throw new HostError('action_failed', `could not check the target ${references}: ${firstLineOf(error)}; nothing was dispatched`);
   }
-  const marker = `[ref=${reference}]`;
   // Names from content and inert marks, as the capture the owner was shown had them.
   const lines = markNamesAndReach(text.split('\n'), reach);
+  for (const target of targets) {
+    await checkOne(deadline, browser, page, lines, target);
+  }
+}
+
+/** Checks one element against the snapshot `lines`; see {@link checkTargets}. */
+async function checkOne(deadline: Deadline, browser: ProfileBrowser, page: Page, lines: readonly string[], target: TargetExpectation): Promise<void> {
+  const { reference, expected } = target;
+  const lead = target.about === undefined ? reference : `${target.about} (${reference})`;
+  const marker = `[ref=${reference}]`;
   // The node whose own ref it is: page text may contain "[ref=e4]" too.
   const node = lines
     .filter((candidate) => candidate.includes(marker))
@@ -45,26 +75,26 @@ export async function checkTarget(deadline: Deadline, browser: ProfileBrowser, p
     .find((candidate) => candidate?.ref === reference);
   const shown = `the ${expected.role} ${JSON.stringify(expected.name)}`;
   if (node === undefined) {
-    throw new HostError('target_changed', `${reference} is no longer ${shown}: it was relabelled, re-roled or removed; nothing was dispatched`);
+    throw new HostError('target_changed', `${lead} is no longer ${shown}: it was relabelled, re-roled or removed; nothing was dispatched`);
   }
   if (node.role !== expected.role || (node.name ?? '') !== expected.name) {
-    throw new HostError('target_changed', `${reference} is now the ${node.role} ${JSON.stringify(node.name ?? '')}, not ${shown}; nothing was dispatched`);
+    throw new HostError('target_changed', `${lead} is now the ${node.role} ${JSON.stringify(node.name ?? '')}, not ${shown}; nothing was dispatched`);
   }
   if (node.attributes.inert === 'true') {
     throw new HostError(
       'not_actionable',
-      `${reference} (${shown}) is inert: behind a modal dialog or inside an inert part of the page, where no person can reach it; nothing was dispatched`,
+      `${lead} (${shown}) is inert: behind a modal dialog or inside an inert part of the page, where no person can reach it; nothing was dispatched`,
     );
   }
-  const origin = await frameOriginOf(page, reference, timeout);
+  const origin = await frameOriginOf(page, reference, Math.max(1, deadline.remainingMs()));
   if (origin !== expected.frame_origin) {
     throw new HostError(
       'target_changed',
-      `${reference} is now in a frame of ${origin ?? 'an unknown origin'}, not ${expected.frame_origin}; nothing was dispatched`,
+      `${lead} is now in a frame of ${origin ?? 'an unknown origin'}, not ${expected.frame_origin}; nothing was dispatched`,
     );
   }
   if (browser.confinement.documentVerdict(`${origin}/`) !== undefined) {
-    throw new HostError('outside_run_origins', `${reference} is inside a frame of ${origin}, outside the run's origins; nothing was dispatched`);
+    throw new HostError('outside_run_origins', `${lead} is inside a frame of ${origin}, outside the run's origins; nothing was dispatched`);
   }
 }
 

@@ -88,6 +88,10 @@ export class Confinement {
     this.#publicNames = new Set();
   }
 
+  get leaseOrigins(): readonly string[] {
+    return this.#leaseOrigins;
+  }
+
   /** The open ceremony's origins (its origin and its sign-in page's); `[]` when none is open. */
   set ceremonyOrigins(origins: readonly string[]) {
     // Only real origins: anything else would break every later match against the list.

@@ -54,6 +54,24 @@ export class IsolatedWorld {
     return answer.result?.value as T;
   }
 
+  /**
+   * Runs `use` (the host's own reads, never input) with this world's CDP session and the id of the
+   * world's context in the current main-frame document, made on first use; when `use` fails for a
+   * context that has gone (the document was replaced), once more in a new world of the current
+   * document. Remote objects `use` makes live in this session until the document goes.
+   * @throws HostError('deadline_exceeded') when the deadline passes first; whatever `use` throws.
+   */
+  async withContext<T>(deadline: Deadline, use: (session: CDPSession, contextId: number) => Promise<T>): Promise<T> {
+    const session = await this.#sessionWithin(deadline);
+    const contextId = this.#contextId ?? (await this.#createWorld(deadline, session));
+    try {
+      return await use(session, contextId);
+    } catch (error) {
+      if (!/context/i.test(error instanceof Error ? error.message : String(error))) throw error;
+      return use(session, await this.#createWorld(deadline, session));
+    }
+  }
+
   #sessionWithin(deadline: Deadline): Promise<CDPSession> {
     if (this.#session !== undefined) return this.#session;
     const opening = openCdpSession(deadline, this.#page);

@@ -13,6 +13,7 @@ import { kickRecipeRuns } from '../recipes/scheduling.ts';
 import { expireIfPastDeadline } from '../runs/lifecycle.ts';
 import { beginDispatch } from './begin-dispatch.ts';
 import { dispatchCall } from './dispatch.ts';
+import { policyInvocation } from './history.ts';
 
 /** Most approvals one listing returns. */
 const APPROVAL_PAGE = 100;
@@ -109,7 +110,9 @@ async function decide(ports: Ports, principal: Principal, approvalId: string, de
   const invocation = revalidatedInvocation(call, approval, await canonicalHash({ tool: call.tool, version: call.version, arguments: call.arguments }));
   // Revalidate under the policy in force now (DESIGN.md section 5): an approval made under an
   // older profile hash is never silently carried over.
-  const current = await decideForRun(ports.db, run, invocation, call.arguments, approvalStance(invocation, phases.decision), phases.target, {
+  // A history move is decided again as the navigation to the entry it was asked about (edge/pipeline/history.ts).
+  const forPolicy = policyInvocation(invocation, call.arguments, phases.history);
+  const current = await decideForRun(ports.db, run, forPolicy.invocation, forPolicy.proposed, approvalStance(invocation, phases.decision), phases.target, {
     // The profile's newest version, read with the approval.
     stored: joined.policy ?? undefined,
   });

@@ -17,7 +17,9 @@ import { parkForSignIn } from '../sign-in/park.ts';
 import { protectedPageOf } from '../sign-in/protected-page.ts';
 import { furtherElements } from './act-target.ts';
 import { atSignInWall, BLANK_PAGE, classifyFailure, type DispatchOutcome, inAgentTerms, onBlankPage, withheld } from './dispatch-outcome.ts';
+import { historyCommand } from './history.ts';
 import { giveBackReservation, leaseForDispatch } from './lease.ts';
+import { pointedCommand } from './points.ts';
 import { recordOutcome } from './record-outcome.ts';
 
 /**
@@ -53,8 +55,9 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
     if (!lease.expiryRecorded) leaseExpiry = { leaseId: lease.lease_id, expiresAtMs: lease.expires_at_ms };
     const timeout = Math.max(100, deadline.upTo(MAX_OPERATION_TIMEOUT_MS));
     sent = true;
-    const target = (call.phases as CallPhases).target;
-    const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, traits.command, timeout, target));
+    const phases = call.phases as CallPhases;
+    const { target } = phases;
+    const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, commandOf(invocation, traits.command, phases), timeout, target));
     if (traits.command.method !== 'page.observe') answered = { leaseId: lease.lease_id, revision: observation.revision, hostUrl: connection.host.url };
     outcome = {
       state: 'succeeded',
@@ -97,6 +100,16 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
     await parkForSignIn(ports, run, { signal: outcome.signIn, signInUrl, protectedUrl, toolCallId: call.id });
   }
   return recorded;
+}
+
+/**
+ * The host command of a call as decided: an act's points replaced by the references they were
+ * resolved to (edge/pipeline/points.ts), a history move with the URL of the entry it was decided
+ * on (edge/pipeline/history.ts).
+ */
+function commandOf(invocation: ToolInvocation, command: ToolCommand, phases: CallPhases): ToolCommand {
+  if (invocation.tool === 'browser.act') return pointedCommand(command, invocation.arguments, phases.target);
+  return historyCommand(command, phases.history);
 }
 
 /**

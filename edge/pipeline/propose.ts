@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { type ActTarget, frameOriginsOf } from '../../shared/act-target.ts';
 import type { DecisionRecord, ProposeBody } from '../../shared/api.ts';
 import { originOf } from '../../shared/origin.ts';
-import { wireAction } from '../../shared/tool-arguments.ts';
+import { namesPoint, wireAction } from '../../shared/tool-arguments.ts';
 import { callTraits, parseInvocation } from '../../shared/tools.ts';
 import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -22,7 +22,10 @@ import { holdRun } from '../runs/lifecycle.ts';
 import { actTarget } from './act-target.ts';
 import { beginDispatch, type NewCall } from './begin-dispatch.ts';
 import { dispatchCall } from './dispatch.ts';
+import { landingEntry, policyInvocation } from './history.ts';
+import { UnansweredQuestion } from './lease-host.ts';
 import { settleIfLost } from './lost-dispatch.ts';
+import { pointedTarget, resolvePoints } from './points.ts';
 import { loadProposalContext } from './proposal-context.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
 
@@ -36,6 +39,8 @@ export interface ProposalOutcome {
 /**
  * The tool pipeline for one proposed call (DESIGN.md section 4): validate against the pinned
  * version; hold the run; refuse a repeat of a call whose outcome is unknown; check the revision;
+ * ask the host where a history move lands (`phases.history`, decided as the navigation there:
+ * edge/pipeline/history.ts); resolve an act's points to references (edge/pipeline/points.ts);
  * bind an act to its target as the run's observations showed it (`phases.target`); decide by policy (authority, taint, profile, overlays); then deny, park for the owner, let a
  * grant cover it, or dispatch exactly one command and record its outcome.
  * @throws DomainError('invalid_arguments') for arguments the pinned schema rejects (the rejection is
@@ -43,8 +48,12 @@ export interface ProposalOutcome {
  *   DomainError('stale_revision') for an act on anything but the latest revision;
  *   DomainError('invalid_arguments') for an act on a reference (its own, a drag's destination, a
  *   fill_form's field or submit button) no observation of that revision the run received shows,
- *   or a fill_form field whose role cannot take its value; DomainError('not_actionable') when one
+ *   or a fill_form field whose role cannot take its value, a point outside the picture or on
+ *   nothing actionable, or a history move with no entry to land on (stored); DomainError('not_actionable') when one
  *   of them is inert (edge/pipeline/act-target.ts);
+ *   DomainError('stale_revision') for a point or history move when the run holds no page;
+ *   DomainError('host_unavailable') when the host cannot answer where a point or history move
+ *   lands (nothing stored);
  *   DomainError('policy_denied') with the deciding rule; DomainError('run_not_active' |
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now; DomainError('profile_revoked')
  *   when the owner revoked the run's profile (the proposal rates are counted before, by the
@@ -139,30 +148,44 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
     throw new DomainError('stale_revision', message);
   }
 
+  // A question the host answered for the decision with a refusal is a rejection (stored), a host
+  // that could not answer one a failure that changes nothing.
+  const refused = async (error: unknown): Promise<never> => {
+    if (!(error instanceof UnansweredQuestion)) throw error;
+    if (error.code === 'host_unavailable') throw new DomainError('host_unavailable', error.message);
+    await reject(error.code, error.message);
+    throw new DomainError(error.code, error.message);
+  };
+  // A history move is decided as the navigation to the entry it lands on (edge/pipeline/history.ts).
+  const entry = traits.historyMove === undefined ? undefined : await landingEntry(ports, run, traits.historyMove).catch(refused);
+  const forPolicy = policyInvocation(invocation, body.arguments, entry);
+
   // An act is bound to its target as the agent was shown it (README "Confinement").
   let target: ActTarget | undefined;
   // What the owner is shown if the call parks: the page at the act's revision with its target, else the run's page.
   let pictured: ParkedPicture | undefined = run.latestRevision === null ? undefined : { revision: run.latestRevision };
   if (invocation.tool === 'browser.act') {
-    const action = wireAction(invocation.arguments);
+    // Points become the references the host finds there; from then on it is a reference act (edge/pipeline/points.ts).
+    const pointed = namesPoint(invocation.arguments) ? await resolvePoints(ports, run, invocation.arguments).catch(refused) : undefined;
+    const action = wireAction(invocation.arguments, pointed);
     pictured = { revision: action.revision, reference: action.reference };
     const bound = await actTarget(ports, run, action, actResults);
     if (bound.refused !== undefined) {
       await reject(bound.refused.code, bound.refused.message);
       throw new DomainError(bound.refused.code, bound.refused.message);
     }
-    target = bound.target;
+    target = pointed === undefined ? bound.target : await pointedTarget(ports, run, bound.target, invocation.arguments).catch(refused);
   }
 
   const decision = await decideForRun(
     ports.db,
     run,
-    invocation,
-    body.arguments,
+    forPolicy.invocation,
+    forPolicy.proposed,
     {
       authority: turn.authority,
       tainted: turn.tainted,
-      pageDerived: await carriesPageDerivedReferences(ports, run, invocation, turn),
+      pageDerived: await carriesPageDerivedReferences(ports, run, forPolicy.invocation, turn),
     },
     target,
     { stored: context.policyProfile },
@@ -173,7 +196,7 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
     decisionEffect: decision.effect,
     decisionRule: decision.rule,
     policyHash: decision.policy_hash,
-    phases: { decision, ...(target !== undefined ? { target } : {}) },
+    phases: { decision, ...(target !== undefined ? { target } : {}), ...(entry !== undefined ? { history: entry } : {}) },
   };
 
   if (decision.effect === 'deny') {
@@ -189,7 +212,7 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
     const grant = await coveringGrant(
       ports,
       run.ownerId,
-      invocation,
+      forPolicy.invocation,
       touchedOrigin,
       { profile: run.policyProfile, hash: decision.policy_hash },
       context.grantCandidates,

@@ -52,10 +52,14 @@ export function callSummary(call: Pick<ToolCallRow, 'tool' | 'version' | 'argume
       return target === undefined
         ? unboundAct(valid.arguments)
         : describeAct(wireAction(valid.arguments, { reference: target.reference, to_reference: target.destination?.reference }), target);
-    case 'browser.navigate':
-      return 'url' in valid.arguments
-        ? `Open ${valid.arguments.url}`
-        : `Go ${valid.arguments.history === 'reload' ? 'reload the page' : valid.arguments.history} in the tab's history`;
+    case 'browser.navigate': {
+      if ('url' in valid.arguments) return `Open ${valid.arguments.url}`;
+      // A history move names the entry it was decided on (edge/pipeline/history.ts).
+      const landing = (call.phases as CallPhases).history?.url;
+      if (valid.arguments.history === 'reload') return landing === undefined ? 'Reload the page' : `Reload ${landing}`;
+      const move = `Go ${valid.arguments.history} in the tab's history`;
+      return landing === undefined ? move : `${move} to ${landing}`;
+    }
     case 'browser.observe':
       return 'Read the page';
   }

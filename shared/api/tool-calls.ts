@@ -4,6 +4,7 @@ import { ErrorDetail } from '../errors.ts';
 import { BlockedRequest, PageDialog, SettleReport, ToolResult } from '../observation.ts';
 import { PolicyEffect } from '../policy.ts';
 import { ConditionStatus } from '../predicate.ts';
+import { HistoryMove } from '../tool-arguments.ts';
 import { ToolName, ToolVersion } from '../tools.ts';
 
 // Proposed tool calls and their approval states: the body, the states, the decision and phase
@@ -85,6 +86,11 @@ export const CallPhases = z.strictObject({
   postcondition: z.strictObject({ status: ConditionStatus, observations: z.int().min(1), elapsed_ms: z.int().min(0) }).optional(),
   /** An act's target as the observation showed it; checked by the host right before the input. */
   target: ActTarget.optional(),
+  /**
+   * 1.5.0: the entry a history move lands on, as the host reported it before the decision: what
+   * policy decided on (as a navigation to `url`) and what the host must still find to move.
+   */
+  history: z.strictObject({ move: HistoryMove, url: z.string().max(4096) }).optional(),
   /** What the host's confinement blocked and which dialogs it answered, as the observation reported them. */
   blocked: z.array(BlockedRequest).optional(),
   dialogs: z.array(PageDialog).optional(),
