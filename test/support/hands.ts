@@ -68,7 +68,7 @@ export async function approvalsAsked(owner: ApiClient, runId: string): Promise<n
 }
 
 /**
- * A proposal the edge refused: its HTTP status and error code, or, for a proposal the edge took
+ * A proposal the edge refused: its HTTP status, error code and message, or, for a proposal the edge took
  * (200/202), the call's state and its error code (a call that failed on the host).
  */
 export async function proposalOutcome(
@@ -76,10 +76,10 @@ export async function proposalOutcome(
   runId: string,
   tool: string,
   args: Record<string, unknown>,
-): Promise<{ status: number; code: string | undefined; call?: ToolCallView }> {
+): Promise<{ status: number; code: string | undefined; message?: string; call?: ToolCallView }> {
   const answer = await agent.raw('POST', `/v1/runs/${runId}/tool-calls`, { tool, version: HANDS_VERSION, arguments: args });
   const refused = ErrorBody.safeParse(answer.body);
-  if (refused.success) return { status: answer.status, code: refused.data.error.code };
+  if (refused.success) return { status: answer.status, code: refused.data.error.code, message: refused.data.error.message };
   const call = ToolCallView.parse(answer.body);
   return { status: answer.status, code: call.error?.code, call };
 }
