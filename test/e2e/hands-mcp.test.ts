@@ -86,6 +86,7 @@ describe('issue 33 over MCP', () => {
     const client = await connect(stack);
     const run = await owner.createRun({ profile_id: 'mcp-fill', intent: 'sign me up as Grace Hopper', origins: [site.origin] });
     try {
+      const submitted = site.hits('sign-up');
       await client.callTool({ name: 'run_claim', arguments: { run_id: run.id } });
       const page = observationIn(await client.callTool({ name: 'browser_navigate', arguments: { run_id: run.id, url: site.url('e2e-hands/sign-up.html') } }));
       const ref = (role: string, name: string) => refOf(page.snapshot, role, name);
@@ -123,7 +124,7 @@ describe('issue 33 over MCP', () => {
       expect(callOf(finished).state).toBe('succeeded');
       expect(textOf(finished)).toContain('condition: satisfied');
       expect(await approvalsAsked(owner, run.id)).toBe(1);
-      expect(site.hits('sign-up')).toBeGreaterThanOrEqual(1);
+      expect(site.hits('sign-up')).toBe(submitted + 1);
     } finally {
       await client.close();
       await agent.report(run.id, 'completed', 'signed up').catch(() => undefined);
