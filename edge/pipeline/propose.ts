@@ -25,6 +25,7 @@ import { dispatchCall } from './dispatch.ts';
 import { settleIfLost } from './lost-dispatch.ts';
 import { loadProposalContext } from './proposal-context.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
+import { withUploadFile } from './upload-target.ts';
 
 /** What proposing a call produced: a finished call (200) or one parked for the owner (202). */
 export interface ProposalOutcome {
@@ -155,7 +156,13 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
       await reject('not_actionable', message);
       throw new DomainError('not_actionable', message);
     }
-    target = observed.target;
+    // An upload names one of this run's attached files, and its approval names the file.
+    const upload = await withUploadFile(ports, run, action, observed.target);
+    if (upload.refused !== undefined) {
+      await reject('invalid_arguments', upload.refused);
+      throw new DomainError('invalid_arguments', upload.refused);
+    }
+    target = upload.target;
   }
 
   const decision = await decideForRun(
