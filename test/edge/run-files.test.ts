@@ -1,9 +1,9 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import type { ApprovalList, RunView, ToolCallView } from '../../shared/api.ts';
+import type { RunView, ToolCallView } from '../../shared/api.ts';
 import type { ErrorBody } from '../../shared/errors.ts';
 import { MAX_RUN_FILE_BYTES, MAX_RUN_FILES, type RunFileList, type RunFileView } from '../../shared/run-files.ts';
-import { partiesForEachTest } from './support/edge-client.ts';
+import { type ApprovalList, partiesForEachTest } from './support/edge-client.ts';
 import { filesApp } from './support/files-app.ts';
 
 // A run's attached files (issue 33) on the Workers app over the real D1 and local R2: the owner
