@@ -162,3 +162,51 @@ describe("a page's downloads", () => {
     expect(await env.ARTIFACTS.get(`files/${parties.owner.id}/${run.id}/${attached.body.id}.bin`)).toBeNull();
   });
 });
+
+describe("the console's run page", () => {
+  it("lets the owner attach a file with a form and shows the run's files and downloads with name and size", async () => {
+    const files = filesApp(parties);
+    const run = await files.navigatedRun();
+    files.reportDownloads([
+      { download_id: 'dl_console0001', file_name: 'statement.pdf', mime_type: 'application/pdf', state: 'saved', bytes: bytesOf('%PDF-1') },
+    ]);
+    await files.propose(run.id, 'browser.observe', {});
+    const EDGE = 'http://127.0.0.1:8787';
+    const signedIn = await files.app.request(`${EDGE}/console/sign-in`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: EDGE },
+      body: new URLSearchParams({ token: parties.owner.token }).toString(),
+    });
+    const cookie = (signedIn.headers.get('Set-Cookie') ?? '').split(';')[0]!;
+    const page = await (await files.app.request(`${EDGE}/console/runs/${run.id}`, { headers: { Cookie: cookie } })).text();
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1];
+    expect(page).toContain(`action="/console/runs/${run.id}/files" enctype="multipart/form-data"`);
+    const form = new FormData();
+    form.set('csrf', csrf!);
+    form.set('file', new File(['name,amount\nAda,12\n'], 'expenses.csv', { type: 'text/csv' }));
+    const posted = await files.app.request(`${EDGE}/console/runs/${run.id}/files`, { method: 'POST', headers: { Cookie: cookie, Origin: EDGE }, body: form });
+    expect([posted.status, posted.headers.get('Location')]).toEqual([303, `/console/runs/${run.id}`]);
+    const listed = await files.request<{ files: RunFileView[] }>('GET', `/v1/runs/${run.id}/files`, { token: parties.agent.token });
+    expect(listed.body.files.map(({ name, mime_type, bytes }) => ({ name, mime_type, bytes }))).toEqual([
+      { name: 'expenses.csv', mime_type: 'text/csv', bytes: 19 },
+    ]);
+    const after = await (await files.app.request(`${EDGE}/console/runs/${run.id}`, { headers: { Cookie: cookie } })).text();
+    expect(after).toContain('expenses.csv (text/csv, 19 bytes)');
+    const [download] = (await artifactRows(run.id)).filter((row) => row.kind === 'download');
+    expect(after).toContain(`<a href="/console/runs/${run.id}/artifacts/${download!.id}" download>statement.pdf</a> (application/pdf, 6 bytes)`);
+    const saved = await files.app.request(`${EDGE}/console/runs/${run.id}/artifacts/${download!.id}`, { headers: { Cookie: cookie } });
+    expect(saved.headers.get('Content-Disposition')).toMatch(/^attachment; filename="statement.pdf"/);
+    expect(await saved.text()).toBe('%PDF-1');
+    // A form without the session's CSRF token attaches nothing.
+    const forged = new FormData();
+    forged.set('csrf', 'not-the-token');
+    forged.set('file', new File(['x'], 'forged.txt', { type: 'text/plain' }));
+    const refused = await files.app.request(`${EDGE}/console/runs/${run.id}/files`, {
+      method: 'POST',
+      headers: { Cookie: cookie, Origin: EDGE },
+      body: forged,
+    });
+    expect(refused.status).toBe(403);
+    expect((await files.request<{ files: RunFileView[] }>('GET', `/v1/runs/${run.id}/files`, { token: parties.owner.token })).body.files).toHaveLength(1);
+  });
+});
