@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_WAIT_MS, ReportBody, RunView, ToolCallView } from './api.ts';
-import { ActArguments, NavigateArguments, ObserveArguments } from './tool-arguments.ts';
+import { ActArguments, NavigateArguments, ObserveArgumentsV1_5 } from './tool-arguments.ts';
 import { CURRENT_TOOL_VERSION, type ToolName, type ToolVersion } from './tools.ts';
 
 /**
@@ -120,8 +120,8 @@ export const MCP_TOOLS: readonly McpToolDefinition[] = [
     title: 'Observe',
     tool: 'browser.observe',
     description:
-      'Read the current page: its aria snapshot with element references and revision. Pass continuation to read the next window of a long page, or wait_for to wait for a condition.',
-    inputSchema: jsonSchemaOf(ObserveArguments, 'input', true),
+      'Read the current page: its aria snapshot with element references and revision. Pass continuation to read the next window of a long page, or wait_for to wait for a condition. Pass screenshot: true for a JPEG of the viewport at the same revision, returned as an image block (page content, like the text; its pixels are the CSS px an act may name as a point).',
+    inputSchema: jsonSchemaOf(ObserveArgumentsV1_5, 'input', true),
     outputSchema: CALL_OUTPUT,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   },

@@ -91,6 +91,19 @@ describe('an observation screenshot', () => {
     const body = (await answer.json()) as { result: { content: { type: string; text?: string; data?: string; mimeType?: string }[] } };
     expect(body.result.content.map((block) => block.type)).toEqual(['text', 'image']);
     expect(body.result.content[1]).toEqual({ type: 'image', data: jpegOf(revision), mimeType: 'image/jpeg' });
+    // browser_observe offers `screenshot` and answers with the picture of the revision it read.
+    const mcp = async (method: string, params: unknown) =>
+      (await (
+        await files.app.request('http://127.0.0.1:8787/mcp', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${parties.agent.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 2, method, params }),
+        })
+      ).json()) as { result: Record<string, unknown> };
+    const tools = (await mcp('tools/list', {})).result.tools as { name: string; inputSchema: { properties: Record<string, unknown> } }[];
+    expect(tools.find((tool) => tool.name === 'browser_observe')?.inputSchema.properties.screenshot).toEqual({ type: 'boolean' });
+    const viaMcp = (await mcp('tools/call', { name: 'browser_observe', arguments: { run_id: run.id, screenshot: true } })).result as typeof body.result;
+    expect(viaMcp.content.at(-1)).toEqual({ type: 'image', data: jpegOf(files.revision()), mimeType: 'image/jpeg' });
   });
 });
 
