@@ -28,7 +28,9 @@ import { uploadFileFor } from './upload-target.ts';
  * everything; when it runs out after the watermark, the call ends `uncertain`, not retryable
  * (DESIGN.md section 4). Never throws for host trouble: it becomes the call's outcome. When an
  * act or navigation answered, the host's picture of the page it left is kept for the owner in
- * the background (issue 15), never delaying the answer.
+ * the background (issue 15), never delaying the answer. An upload carries the bytes of the run's
+ * attached file it names; an observe's screenshot and the page's downloads are kept as run
+ * artifacts and reported in the observation (issue 33, see `withPageFiles`).
  * @returns the call row as stored afterwards.
  */
 export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: ToolCallRow, invocation: ToolInvocation): Promise<ToolCallRow> {

@@ -43,7 +43,7 @@ export interface ProposalOutcome {
  *   stored); DomainError('outcome_unknown') for a repeat of an uncertain call (never resent);
  *   DomainError('stale_revision') for an act on anything but the latest revision;
  *   DomainError('invalid_arguments') for an act on a reference no observation of that revision
- *   the run received shows;
+ *   the run received shows, or for an upload naming a file this run does not have;
  *   DomainError('policy_denied') with the deciding rule; DomainError('run_not_active' |
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now; DomainError('profile_revoked')
  *   when the owner revoked the run's profile (the proposal rates are counted before, by the
