@@ -5,6 +5,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { type ErrorBody, type ErrorCode, httpStatusOf } from '../shared/errors.ts';
 import { MAX_SNAPSHOT_BYTES } from '../shared/fleet.ts';
+import { MAX_ATTACH_BODY_BYTES } from '../shared/run-files.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { DomainError } from './domain-error.ts';
 import type { AppEnv } from './http/app-env.ts';
@@ -16,6 +17,7 @@ import { metricsRoutes } from './http/routes/metrics.ts';
 import { policyProfileRoutes } from './http/routes/policy-profiles.ts';
 import { principalRoutes } from './http/routes/principals.ts';
 import { recipeRoutes } from './http/routes/recipes.ts';
+import { runFileRoutes } from './http/routes/run-files.ts';
 import { runRoutes } from './http/routes/runs.ts';
 import { scheduleRoutes } from './http/routes/schedules.ts';
 import { signInRoutes } from './http/routes/sign-ins.ts';
@@ -42,6 +44,8 @@ export const DOCS_ASSETS_PATH = '/docs/assets';
 export const MAX_BODY_BYTES = 256 * 1024;
 /** Where hosts PUT profile snapshots (shared/fleet.ts `snapshotUploadPath`). */
 const SNAPSHOTS_PATH_PREFIX = '/v1/host/snapshots/';
+/** Where the owner attaches a file to a run: the API and the console's form. */
+const ATTACH_PATH = /^\/(?:v1|console)\/runs\/[^/]+\/files$/;
 /** Most bytes of a request body nobody read that are read and thrown away before answering. */
 const MAX_DISCARDED_BYTES = 4 * 1024 * 1024;
 
@@ -128,14 +132,20 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     const profile = c.var.ports.profile;
     if (profile) c.header('Server-Timing', profile.serverTiming());
   });
-  // A host's profile snapshot (issue 32) is the one body allowed past MAX_BODY_BYTES.
-  const maxBytesOf = (c: Context<AppEnv>) => (c.req.method === 'PUT' && c.req.path.startsWith(SNAPSHOTS_PATH_PREFIX) ? MAX_SNAPSHOT_BYTES : MAX_BODY_BYTES);
+  // A host's profile snapshot (issue 32) and a file the owner attaches to a run (issue 33) are
+  // the bodies allowed past MAX_BODY_BYTES.
+  const maxBytesOf = (c: Context<AppEnv>) => {
+    if (c.req.method === 'PUT' && c.req.path.startsWith(SNAPSHOTS_PATH_PREFIX)) return MAX_SNAPSHOT_BYTES;
+    return c.req.method === 'POST' && ATTACH_PATH.test(c.req.path) ? MAX_ATTACH_BODY_BYTES : MAX_BODY_BYTES;
+  };
   const limits = new Map(
-    [MAX_BODY_BYTES, MAX_SNAPSHOT_BYTES].map((maxSize) => [
+    [MAX_BODY_BYTES, MAX_SNAPSHOT_BYTES, MAX_ATTACH_BODY_BYTES].map((maxSize) => [
       maxSize,
       bodyLimit({
         maxSize,
         onError: () => {
+          if (maxSize === MAX_ATTACH_BODY_BYTES)
+            throw new DomainError('file_too_large', `a file attached to a run is at most ${MAX_ATTACH_BODY_BYTES} bytes of request`);
           throw new DomainError('payload_too_large', `request bodies are limited to ${maxSize} bytes`);
         },
       }),
@@ -151,6 +161,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', healthRoutes);
   app.route('/', scheduleRoutes);
   app.route('/', runRoutes);
+  app.route('/', runFileRoutes);
   app.route('/', grantRoutes);
   app.route('/', policyProfileRoutes);
   app.route('/', recipeRoutes);

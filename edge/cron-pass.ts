@@ -1,3 +1,5 @@
+import { pruneRunArtifacts } from './artifacts/run-artifacts.ts';
+import { pruneRunFiles } from './artifacts/run-files.ts';
 import { pruneArtifacts } from './artifacts/screenshots.ts';
 import { checkFleet } from './fleet/health.ts';
 import { retryDueDeliveries } from './notifications/webhooks.ts';
@@ -56,6 +58,12 @@ export async function cronPass(ports: Ports, scheduledTime: number): Promise<Cro
     await pruneArtifacts(ports, scheduledTime);
   } catch (error) {
     console.error(`[${ports.requestId}] cron pass: removing old screenshots failed`, error);
+  }
+  try {
+    await pruneRunArtifacts(ports, scheduledTime);
+    await pruneRunFiles(ports, scheduledTime);
+  } catch (error) {
+    console.error(`[${ports.requestId}] cron pass: removing old run files and artifacts failed`, error);
   }
   try {
     await removeOldLiveViewLinks(ports, scheduledTime);

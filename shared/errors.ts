@@ -14,6 +14,7 @@ export const ErrorCode = z.enum([
   'invalid_cursor',
   'unsupported_version',
   'payload_too_large',
+  'file_too_large',
   'unsupported_media_type',
   'not_found',
   'method_not_allowed',
@@ -34,6 +35,7 @@ export const ErrorCode = z.enum([
   'stale_generation',
   'already_revoked',
   'last_operator',
+  'too_many_files',
   // quotas and rate limits
   'rate_limited',
   'quota_exceeded',
@@ -97,6 +99,7 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'stale_generation':
     case 'already_revoked':
     case 'last_operator':
+    case 'too_many_files':
     case 'lease_lost':
     case 'page_changed':
     case 'outcome_unknown':
@@ -106,6 +109,7 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'target_changed':
       return 409;
     case 'payload_too_large':
+    case 'file_too_large':
       return 413;
     case 'unsupported_media_type':
       return 415;

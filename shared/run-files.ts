@@ -124,3 +124,22 @@ export const RunArtifactView = z.strictObject({
   created_at: z.string(),
 });
 export type RunArtifactView = z.infer<typeof RunArtifactView>;
+
+/** Largest request body that attaches a file, in bytes: the base64 of {@link MAX_RUN_FILE_BYTES} and room for the name, type and JSON or form framing. */
+export const MAX_ATTACH_BODY_BYTES = Math.ceil(MAX_RUN_FILE_BYTES / 3) * 4 + 64 * 1024;
+
+/** `GET /v1/runs/{id}/files`: the run's attached files, oldest first. */
+export const RunFileList = z.strictObject({ files: z.array(RunFileView) });
+export type RunFileList = z.infer<typeof RunFileList>;
+
+/** `GET /v1/runs/{id}/artifacts`: the run's downloads and observation screenshots, oldest first (at most 500). */
+export const RunArtifactList = z.strictObject({ artifacts: z.array(RunArtifactView) });
+export type RunArtifactList = z.infer<typeof RunArtifactList>;
+
+const pathId = (examples: string[]) => z.string().min(1).max(80).meta({ examples });
+
+/** The run and file a path names (`/v1/runs/{id}/files/{file_id}`). */
+export const RunFileParam = z.strictObject({ id: pathId(['run_k3v9dq2m7xw4ahz5ty6e']), file_id: pathId(['file_m7xw4ahz5ty6ek3v9dq2']) });
+
+/** The run and artifact a path names (`/v1/runs/{id}/artifacts/{artifact_id}`). */
+export const RunArtifactParam = z.strictObject({ id: pathId(['run_k3v9dq2m7xw4ahz5ty6e']), artifact_id: pathId(['art_5ty6ek3v9dq2m7xw4ahz']) });

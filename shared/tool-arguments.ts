@@ -271,3 +271,26 @@ export function wireAction(args: ActArguments, resolved: ResolvedPoints = {}): B
 export function namesPoint(args: ActArguments): boolean {
   return 'point' in args && args.point !== undefined ? true : 'to_point' in args && args.to_point !== undefined;
 }
+
+/**
+ * Every kind of input an act sends, for operator denies (a deny of `type` must also stop a
+ * fill_form that types): the act's own kind, and for a fill_form `type` and `select` for a text
+ * value (the edge cannot tell a text field from a select by the arguments alone), `check` for
+ * `true`, `uncheck` for `false`, `click` for a submit button and `press` for a submit key; for a
+ * drag, `click` too (it presses the pointer's button on the source).
+ */
+export function sentActionKinds(args: { action: ActionKind } & Record<string, unknown>): ActionKind[] {
+  const kinds = new Set<ActionKind>([args.action]);
+  if (args.action === 'drag') kinds.add('click');
+  if (args.action === 'fill_form') {
+    for (const field of (args.fields as readonly FormField[] | undefined) ?? []) {
+      if (typeof field.value === 'string') {
+        kinds.add('type');
+        kinds.add('select');
+      } else kinds.add(field.value ? 'check' : 'uncheck');
+    }
+    if (args.submit_reference !== undefined) kinds.add('click');
+    if (args.submit_key !== undefined) kinds.add('press');
+  }
+  return [...kinds];
+}

@@ -35,6 +35,30 @@ export function screenshotKey(ownerId: string, runId: string, artifactId: string
   return key as ArtifactKey;
 }
 
+/**
+ * The key of a file the owner attached to a run (issue 33): `files/<owner>/<run>/<file>.bin`.
+ * The name the owner gave it is kept in the database only, never in the key.
+ * @throws Error when an id is not of the edge's own id alphabet (a bug, never input).
+ */
+export function runFileKey(ownerId: string, runId: string, fileId: string): ArtifactKey {
+  return checkedKey(`files/${ownerId}/${runId}/${fileId}.bin`);
+}
+
+/**
+ * The key of a run's artifact (issue 33): a download the page made,
+ * `downloads/<owner>/<run>/<artifact>.bin`, or an observation's screenshot,
+ * `observations/<owner>/<run>/<artifact>.jpg`.
+ * @throws Error when an id is not of the edge's own id alphabet (a bug, never input).
+ */
+export function runArtifactKey(kind: 'download' | 'observation_screenshot', ownerId: string, runId: string, artifactId: string): ArtifactKey {
+  return checkedKey(kind === 'download' ? `downloads/${ownerId}/${runId}/${artifactId}.bin` : `observations/${ownerId}/${runId}/${artifactId}.jpg`);
+}
+
+function checkedKey(key: string): ArtifactKey {
+  if (!KEY_PATTERN.test(key)) throw new Error(`not an artifact key: ${key}`);
+  return key as ArtifactKey;
+}
+
 /** True for a key of the form {@link screenshotKey} writes (no `..`, no absolute paths). */
 export function isArtifactKey(key: string): key is ArtifactKey {
   return KEY_PATTERN.test(key);

@@ -262,11 +262,12 @@ export interface TimelineEntry {
   readonly thumbnail?: Picture;
 }
 
-/** A run's timeline: its calls with their decision, approval, watermark, dispatch, settle and outcome; sign-in waits; notices; the report. */
+/** A run's page: its files and downloads (`files`, issue 33) and its timeline: its calls with their decision, approval, watermark, dispatch, settle and outcome; sign-in waits; notices; the report. */
 export function runPage(
   run: RunListItem & { readonly report: string | null; readonly recipe?: string | null; readonly placement?: string | null },
   entries: readonly TimelineEntry[],
   csrfToken: string,
+  files?: Page,
 ): Page {
   return layout(
     run.intent,
@@ -275,6 +276,7 @@ export function runPage(
 <p>State: ${run.state.replaceAll('_', ' ')}${run.report ? html` · report: ${run.report}` : ''}</p>
 ${run.recipe ? html`<p>Carried out by the reviewed recipe ${run.recipe}, one ordinary call at a time; its steps are in the timeline.</p>` : ''}
 ${run.placement ? html`<p>Browser: ${run.placement}</p>` : ''}
+${files ?? ''}
 <ol class="timeline">${entries.map(
       (entry) => html`<li class="approval"><h3>${entry.what}</h3><p>${new Date(entry.at).toISOString()}</p>
 <dl>${entry.details.map(([label, value]) => html`<dt>${label}</dt><dd>${value}</dd>`)}</dl>${

@@ -13,6 +13,7 @@ import { liveViewRoutes } from './live-view-socket.ts';
 import { CONSOLE_CONTENT_SECURITY_POLICY, linkPage, signInPage } from './pages.ts';
 import { profilesSection } from './profiles-section.ts';
 import { recipesSection } from './recipes-section.ts';
+import { runFilesSection } from './run-files-section.ts';
 import { runsSection } from './runs-section.ts';
 import { screenshotRoutes } from './screenshots-route.ts';
 import { type ConsoleEnv, formOf, requireCsrf, requireSession, SESSION_COOKIE, signIn } from './session-guard.ts';
@@ -102,6 +103,7 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   })
   .route('/', inboxRoutes)
   .route('/', runsSection)
+  .route('/', runFilesSection)
   .route('/', recipesSection)
   .route('/', grantsSection)
   .route('/', signInsSection)

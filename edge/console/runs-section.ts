@@ -11,6 +11,7 @@ import { type RunRecord, runRecordOf } from '../runs/record.ts';
 import { signInRouteInWords } from '../sign-in/owner-views.ts';
 import { layout, runPage, runsPage, type TimelineEntry } from './pages.ts';
 import { pictureOf } from './pictures.ts';
+import { runFilesFragment } from './run-files-section.ts';
 import type { ConsoleEnv } from './session-guard.ts';
 
 /** Most runs the runs page lists. */
@@ -104,5 +105,6 @@ export const runsSection = new Hono<ConsoleEnv>()
     const recipe = run.recipeId === null ? null : `${run.recipeId} version ${run.recipeVersion} (hash ${run.recipeHash?.slice(0, 12)})`;
     const placed = await placementOfRun(c.var.ports, run);
     const placement = placed ? placementInWords(placed) : null;
-    return c.html(runPage({ ...run, report: run.reportSummary, recipe, placement }, await timelineOf(c.var.ports, run), c.var.session.csrfToken));
+    const [timeline, files] = await Promise.all([timelineOf(c.var.ports, run), runFilesFragment(c.var.ports, run, c.var.session.csrfToken)]);
+    return c.html(runPage({ ...run, report: run.reportSummary, recipe, placement }, timeline, c.var.session.csrfToken, files));
   });

@@ -3,7 +3,7 @@
  * `run_k3v9...`. Prefixes say what a thing is: run, call, apr, msg, eff, prn, grt (grant),
  * sch (schedule), pol (policy profile version), sie (sign-in episode), siw (sign-in wait), ntc
  * (notice), cer (ceremony), whd (webhook delivery), art (artifact), rcp (recipe version), rce
- * (recipe event), rdr (recipe driver), hst (browser host).
+ * (recipe event), rdr (recipe driver), hst (browser host), file (a file attached to a run).
  */
 export function newId(
   prefix:
@@ -26,7 +26,8 @@ export function newId(
     | 'rcp'
     | 'rce'
     | 'rdr'
-    | 'hst',
+    | 'hst'
+    | 'file',
 ): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
   const bytes = crypto.getRandomValues(new Uint8Array(20));

@@ -13,7 +13,7 @@ import { DomainError } from '../domain-error.ts';
 import type { AppEnv } from '../http/app-env.ts';
 import type { Ports } from '../ports.ts';
 import { runMcpTool, runOfCall } from './tool-calls.ts';
-import { callResult, consoleLinks, refusalResult, runResult } from './tool-results.ts';
+import { callResult, consoleLinks, refusalResult, runResult, withScreenshotBlock } from './tool-results.ts';
 
 /** Where the MCP endpoint is served (issue 18). */
 export const MCP_PATH = '/mcp';
@@ -175,7 +175,7 @@ function serverFor(ports: Ports, principal: Principal, base: string, urlElicitat
         )
         .catch(() => undefined);
     }
-    return callResult(outcome.call, run, links);
+    return withScreenshotBlock(ports, callResult(outcome.call, run, links), outcome.call);
   });
   return server;
 }

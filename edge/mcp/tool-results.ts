@@ -1,6 +1,9 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { RunView, ToolCallView } from '../../shared/api.ts';
+import { base64OfBytes } from '../artifacts/bytes.ts';
+import { runArtifact } from '../artifacts/run-artifacts.ts';
 import type { DomainError } from '../domain-error.ts';
+import type { Ports } from '../ports.ts';
 
 /** Where the owner answers: the console's inbox (approvals) and Sign-ins (the live view), absolute when the edge knows its public URL. */
 export interface ConsoleLinks {
@@ -56,6 +59,20 @@ export function callResult(call: ToolCallView, run: RunView | undefined, links: 
     structuredContent: call as unknown as Record<string, unknown>,
     ...(failed ? { isError: true } : {}),
   };
+}
+
+/**
+ * `result` with the call's observation screenshot (1.5.0 `browser_observe {screenshot: true}`) as
+ * an image content block after the text, `{type: 'image', data: <base64 JPEG>, mimeType:
+ * 'image/jpeg'}`, read from the run's artifacts; `result` unchanged when the observation carries
+ * none or the picture is gone (retention). Like the snapshot, it is page content.
+ */
+export async function withScreenshotBlock(ports: Ports, result: CallToolResult, call: ToolCallView): Promise<CallToolResult> {
+  const observation = call.result;
+  if (observation === null || !('screenshot' in observation) || observation.screenshot === undefined) return result;
+  const picture = await runArtifact(ports, call.run_id, observation.screenshot.artifact_id);
+  if (picture === undefined) return result;
+  return { ...result, content: [...result.content, { type: 'image', data: base64OfBytes(picture.bytes), mimeType: observation.screenshot.mime_type }] };
 }
 
 function conditionLine(condition: { status: string; observations: number; elapsed_ms: number }): string {

@@ -1,11 +1,11 @@
 import type { ActTarget } from '../../shared/act-target.ts';
 import type { CallPhases } from '../../shared/api.ts';
-import { splitSignIn } from '../../shared/authentication.ts';
+import { type HostObservation, splitSignIn } from '../../shared/authentication.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
-import type { Observation } from '../../shared/observation.ts';
 import { withinOrigins } from '../../shared/origin.ts';
 import type { Condition } from '../../shared/predicate.ts';
-import { MAX_OPERATION_TIMEOUT_MS } from '../../shared/protocol.ts';
+import { MAX_OPERATION_TIMEOUT_MS, type UploadFile } from '../../shared/protocol.ts';
+import type { WireDownload } from '../../shared/run-files.ts';
 import { callTraits, type ToolCommand, type ToolInvocation } from '../../shared/tools.ts';
 import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { RunRow, ToolCallRow } from '../db/schema.ts';
@@ -19,8 +19,10 @@ import { furtherElements } from './act-target.ts';
 import { atSignInWall, BLANK_PAGE, classifyFailure, type DispatchOutcome, inAgentTerms, onBlankPage, withheld } from './dispatch-outcome.ts';
 import { historyCommand } from './history.ts';
 import { giveBackReservation, leaseForDispatch } from './lease.ts';
+import { withPageFiles } from './page-files.ts';
 import { pointedCommand } from './points.ts';
 import { recordOutcome } from './record-outcome.ts';
+import { uploadFileFor } from './upload-target.ts';
 
 /**
  * Sends exactly one command for a call that is already `dispatching` (and, for an external
@@ -29,7 +31,9 @@ import { recordOutcome } from './record-outcome.ts';
  * everything; when it runs out after the watermark, the call ends `uncertain`, not retryable
  * (DESIGN.md section 4). Never throws for host trouble: it becomes the call's outcome. When an
  * act or navigation answered, the host's picture of the page it left is kept for the owner in
- * the background (issue 15), never delaying the answer.
+ * the background (issue 15), never delaying the answer. An upload carries the bytes of the run's
+ * attached file it names; an observe's screenshot and the page's downloads are kept as run
+ * artifacts and reported in the observation (issue 33, see `withPageFiles`).
  * @returns the call row as stored afterwards.
  */
 export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: ToolCallRow, invocation: ToolInvocation): Promise<ToolCallRow> {
@@ -47,7 +51,11 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
   let answered: { leaseId: string; revision: number; hostUrl: string } | undefined;
   // The host that served the call (issue 32: `phases.dispatch.host_id`), once connected.
   let hostId: string | undefined;
+  // The page's downloads reported by the command's answer and by the condition's reads (issue 33).
+  const downloaded: WireDownload[] = [];
   try {
+    // An upload sets one of the run's attached files: read before anything is sent (issue 33).
+    const file = await uploadFileFor(ports, run, traits.command);
     const connection = await leaseForDispatch(ports, run, isWrite, deadline);
     ({ session, run } = connection);
     hostId = connection.host.id;
@@ -57,7 +65,10 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
     sent = true;
     const phases = call.phases as CallPhases;
     const { target } = phases;
-    const { observation, signIn } = splitSignIn(await sendCommand(session, lease.lease_id, commandOf(invocation, traits.command, phases), timeout, target));
+    const { observation, signIn, screenshot, downloads } = splitSignIn(
+      await sendCommand(session, lease.lease_id, commandOf(invocation, traits.command, phases), timeout, target, file),
+    );
+    downloaded.push(...(downloads ?? []));
     if (traits.command.method !== 'page.observe') answered = { leaseId: lease.lease_id, revision: observation.revision, hostUrl: connection.host.url };
     outcome = {
       state: 'succeeded',
@@ -73,7 +84,13 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
     if (observation.url === BLANK_PAGE) outcome = isWrite ? outcome : onBlankPage(outcome, run.latestUrl);
     else if (!withinOrigins(observation.url, run.origins)) outcome = withheld(outcome, observation, isWrite);
     else if (signIn && withinOrigins(`${signIn.origin}/`, run.origins)) outcome = atSignInWall(outcome, signIn, isWrite);
-    else if (traits.condition) outcome = await withCondition(ports, session, lease.lease_id, traits.condition, outcome, deadline, isWrite);
+    else if (traits.condition) outcome = await withCondition(ports, session, lease.lease_id, traits.condition, outcome, deadline, isWrite, downloaded);
+    // What the page gave the run: kept as its artifacts, reported in the observation the agent gets.
+    const reach = { session, leaseId: lease.lease_id, deadline };
+    const picture = screenshot === undefined ? undefined : { wire: screenshot, revision: observation.revision };
+    if (outcome.observation !== null) {
+      outcome = { ...outcome, observation: await withPageFiles(ports, { run, toolCallId: call.id }, reach, outcome.observation, picture, downloaded) };
+    }
   } catch (error) {
     outcome = classifyFailure(inAgentTerms(error, traits.hostRefusesOwnArgument), isWrite, sent);
     // No lease came of it (the host was unreachable, say): the reservation is given back.
@@ -119,7 +136,14 @@ function commandOf(invocation: ToolInvocation, command: ToolCommand, phases: Cal
  * drag's destination, a fill_form's fields and submit button): `target_changed` otherwise, with
  * nothing typed.
  */
-function sendCommand(session: HostSession, leaseId: string, command: ToolCommand, timeoutMs: number, target: ActTarget | undefined): Promise<Observation> {
+function sendCommand(
+  session: HostSession,
+  leaseId: string,
+  command: ToolCommand,
+  timeoutMs: number,
+  target: ActTarget | undefined,
+  file: UploadFile | undefined,
+): Promise<HostObservation> {
   const wire = { lease_id: leaseId, timeout_ms: timeoutMs };
   const answerWithinMs = timeoutMs + HOST_ANSWER_MARGIN_MS;
   switch (command.method) {
@@ -136,7 +160,7 @@ function sendCommand(session: HostSession, leaseId: string, command: ToolCommand
       const further = target === undefined ? [] : furtherElements(target);
       const expected = target === undefined ? {} : { target: { role: target.role, name: target.name, frame_origin: target.frame_origin } };
       const elements = further.length === 0 ? {} : { elements: further };
-      return session.call(command.method, { ...wire, ...command.params, ...expected, ...elements }, answerWithinMs);
+      return session.call(command.method, { ...wire, ...command.params, ...expected, ...elements, ...(file === undefined ? {} : { file }) }, answerWithinMs);
     }
   }
 }
@@ -155,9 +179,10 @@ async function withCondition(
   answered: DispatchOutcome,
   deadline: Deadline,
   isWrite: boolean,
+  downloaded: WireDownload[],
 ): Promise<DispatchOutcome> {
   try {
-    const { observation, report } = await awaitCondition(ports.clock, session, leaseId, condition, answered.observation!, deadline);
+    const { observation, report } = await awaitCondition(ports.clock, session, leaseId, condition, answered.observation!, deadline, downloaded);
     return { ...answered, observation: { ...observation, condition: report }, condition: report };
   } catch (error) {
     const deadline = error instanceof ConditionDeadlineExceeded;

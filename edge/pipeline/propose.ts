@@ -28,6 +28,7 @@ import { settleIfLost } from './lost-dispatch.ts';
 import { pointedTarget, resolvePoints } from './points.ts';
 import { loadProposalContext } from './proposal-context.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
+import { withUploadFile } from './upload-target.ts';
 
 /** What proposing a call produced: a finished call (200) or one parked for the owner (202). */
 export interface ProposalOutcome {
@@ -53,7 +54,8 @@ export interface ProposalOutcome {
  *   of them is inert (edge/pipeline/act-target.ts);
  *   DomainError('stale_revision') for a point or history move when the run holds no page;
  *   DomainError('host_unavailable') when the host cannot answer where a point or history move
- *   lands (nothing stored);
+ *   lands (nothing stored); DomainError('invalid_arguments') for an upload naming a file this run
+ *   does not have;
  *   DomainError('policy_denied') with the deciding rule; DomainError('run_not_active' |
  *   'call_in_progress' | 'forbidden') when the run cannot take a call now; DomainError('profile_revoked')
  *   when the owner revoked the run's profile (the proposal rates are counted before, by the
@@ -174,7 +176,14 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
       await reject(bound.refused.code, bound.refused.message);
       throw new DomainError(bound.refused.code, bound.refused.message);
     }
-    target = pointed === undefined ? bound.target : await pointedTarget(ports, run, bound.target, invocation.arguments).catch(refused);
+    const pointedAt = pointed === undefined ? bound.target : await pointedTarget(ports, run, bound.target, invocation.arguments).catch(refused);
+    // An upload names one of this run's attached files, and its approval names the file.
+    const upload = await withUploadFile(ports, run, action, pointedAt);
+    if (upload.refused !== undefined) {
+      await reject('invalid_arguments', upload.refused);
+      throw new DomainError('invalid_arguments', upload.refused);
+    }
+    target = upload.target;
   }
 
   const decision = await decideForRun(

@@ -1,6 +1,7 @@
 import type { DecisionRecord } from '../../shared/api.ts';
 import { originOf } from '../../shared/origin.ts';
 import type { PolicyEffect, RuleCondition } from '../../shared/policy.ts';
+import { sentActionKinds } from '../../shared/tool-arguments.ts';
 import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import { conditionHolds } from './conditions.ts';
 
@@ -96,7 +97,9 @@ export function decide(input: DecisionInput, profile: PolicyProfile): DecisionRe
   const touched = touchedOrigins(input, targetOrigin, traits.targetUrl !== undefined);
   for (const deny of profile.body.denies) {
     if (deny.tool !== invocation.tool) continue;
-    if (deny.actions && !(traits.actionKind !== undefined && deny.actions.includes(traits.actionKind))) continue;
+    // A deny of an action kind also stops an act that sends that kind among others (a fill_form's typing).
+    const sent = invocation.tool === 'browser.act' ? sentActionKinds(invocation.arguments) : [];
+    if (deny.actions && !deny.actions.some((kind) => sent.includes(kind))) continue;
     // A deny of any origin an act touches denies the whole act (every field of a form fill).
     if (deny.origins && !touched.some((origin) => deny.origins?.includes(origin))) continue;
     return record('deny', deny.id, `operator deny: ${deny.reason}`);

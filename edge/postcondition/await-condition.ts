@@ -2,6 +2,7 @@ import { splitSignIn } from '../../shared/authentication.ts';
 import type { ConditionResult, Observation } from '../../shared/observation.ts';
 import { type Condition, DEFAULT_PREDICATE_TIMEOUT_MS } from '../../shared/predicate.ts';
 import { conditionStatus } from '../../shared/predicate-evaluation.ts';
+import type { WireDownload } from '../../shared/run-files.ts';
 import { type Deadline, HOST_CALL_MS } from '../deadline.ts';
 import type { HostSession } from '../host/host-session.ts';
 import type { Clock } from '../ports.ts';
@@ -35,6 +36,8 @@ export class ConditionDeadlineExceeded extends Error {
  *   the newest 64 and 32), and the report (reads counted, elapsed ms).
  * @throws ConditionDeadlineExceeded when `deadline` passes before the budget ends or a
  *   read fails; errors of the session otherwise.
+ * @param downloads receives the downloads each read reported (1.5.0, wire form): the host reports
+ *   each once, so the caller keeps them whichever read brought them.
  */
 export async function awaitCondition(
   clock: Clock,
@@ -43,6 +46,7 @@ export async function awaitCondition(
   condition: Condition,
   initial: Observation,
   deadline: Deadline,
+  downloads: WireDownload[] = [],
 ): Promise<{ observation: Observation; report: ConditionResult }> {
   const startedAt = clock.now();
   const budgetEnd = startedAt + (condition.timeout_ms ?? DEFAULT_PREDICATE_TIMEOUT_MS);
@@ -65,9 +69,9 @@ export async function awaitCondition(
     const timeoutMs = deadline.upTo(HOST_CALL_MS);
     if (timeoutMs < 100) throw new ConditionDeadlineExceeded(observations);
     try {
-      latest = splitSignIn(
-        await session.call('page.observe', { lease_id: leaseId, timeout_ms: Math.max(100, timeoutMs - ANSWER_MARGIN_MS) }, timeoutMs),
-      ).observation;
+      const read = splitSignIn(await session.call('page.observe', { lease_id: leaseId, timeout_ms: Math.max(100, timeoutMs - ANSWER_MARGIN_MS) }, timeoutMs));
+      latest = read.observation;
+      downloads.push(...(read.downloads ?? []));
     } catch (error) {
       if (deadline.passed(ANSWER_MARGIN_MS)) throw new ConditionDeadlineExceeded(observations);
       throw error;

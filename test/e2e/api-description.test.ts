@@ -46,6 +46,12 @@ const ID_PREFIX: Record<string, string> = {
   hosts: 'hst_',
 };
 
+/** The id prefix of the objects a path parameter names, where the parameter says more than the path's first segment. */
+const PARAMETER_PREFIX: Record<string, string> = {
+  file_id: 'file_',
+  artifact_id: 'art_',
+};
+
 /**
  * POSTs a 300 KiB JSON body to /v1/runs, with `token` or none, with its Content-Length or
  * `chunked` (no length: the edge learns the size only by reading); the status and the parsed body.
@@ -169,7 +175,7 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
           continue;
         }
         // An example id cannot exist on a fresh edge: name the live object an earlier example made.
-        const prefix = ID_PREFIX[path.split('/')[2] ?? ''];
+        const prefix = PARAMETER_PREFIX[parameter.name] ?? ID_PREFIX[path.split('/')[2] ?? ''];
         const value = (prefix && live[prefix]) ?? examples.find((example) => prefix && example.startsWith(prefix)) ?? examples[0];
         if (value === undefined) problems.push(`${operation.method} ${operation.path}: no example for {${parameter.name}}`);
         path = path.replace(`{${parameter.name}}`, encodeURIComponent(value ?? ''));
@@ -203,11 +209,13 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     // The drain and removal examples name the host the registration example added.
     expect(Object.keys(live).sort()).toEqual(expect.arrayContaining(['call_', 'grt_', 'hst_', 'prn_', 'run_']));
     expect(live.prn_).not.toMatch(/^prn_local_/);
-    // Five more fail by design: no sign-in episode exists on a fresh edge to restart, the
-    // ceremony event and the two snapshot examples carry no host-signed token, and the example run takes the ordinary
-    // agent path (its intent is no recipe's phrase), so it has no recipe timeline.
+    // Six more fail by design: no sign-in episode exists on a fresh edge to restart, the
+    // ceremony event and the two snapshot examples carry no host-signed token, the example run takes the ordinary
+    // agent path (its intent is no recipe's phrase), so it has no recipe timeline, and its
+    // example navigation downloads nothing, so it has no artifact to read.
     expect(unsuccessful.sort()).toEqual([
       'GET /v1/host/snapshots/{profile_id}/{version}',
+      'GET /v1/runs/{id}/artifacts/{artifact_id}',
       'GET /v1/runs/{id}/recipe',
       'POST /v1/approvals/{id}/decision',
       'POST /v1/host/ceremony-events',
@@ -316,7 +324,7 @@ function collectIds(body: unknown, into: Record<string, string>): void {
   if (typeof body !== 'object' || body === null) return;
   for (const [key, value] of Object.entries(body)) {
     if ((key === 'id' || key.endsWith('_id')) && typeof value === 'string') {
-      const prefix = Object.values(ID_PREFIX).find((candidate) => value.startsWith(candidate));
+      const prefix = [...Object.values(ID_PREFIX), ...Object.values(PARAMETER_PREFIX)].find((candidate) => value.startsWith(candidate));
       if (prefix && !(prefix in into)) into[prefix] = value;
     } else {
       collectIds(value, into);

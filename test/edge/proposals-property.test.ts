@@ -73,12 +73,17 @@ async function documentedStatuses(request: (path: string, init?: RequestInit) =>
   return new Set(Object.keys(document.paths[PATH]!.post!.responses).map(Number));
 }
 
-/** A stand-in host: leases, and answers every page command with the feed page at revision 3 (the controls e1 to e9). */
+/**
+ * A stand-in host: leases, finds the control e3 at every point and the feed page at every history
+ * move, and answers every other page command with the feed page at revision 3 (the controls e1 to e9).
+ */
 function recordingHost() {
   return scriptedHost(async (method, params) => {
     if (method === 'lease.acquire' || method === 'lease.renew') {
       return { lease_id: 'lease_property0001', profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
     }
+    if (method === 'page.hit_test') return { reference: 'e3' };
+    if (method === 'page.history') return { url: PAGE };
     if (method.startsWith('page.')) return { ...hostPage(PAGE, 3), snapshot: `- main [ref=e0]:\n${OBSERVED_CONTROLS}` };
     return { released: true };
   });

@@ -44,7 +44,7 @@ const revokeVersion = createRoute({
         .int()
         .min(1)
         .max(1_000_000)
-        .meta({ examples: [2] }),
+        .meta({ examples: [3] }),
     }),
   },
   responses: { 200: jsonResponse(RevokedGrants, 'how many grants were revoked'), ...errorResponses(...AUTH_ERRORS, 'not_found') },

@@ -170,6 +170,38 @@ describe('decide: hover (issue 33)', () => {
   });
 });
 
+describe('decide: operator denies of what an act sends (issue 33)', () => {
+  it('a deny of typing also denies a fill_form that types, and a deny of clicks a drag or a form submitted by a click', async () => {
+    const profile = await profileOf({
+      ...DEFAULT_PROFILE_BODY,
+      denies: [
+        { id: 'deny.typing', tool: 'browser.act', actions: ['type'], reason: 'never type here' },
+        { id: 'deny.keys', tool: 'browser.act', actions: ['press'], reason: 'no keys here' },
+      ],
+    });
+    const fill = { action: 'fill_form', revision: 1, fields: [{ reference: 'e2', value: 'Ada' }] };
+    expect(decide(act15(fill), profile)).toMatchObject({ effect: 'deny', rule: 'deny.typing' });
+    expect(decide(act15({ action: 'fill_form', revision: 1, fields: [{ reference: 'e2', value: true }], submit_key: 'Enter' }), profile)).toMatchObject({
+      effect: 'deny',
+      rule: 'deny.keys',
+    });
+    // A form of checkboxes only sends no typing and no keys: the owner decides as for any act.
+    expect(decide(act15({ action: 'fill_form', revision: 1, fields: [{ reference: 'e2', value: true }] }), profile)).toMatchObject({ effect: 'approval' });
+    const noClicks = await profileOf({
+      ...DEFAULT_PROFILE_BODY,
+      denies: [{ id: 'deny.clicks', tool: 'browser.act', actions: ['click'], reason: 'no clicks' }],
+    });
+    expect(decide(act15({ action: 'drag', revision: 1, reference: 'e2', to_reference: 'e3' }), noClicks)).toMatchObject({
+      effect: 'deny',
+      rule: 'deny.clicks',
+    });
+    expect(decide(act15({ action: 'fill_form', revision: 1, fields: [{ reference: 'e2', value: true }], submit_reference: 'e9' }), noClicks)).toMatchObject({
+      effect: 'deny',
+      rule: 'deny.clicks',
+    });
+  });
+});
+
 describe('decide: acts touching several frames (issue 33)', () => {
   const fill = {
     action: 'fill_form',
