@@ -18,7 +18,8 @@ const MAX_CANDIDATES = 16;
  * neither see it nor replace `elementFromPoint`, `shadowRoot` or `contentDocument` there): the
  * element at the point, descending into open shadow roots and same-origin iframes (their
  * `contentDocument` is null to this world for any other origin, so a foreign frame stops the
- * descent at its iframe element), with the point translated into each frame's viewport. Answers
+ * descent at its iframe element; so does a frame still on its initial about:blank whose src asks
+ * for another origin, a load the host blocked), with the point translated into each frame's viewport. Answers
  * `'outside'` for a point outside the viewport, else `{owner, candidates}`: the iframe element
  * holding the document the element is in (null for the main document) and the actionable elements
  * from the element up to that document's root, nearest first (a label's control before the label);
@@ -56,6 +57,15 @@ const HIT_TEST_FUNCTION = `function (x, y, maxCandidates) {
     if (element.localName !== 'iframe' && element.localName !== 'frame') break;
     const content = element.contentDocument;
     if (!content) return { owner, candidates: [element] };
+    // A frame whose load of another origin was blocked (or is pending) holds only its initial
+    // about:blank, readable here: it stands for what its src asked for, as frame-confinement.ts
+    // says, so the point is on that frame, never inside its blank document.
+    if (!/^https?:$/.test(content.location.protocol)) {
+      try {
+        const asked = new URL(element.getAttribute('src') || 'about:blank', doc.baseURI);
+        if (/^https?:$/.test(asked.protocol) && asked.origin !== doc.location.origin) return { owner, candidates: [element] };
+      } catch (error) {}
+    }
     const box = element.getBoundingClientRect();
     const style = getComputedStyle(element);
     px -= box.left + element.clientLeft + parseFloat(style.paddingLeft || '0');
