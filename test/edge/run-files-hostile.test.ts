@@ -101,6 +101,19 @@ describe('attaching a file with hostile input', () => {
   });
 });
 
+describe('removing a file', () => {
+  it('twice at once removes it once: one 200, one not_found', async () => {
+    const files = filesApp(parties);
+    const run = await files.navigatedRun();
+    const attached = await files.attach<RunFileView>(run.id, 'twice.txt', 'twice', parties.owner.token, 'text/plain');
+    const path = `/v1/runs/${run.id}/files/${attached.body.id}`;
+    const answers = await Promise.all([0, 1, 2].map(() => files.request<ErrorBody>('DELETE', path, { token: parties.owner.token })));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 404, 404]);
+    expect(await fileCount(run.id)).toBe(0);
+    expect(await storedObjects(parties.owner.id, run.id)).toBe(0);
+  });
+});
+
 describe("another owner's and another run's ids", () => {
   it('are not_found for files and artifacts, whatever their shape, and change nothing', async () => {
     const files = filesApp(parties);
