@@ -136,6 +136,22 @@ describe('hostile 1.5.0 arguments', () => {
     expect(hostile.calls.filter((sent) => sent.method === 'page.act')).toEqual([]);
   });
 
+  it('a drag onto the element itself (by reference or by a point that lands there) is invalid_arguments: it would be a click', async () => {
+    const hostile = hostileApp();
+    const runId = await hostile.observedRun();
+    const revision = hostile.revision();
+    for (const args of [
+      { action: 'drag', reference: 'e6', to_reference: 'e6' },
+      { action: 'drag', reference: 'e6', to_point: { x: 10, y: 10 } },
+      { action: 'drag', point: { x: 5, y: 5 }, to_point: { x: 10, y: 10 } },
+    ]) {
+      const refused = await hostile.propose<ErrorBody>(runId, 'browser.act', { revision, ...args });
+      expect([refused.status, refused.body.error.code]).toEqual([400, 'invalid_arguments']);
+      expect(refused.body.error.message).toContain('onto itself');
+    }
+    expect(hostile.calls.filter((sent) => sent.method === 'page.act')).toEqual([]);
+  });
+
   it('to browser.navigate and browser.observe are invalid_arguments (400): extra fields, a screenshot with a continuation', async () => {
     const hostile = hostileApp();
     const runId = await hostile.observedRun();
