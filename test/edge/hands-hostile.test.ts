@@ -16,6 +16,7 @@ import { scriptedHost } from './support/fake-host.ts';
 const ORIGIN = 'http://127.0.0.1:8141';
 const EDGE = 'http://127.0.0.1:8787';
 const PICTURE = { width: 800, height: 600 };
+const ADS = 'https://ads.example';
 
 const parties = partiesForEachTest();
 
@@ -25,7 +26,7 @@ function formPage(revision: number) {
     url: `${ORIGIN}/form`,
     title: 'Form',
     settle: { outcome: 'dom_quiet', elapsed_ms: 0, pending_at_entry: 0, overflow: false },
-    window: { scope: { start_node: 0, end_node: 6, total_nodes: 6 }, truncated: false },
+    window: { scope: { start_node: 0, end_node: 7, total_nodes: 7 }, truncated: false },
     snapshot: [
       '- main [ref=e1]:',
       '  - textbox "Name" [ref=e2]',
@@ -33,7 +34,9 @@ function formPage(revision: number) {
       '  - button "Send" [ref=e4]',
       '  - button "Choose file" [ref=e5]',
       '  - listitem "Card" [ref=e6]',
+      '  - iframe [ref=e7]',
     ].join('\n'),
+    frames: [{ reference: 'e7', origin: ADS, withheld: true }],
   };
 }
 
@@ -148,6 +151,27 @@ describe('hostile 1.5.0 arguments', () => {
       const refused = await hostile.propose<ErrorBody>(runId, 'browser.act', { revision, ...args });
       expect([refused.status, refused.body.error.code]).toEqual([400, 'invalid_arguments']);
       expect(refused.body.error.message).toContain('onto itself');
+    }
+    expect(hostile.calls.filter((sent) => sent.method === 'page.act')).toEqual([]);
+  });
+
+  it('an act on a foreign iframe by its reference is denied as an act inside that frame, as a point on it is', async () => {
+    const hostile = hostileApp();
+    const runId = await hostile.observedRun();
+    const revision = hostile.revision();
+    for (const args of [
+      { action: 'hover', reference: 'e7' },
+      { action: 'click', reference: 'e7' },
+      { action: 'drag', reference: 'e6', to_reference: 'e7' },
+      { action: 'fill_form', fields: [{ reference: 'e2', value: 'Ada' }], submit_reference: 'e7' },
+    ]) {
+      const denied = await hostile.propose<ErrorBody>(runId, 'browser.act', { revision, ...args });
+      expect([denied.status, denied.body.error.code, denied.body.error.details]).toEqual([
+        403,
+        'policy_denied',
+        expect.objectContaining({ rule: 'hardline.frame_origin' }),
+      ]);
+      expect(denied.body.error.message).toContain(ADS);
     }
     expect(hostile.calls.filter((sent) => sent.method === 'page.act')).toEqual([]);
   });
