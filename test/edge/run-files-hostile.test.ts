@@ -2,7 +2,7 @@ import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../../shared/errors.ts';
 import { MAX_RUN_FILES, type RunFileView } from '../../shared/run-files.ts';
-import { partiesForEachTest } from './support/edge-client.ts';
+import { backgroundSettled, partiesForEachTest } from './support/edge-client.ts';
 import { filesApp } from './support/files-app.ts';
 
 // Hostile input against a run's files and artifacts (issue 33): every malformed body, wrong
@@ -98,6 +98,24 @@ describe('attaching a file with hostile input', () => {
     for (const refused of answers.filter((answer) => answer.status === 409)) expect(refused.body.error.code).toBe('too_many_files');
     expect(await fileCount(run.id)).toBe(MAX_RUN_FILES);
     expect(await storedObjects(parties.owner.id, run.id)).toBe(MAX_RUN_FILES);
+  });
+});
+
+describe("an owner's artifacts past ARTIFACT_MAX_PER_OWNER", () => {
+  it("are the oldest observation screenshots: an agent's screenshots never evict a page's downloads", async () => {
+    const files = filesApp(parties, { config: { artifactMaxPerOwner: 2 } });
+    const run = await files.navigatedRun();
+    files.reportDownloads([{ download_id: 'dl_keepsake0001', file_name: 'invoice.pdf', state: 'saved', bytes: new TextEncoder().encode('%PDF') }]);
+    expect((await files.propose(run.id, 'browser.observe', {})).status).toBe(200);
+    for (let index = 0; index < 4; index++) expect((await files.propose(run.id, 'browser.observe', { screenshot: true })).status).toBe(200);
+    await backgroundSettled();
+    const { results } = await env.DB.prepare('SELECT kind, name, store_key FROM run_artifacts WHERE run_id = ? ORDER BY created_at')
+      .bind(run.id)
+      .all<{ kind: string; name: string; store_key: string }>();
+    expect(results.filter((row) => row.kind === 'download').map((row) => row.name)).toEqual(['invoice.pdf']);
+    expect(results.filter((row) => row.kind === 'observation_screenshot')).toHaveLength(2);
+    const download = results.find((row) => row.kind === 'download')!;
+    expect(await (await env.ARTIFACTS.get(download.store_key))?.text()).toBe('%PDF');
   });
 });
 
