@@ -119,6 +119,34 @@ describe("an owner's artifacts past ARTIFACT_MAX_PER_OWNER", () => {
   });
 });
 
+describe("a page's download of HTML", () => {
+  it('is served by the API and the console sandboxed, never under the console policy that lets its own scripts run', async () => {
+    const files = filesApp(parties);
+    const run = await files.navigatedRun();
+    const page = new TextEncoder().encode('<script src="/console/runs/x/artifacts/y"></script>');
+    files.reportDownloads([{ download_id: 'dl_hostilehtml1', file_name: 'report.html', mime_type: 'text/html', state: 'saved', bytes: page }]);
+    expect((await files.propose(run.id, 'browser.observe', {})).status).toBe(200);
+    const download = await env.DB.prepare("SELECT id, mime_type FROM run_artifacts WHERE run_id = ? AND kind = 'download'")
+      .bind(run.id)
+      .first<{ id: string; mime_type: string }>();
+    expect(download?.mime_type).toBe('text/html');
+    const EDGE = 'http://127.0.0.1:8787';
+    const signedIn = await files.app.request(`${EDGE}/console/sign-in`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: EDGE },
+      body: new URLSearchParams({ token: parties.owner.token }).toString(),
+    });
+    const cookie = (signedIn.headers.get('Set-Cookie') ?? '').split(';')[0]!;
+    const viaConsole = await files.app.request(`${EDGE}/console/runs/${run.id}/artifacts/${download!.id}`, { headers: { Cookie: cookie } });
+    const viaApi = await files.request('GET', `/v1/runs/${run.id}/artifacts/${download!.id}`, { token: parties.owner.token });
+    for (const headers of [viaConsole.headers, viaApi.headers]) {
+      expect(headers.get('Content-Security-Policy')).toBe('sandbox');
+      expect(headers.get('Content-Disposition')).toMatch(/^attachment; /);
+      expect(headers.get('X-Content-Type-Options')).toBe('nosniff');
+    }
+  });
+});
+
 describe('removing a file', () => {
   it('twice at once removes it once: one 200, one not_found', async () => {
     const files = filesApp(parties);
