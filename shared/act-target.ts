@@ -150,7 +150,17 @@ function elementWords(element: { reference: string; role: string; name: string; 
   return withFrame && element.frame_origin !== pageOrigin ? `${named} inside a frame of ${element.frame_origin}` : named;
 }
 
+/**
+ * Characters JSON leaves as they are that would make a quoted text read otherwise in an approval:
+ * C1 controls, invisible format characters (bidirectional overrides and isolates, zero-width
+ * spaces) and line and paragraph separators.
+ */
+const UNSHOWN_IN_QUOTES = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+/** `text` (agent's or page's) in double quotes, cut to 200 characters, escaped as JSON and every {@link UNSHOWN_IN_QUOTES} as `\uXXXX` (its UTF-16 units). */
 function quoted(text: string): string {
   const cut = text.length > 200 ? `${text.slice(0, 200)}...` : text;
-  return JSON.stringify(cut);
+  const escaped = (character: string) =>
+    Array.from({ length: character.length }, (_, unit) => `\\u${character.charCodeAt(unit).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(cut).replace(UNSHOWN_IN_QUOTES, (character) => escaped(character).join(''));
 }

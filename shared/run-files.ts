@@ -13,19 +13,21 @@ export const MAX_RUN_FILES = 8;
 /** Most downloads one run keeps; later ones are reported `not_kept`. */
 export const MAX_RUN_DOWNLOADS = 16;
 
-/** A file name as shown to the owner: no path separators, no control characters, 1-255 characters. */
+/**
+ * A character a file name shown to the owner never holds: a control character (C0, DEL, C1), an
+ * invisible format character (bidirectional overrides and isolates, zero-width spaces and
+ * joiners), a line or paragraph separator, or a lone surrogate. Each could make an approval read
+ * other than what it names: `invoice\u202Efdp.exe` shows as "invoiceexe.pdf".
+ */
+export const UNSHOWN_CHARACTER = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
+
+/** A file name as shown to the owner: no path separators, no {@link UNSHOWN_CHARACTER}, 1-255 characters. */
 export const RunFileName = z
   .string()
   .min(1)
   .max(255)
-  .refine((name) => !/[/\\]/.test(name) && ![...name].some(isControlCharacter), 'a file name without path separators or control characters')
+  .refine((name) => !/[/\\]/.test(name) && !UNSHOWN_CHARACTER.test(name), 'a file name without path separators, control or invisible format characters')
   .refine((name) => name !== '.' && name !== '..', 'not a file name');
-
-/** C0 controls and DEL. */
-function isControlCharacter(character: string): boolean {
-  const code = character.codePointAt(0) ?? 0;
-  return code < 0x20 || code === 0x7f;
-}
 
 /** A media type such as `application/pdf` (lower-cased parameters not allowed). */
 export const MediaType = z.string().regex(/^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,127}$/, 'a media type such as text/plain');

@@ -60,7 +60,9 @@ export type ObserveArguments = z.infer<typeof ObserveArguments>;
 
 /**
  * `browser.observe` 1.5.0 arguments: 1.2.0's plus `screenshot`, a viewport JPEG of the same
- * revision (page content: tainted like the text), for vision models and for points.
+ * revision (page content: tainted like the text), for vision models and for points. A screenshot
+ * comes with a fresh observation only: `screenshot: true` with a `continuation` is refused here,
+ * before anything is sent (the host refuses it too).
  */
 export const ObserveArgumentsV1_5 = z
   .strictObject({
@@ -70,6 +72,10 @@ export const ObserveArgumentsV1_5 = z
   })
   .refine((args) => args.continuation === undefined || args.wait_for === undefined, {
     message: 'continuation and wait_for are mutually exclusive',
+  })
+  .refine((args) => args.continuation === undefined || args.screenshot !== true, {
+    message: 'a screenshot comes with a fresh observation only: screenshot and continuation are mutually exclusive',
+    path: ['screenshot'],
   });
 export type ObserveArgumentsV1_5 = z.infer<typeof ObserveArgumentsV1_5>;
 

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, stat, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { CDPSession, Page, Response } from 'playwright-core';
-import { MAX_RUN_FILE_BYTES, MediaType, RunFileName, type WireDownload } from '../../shared/run-files.ts';
+import { MAX_RUN_FILE_BYTES, MediaType, RunFileName, UNSHOWN_CHARACTER, type WireDownload } from '../../shared/run-files.ts';
 import { HostError } from '../host-error.ts';
 
 /** Most downloads one observation reports (shared/authentication.ts `downloaded_files`). */
@@ -243,13 +243,14 @@ function newDownloadId(): string {
 }
 
 /**
- * `suggested` cut to a file name shared/run-files.ts `RunFileName` accepts: control characters
- * dropped, path separators as `_`, at most 255 characters (a cut never splits a surrogate pair);
- * `download` when nothing usable is left (empty, `.`, `..`).
+ * `suggested` cut to a file name shared/run-files.ts `RunFileName` accepts: control and invisible
+ * format characters dropped (`UNSHOWN_CHARACTER`), path separators as `_`, at most 255
+ * characters (a cut never splits a surrogate pair); `download` when nothing usable is left
+ * (empty, `.`, `..`).
  */
 export function safeFileName(suggested: string): string {
   const cleaned = [...suggested]
-    .filter((character) => (character.codePointAt(0) ?? 0) >= 0x20 && character !== '\u007f')
+    .filter((character) => !UNSHOWN_CHARACTER.test(character))
     .map((character) => (character === '/' || character === '\\' ? '_' : character))
     .join('')
     .trim();

@@ -130,7 +130,7 @@ async function readDownload(
   }
 }
 
-/** The object, then its row; the owner's artifacts past their count are trimmed after the answer. */
+/** The object, then its row; the owner's screenshots past their count are trimmed after the answer. */
 async function keepArtifact(
   ports: Ports,
   source: ArtifactSource,
@@ -183,15 +183,17 @@ export async function runArtifact(ports: Ports, runId: string, artifactId: strin
 }
 
 /**
- * Removes the owner's run artifacts beyond the newest `ARTIFACT_MAX_PER_OWNER` (at most 256 per
- * call), objects first, then rows.
+ * Removes the owner's observation screenshots beyond the newest `ARTIFACT_MAX_PER_OWNER` (at most
+ * 256 per call), objects first, then rows. Downloads are not counted: a run keeps at most
+ * {@link MAX_RUN_DOWNLOADS} and retention removes them by age, so an agent's screenshots never
+ * evict what a page gave the owner.
  * @returns how many it removed.
  */
 export async function trimOwnerRunArtifacts(ports: Ports, ownerId: string): Promise<number> {
   const surplus = await ports.db
     .select({ id: runArtifacts.id, storeKey: runArtifacts.storeKey })
     .from(runArtifacts)
-    .where(eq(runArtifacts.ownerId, ownerId))
+    .where(and(eq(runArtifacts.ownerId, ownerId), eq(runArtifacts.kind, 'observation_screenshot')))
     .orderBy(desc(runArtifacts.createdAt), desc(runArtifacts.id))
     .limit(PRUNE_BATCH)
     .offset(ports.config.artifactMaxPerOwner);

@@ -89,7 +89,8 @@ export async function filesOfRun(ports: Ports, runId: string): Promise<RunFileRo
 
 /**
  * Removes file `fileId` of `run`: the object first, then the row (a failure leaves the row, to
- * try again, never an orphaned object). A pending upload naming it then fails `invalid_arguments`
+ * try again, never an orphaned object); of removals racing, only the one that deleted the row
+ * answers with it. A pending upload naming it then fails `invalid_arguments`
  * at dispatch, before anything is sent.
  * @throws DomainError('forbidden') for a principal that is not the run's owner;
  *   DomainError('not_found') for a file this run does not have.
@@ -99,7 +100,9 @@ export async function removeFile(ports: Ports, principal: Principal, run: RunRow
   const row = await attachedFile(ports, run.id, fileId);
   if (row === undefined) throw new DomainError('not_found', `run ${run.id} has no file ${fileId}`);
   await ports.artifacts.delete([row.storeKey as ArtifactKey]);
-  await ports.db.delete(runFiles).where(and(eq(runFiles.id, row.id), eq(runFiles.runId, run.id)));
+  const deleted = await ports.db.delete(runFiles).where(and(eq(runFiles.id, row.id), eq(runFiles.runId, run.id)));
+  // Another removal of the same file came first: it removed it, this one did not.
+  if (rowsChanged(deleted) !== 1) throw new DomainError('not_found', `run ${run.id} has no file ${fileId}`);
   return row;
 }
 

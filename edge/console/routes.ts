@@ -42,9 +42,11 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
     c.header('Referrer-Policy', 'no-referrer');
     // Pages of one owner's session: never cached, never framed, and only the console's own files
     // run or style them, so even an escaping mistake could not run what a page put in its text.
+    // A route's own policy stands: a download a page typed text/html is served `sandbox`, never
+    // under this one, which lets the console's own scripts (and so another download) run.
     if (c.res.headers.get('Content-Type')?.startsWith('text/html')) {
       c.header('Cache-Control', 'no-store');
-      c.header('Content-Security-Policy', CONSOLE_CONTENT_SECURITY_POLICY);
+      if (!c.res.headers.has('Content-Security-Policy')) c.header('Content-Security-Policy', CONSOLE_CONTENT_SECURITY_POLICY);
     }
   })
   .get('/console/sign-in', (c) => c.html(signInPage()))

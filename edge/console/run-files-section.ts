@@ -73,7 +73,7 @@ async function attachBodyOf(file: File): Promise<AttachFileBody> {
   if (bytes.byteLength > MAX_RUN_FILE_BYTES) throw new DomainError('file_too_large', `the file is ${bytes.byteLength} bytes; at most ${MAX_RUN_FILE_BYTES}`);
   const mimeType = MediaType.safeParse(file.type.split(';')[0]?.trim().toLowerCase()).data ?? 'application/octet-stream';
   const body = AttachFileBody.safeParse({ name: file.name, mime_type: mimeType, data_base64: base64OfBytes(bytes) });
-  if (!body.success) throw new DomainError('invalid_request', 'the file needs a name without path separators or control characters');
+  if (!body.success) throw new DomainError('invalid_request', 'the file needs a name without path separators, control or invisible format characters');
   return body.data;
 }
 

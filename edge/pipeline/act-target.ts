@@ -32,7 +32,8 @@ export type TargetBinding = { readonly target: ActTarget; readonly refused?: und
  * read with the proposal (newest first; edge/pipeline/proposal-context.ts); whatever they do not
  * show is read here.
  * @returns `refused` with code `invalid_arguments` when an element is in no observation of that
- *   revision the run received, a fill_form lists a field twice, or a field's role cannot take its
+ *   revision the run received, a drag ends on the element it starts on (that is a click), a
+ *   fill_form lists a field twice, or a field's role cannot take its
  *   value (a boolean into a textbox, a string into a checkbox, false into a radio button);
  *   `not_actionable` when an element is inert (the host marked it `[inert]`: behind a modal
  *   dialog or inside an inert subtree, where no person can reach it). Nothing is sent either way.
@@ -42,6 +43,10 @@ export async function actTarget(ports: Ports, run: RunRow, action: BrowserAction
   if (action.action === 'fill_form') {
     const twice = action.fields.map((field) => field.reference).find((reference, index, all) => all.indexOf(reference) !== index);
     if (twice !== undefined) return refusal('invalid_arguments', `field ${twice} is listed more than once; each field is filled once`);
+  }
+  // Pressed and released on the same element, a drag is a click: it is asked for as one.
+  if (action.action === 'drag' && action.to_reference === action.reference) {
+    return refusal('invalid_arguments', `a drag of ${action.reference} onto itself is a click; drag onto another element, or click it`);
   }
   let observations = observationsOf(preloaded ?? (await storedResults(ports, run.id, action.revision, references)), action.revision);
   let found = bind(references, observations);

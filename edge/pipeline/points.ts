@@ -1,5 +1,5 @@
 import { and, desc, eq, isNotNull, sql } from 'drizzle-orm';
-import type { ActTarget } from '../../shared/act-target.ts';
+import type { ActTarget, ElementTarget } from '../../shared/act-target.ts';
 import { type FrameSummary, Observation } from '../../shared/observation.ts';
 import type { ActArguments, ResolvedPoints, ViewportPoint } from '../../shared/tool-arguments.ts';
 import { namesPoint, wireAction } from '../../shared/tool-arguments.ts';
@@ -39,27 +39,37 @@ export async function resolvePoints(ports: Ports, run: Pick<RunRow, 'leaseId' | 
 }
 
 /**
- * The target of a pointed act: `bound` (the element found at the point, as the observation showed
- * it) with the agent's `point`. A point that landed on an iframe whose document the host could not
- * enter (another origin) touches that frame: the target's frame is the frame's own origin, so
- * policy denies it outside the run's origins just as it denies a reference inside such a frame
- * (`hardline.frame_origin`); inside the run's origins the frame's content is in the observation,
- * and the agent is asked to name the element there by its reference.
- * @throws UnansweredQuestion('invalid_arguments') for a point on a frame of the run's origins.
+ * The target of an act with the agent's `point` (when it named one), and with every iframe it
+ * touches standing for the frame it holds: an act on an iframe element (by reference, or by a
+ * point that landed there; its own element, a drag's destination or a fill_form's submit) sends
+ * its input into the frame's document. An iframe whose document is of another origin, or whose
+ * load the host blocked (withheld), touches that frame: its `frame_origin` is the frame's own
+ * origin, so policy denies it outside the run's origins just as it denies a reference inside such
+ * a frame (`hardline.frame_origin`). Inside the run's origins the frame's content is in the
+ * observation, and the agent is asked to name the element there by its reference.
+ * @throws UnansweredQuestion('invalid_arguments') for an iframe of a frame of the run's origins.
  */
-export async function pointedTarget(ports: Ports, run: RunRow, bound: ActTarget, args: ActArguments): Promise<ActTarget> {
+export async function framedTarget(ports: Ports, run: RunRow, bound: ActTarget, args: ActArguments): Promise<ActTarget> {
   const { point } = args as { point?: ViewportPoint };
   const target: ActTarget = point === undefined ? bound : { ...bound, point };
-  if (point === undefined || bound.role !== 'iframe') return target;
-  const frame = await frameOf(ports, run, args.revision, bound.reference);
-  if (frame === undefined) return target;
-  if (!frame.withheld && run.origins.includes(frame.origin)) {
-    throw new UnansweredQuestion(
-      'invalid_arguments',
-      `point: (${point.x}, ${point.y}) is on the frame ${frame.reference} of ${frame.origin}; act on the element inside it by its reference`,
-    );
-  }
-  return { ...target, frame_origin: frame.origin };
+  const framed = async <E extends ElementTarget>(element: E, what: string): Promise<E> => {
+    if (element.role !== 'iframe') return element;
+    const frame = await frameOf(ports, run, args.revision, element.reference);
+    if (frame === undefined) return element;
+    if (!frame.withheld && run.origins.includes(frame.origin)) {
+      throw new UnansweredQuestion(
+        'invalid_arguments',
+        `${what} is the frame ${frame.reference} of ${frame.origin}; act on the element inside it by its reference`,
+      );
+    }
+    return { ...element, frame_origin: frame.origin };
+  };
+  const own = await framed(target, point === undefined ? `reference: ${target.reference}` : `point: (${point.x}, ${point.y})`);
+  return {
+    ...own,
+    ...(target.destination !== undefined ? { destination: await framed(target.destination, `to_reference: ${target.destination.reference}`) } : {}),
+    ...(target.submit !== undefined ? { submit: await framed(target.submit, `submit_reference: ${target.submit.reference}`) } : {}),
+  };
 }
 
 /** The frame summary of the iframe `reference` in the run's observations of `revision`, if any. */

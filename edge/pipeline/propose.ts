@@ -25,7 +25,7 @@ import { dispatchCall } from './dispatch.ts';
 import { landingEntry, policyInvocation } from './history.ts';
 import { UnansweredQuestion } from './lease-host.ts';
 import { settleIfLost } from './lost-dispatch.ts';
-import { pointedTarget, resolvePoints } from './points.ts';
+import { framedTarget, resolvePoints } from './points.ts';
 import { loadProposalContext } from './proposal-context.ts';
 import { carriesPageDerivedReferences, turnContext } from './turn.ts';
 import { withUploadFile } from './upload-target.ts';
@@ -176,7 +176,8 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
       await reject(bound.refused.code, bound.refused.message);
       throw new DomainError(bound.refused.code, bound.refused.message);
     }
-    const pointedAt = pointed === undefined ? bound.target : await pointedTarget(ports, run, bound.target, invocation.arguments).catch(refused);
+    // An iframe it touches stands for the frame it holds, whether named by reference or by a point.
+    const pointedAt = await framedTarget(ports, run, bound.target, invocation.arguments).catch(refused);
     // An upload names one of this run's attached files, and its approval names the file.
     const upload = await withUploadFile(ports, run, action, pointedAt);
     if (upload.refused !== undefined) {

@@ -222,6 +222,9 @@ describe('downloads', () => {
 
   test("a download's name is the page's suggestion cut to a safe file name, its type the response's without parameters", () => {
     expect(safeFileName('reports/2026\\q4\u0007.csv')).toBe('reports_2026_q4.csv');
+    // Characters that would make the approval read otherwise are dropped, not the whole name.
+    expect(safeFileName('invoice\u202efdp.exe')).toBe('invoicefdp.exe');
+    expect(safeFileName('a\u0085b\u2028c\u200b\u2066.txt')).toBe('abc.txt');
     for (const nothing of ['', '.', '..', '\u0001\u0002']) expect(safeFileName(nothing)).toBe('download');
     const long = safeFileName(`${'a'.repeat(254)}😀😀.txt`);
     expect(long).toBe('a'.repeat(254));
