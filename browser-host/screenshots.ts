@@ -38,25 +38,10 @@ export type ViewportPicture = Omit<PageScreenshot, 'revision' | 'box'>;
  *   when the page cannot be pictured (closed, crashed) or stays too large.
  */
 export async function takeScreenshot(page: Page, deadline: Deadline, config: ScreenshotConfig): Promise<ViewportPicture> {
-  try {
-    for (const quality of config.quality > FALLBACK_QUALITY ? [config.quality, FALLBACK_QUALITY] : [config.quality]) {
-      const jpeg = await page.screenshot({
-        type: 'jpeg',
-        quality,
-        scale: 'css',
-        caret: 'initial',
-        animations: 'allow',
-        timeout: Math.max(1, deadline.remainingMs()),
-      });
-      if (jpeg.byteLength > MAX_SCREENSHOT_BYTES) continue;
-      const viewport = page.viewportSize() ?? jpegSize(jpeg);
-      return { jpeg_base64: jpeg.toString('base64'), width: viewport.width, height: viewport.height, taken_at_ms: Date.now() };
-    }
-  } catch (error) {
-    if (deadline.expired) throw new HostError('deadline_exceeded', `the screenshot ran out of time: ${firstLineOf(error)}`);
-    throw new HostError('page_changed', `the page could not be pictured: ${firstLineOf(error)}`);
-  }
-  throw new HostError('page_changed', `the screenshot stays over ${MAX_SCREENSHOT_BYTES} bytes even at quality ${FALLBACK_QUALITY}`);
+  const qualities = config.quality > FALLBACK_QUALITY ? [config.quality, FALLBACK_QUALITY] : [config.quality];
+  const jpeg = await viewportJpeg(page, deadline, qualities, MAX_SCREENSHOT_BYTES);
+  const viewport = page.viewportSize() ?? jpegSize(jpeg);
+  return { jpeg_base64: jpeg.toString('base64'), width: viewport.width, height: viewport.height, taken_at_ms: Date.now() };
 }
 
 /**
@@ -68,8 +53,19 @@ export async function takeScreenshot(page: Page, deadline: Deadline, config: Scr
  *   when the page cannot be pictured (closed, crashed) or the picture stays over the limit even at quality 15.
  */
 export async function observationScreenshot(page: Page, deadline: Deadline): Promise<WireScreenshot> {
+  const jpeg = await viewportJpeg(page, deadline, OBSERVATION_QUALITIES, MAX_OBSERVATION_SCREENSHOT_BYTES);
+  return { mime_type: 'image/jpeg', ...jpegSize(jpeg), data_base64: jpeg.toString('base64') };
+}
+
+/**
+ * A JPEG of `page`'s viewport at CSS scale, caret and animations left alone (nothing injected
+ * into the page), at the first of `qualities` that keeps it within `maxBytes` bytes.
+ * @throws HostError('deadline_exceeded') when `deadline` passes first; HostError('page_changed')
+ *   when the page cannot be pictured (closed, crashed) or the picture stays over `maxBytes` at the last quality.
+ */
+async function viewportJpeg(page: Page, deadline: Deadline, qualities: readonly number[], maxBytes: number): Promise<Buffer> {
   try {
-    for (const quality of OBSERVATION_QUALITIES) {
+    for (const quality of qualities) {
       const jpeg = await page.screenshot({
         type: 'jpeg',
         quality,
@@ -78,14 +74,13 @@ export async function observationScreenshot(page: Page, deadline: Deadline): Pro
         animations: 'allow',
         timeout: Math.max(1, deadline.remainingMs()),
       });
-      if (jpeg.byteLength > MAX_OBSERVATION_SCREENSHOT_BYTES) continue;
-      return { mime_type: 'image/jpeg', ...jpegSize(jpeg), data_base64: jpeg.toString('base64') };
+      if (jpeg.byteLength <= maxBytes) return jpeg;
     }
   } catch (error) {
     if (deadline.expired) throw new HostError('deadline_exceeded', `the screenshot ran out of time: ${firstLineOf(error)}`);
     throw new HostError('page_changed', `the page could not be pictured: ${firstLineOf(error)}`);
   }
-  throw new HostError('page_changed', `the screenshot stays over ${MAX_OBSERVATION_SCREENSHOT_BYTES} bytes even at quality ${OBSERVATION_QUALITIES.at(-1)}`);
+  throw new HostError('page_changed', `the screenshot stays over ${maxBytes} bytes even at quality ${qualities.at(-1)}`);
 }
 
 /**
