@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, inArray, lt } from 'drizzle-orm';
+import { and, asc, count, desc, eq, lt } from 'drizzle-orm';
 import {
   MAX_RUN_DOWNLOADS,
   MAX_RUN_FILE_BYTES,
@@ -17,6 +17,7 @@ import type { HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { type ArtifactKey, runArtifactKey } from './artifact-store.ts';
 import { bytesOfBase64 } from './bytes.ts';
+import { removeStoredRows } from './stored-removal.ts';
 
 /** Most artifacts one retention step removes. */
 const PRUNE_BATCH = 256;
@@ -197,7 +198,7 @@ export async function trimOwnerRunArtifacts(ports: Ports, ownerId: string): Prom
     .orderBy(desc(runArtifacts.createdAt), desc(runArtifacts.id))
     .limit(PRUNE_BATCH)
     .offset(ports.config.artifactMaxPerOwner);
-  return removeRunArtifacts(ports, surplus);
+  return removeStoredRows(ports, runArtifacts, surplus);
 }
 
 /**
@@ -213,20 +214,5 @@ export async function pruneRunArtifacts(ports: Ports, now: number): Promise<numb
     .where(lt(runArtifacts.createdAt, now - ports.config.artifactMaxAgeMs))
     .orderBy(asc(runArtifacts.createdAt))
     .limit(PRUNE_BATCH);
-  return removeRunArtifacts(ports, expired);
-}
-
-/** Objects first, then rows, in one batch of statements of at most 90 ids each (D1 binds at most 100). */
-async function removeRunArtifacts(ports: Ports, rows: ReadonlyArray<{ id: string; storeKey: string }>): Promise<number> {
-  if (rows.length === 0) return 0;
-  await ports.artifacts.delete(rows.map((row) => row.storeKey as ArtifactKey));
-  const ids = rows.map((row) => row.id);
-  const statements: ReturnType<typeof deleteRows>[] = [];
-  for (let start = 0; start < ids.length; start += 90) statements.push(deleteRows(ports, ids.slice(start, start + 90)));
-  await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
-  return rows.length;
-}
-
-function deleteRows(ports: Ports, ids: string[]) {
-  return ports.db.delete(runArtifacts).where(inArray(runArtifacts.id, ids));
+  return removeStoredRows(ports, runArtifacts, expired);
 }

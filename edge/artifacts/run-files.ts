@@ -1,4 +1,4 @@
-import { and, asc, count, eq, inArray, lt, notInArray, sql } from 'drizzle-orm';
+import { and, asc, count, eq, lt, notInArray, sql } from 'drizzle-orm';
 import type { TargetFile } from '../../shared/act-target.ts';
 import { TERMINAL_RUN_STATES } from '../../shared/api.ts';
 import type { UploadFile } from '../../shared/protocol.ts';
@@ -13,6 +13,7 @@ import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
 import { type ArtifactKey, runFileKey } from './artifact-store.ts';
 import { base64OfBytes, bytesOfBase64, sha256OfBytes } from './bytes.ts';
+import { removeStoredRows } from './stored-removal.ts';
 
 /** Most files one retention pass removes. */
 const PRUNE_BATCH = 256;
@@ -143,13 +144,5 @@ export async function pruneRunFiles(ports: Ports, now: number): Promise<number> 
     .where(lt(runFiles.createdAt, now - ports.config.artifactMaxAgeMs))
     .orderBy(asc(runFiles.createdAt))
     .limit(PRUNE_BATCH);
-  if (expired.length === 0) return 0;
-  await ports.artifacts.delete(expired.map((row) => row.storeKey as ArtifactKey));
-  // One batch, 90 ids per statement (D1 binds at most 100 parameters).
-  const ids = expired.map((row) => row.id);
-  const statements = [0, 90, 180]
-    .filter((start) => start < ids.length)
-    .map((start) => ports.db.delete(runFiles).where(inArray(runFiles.id, ids.slice(start, start + 90))));
-  await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
-  return expired.length;
+  return removeStoredRows(ports, runFiles, expired);
 }

@@ -7,6 +7,7 @@ import { Deadline } from '../deadline.ts';
 import { HostCallError, HostNoAnswer, type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { type ArtifactKey, screenshotKey } from './artifact-store.ts';
+import { removeStoredRows } from './stored-removal.ts';
 
 /** Longest the edge waits for the host's screenshot, connection included, in ms. */
 const SCREENSHOT_WAIT_MS = 6_000;
@@ -104,7 +105,7 @@ export async function trimOwnerArtifacts(ports: Ports, ownerId: string): Promise
     .orderBy(desc(artifacts.createdAt), desc(artifacts.id))
     .limit(PRUNE_BATCH)
     .offset(ports.config.artifactMaxPerOwner);
-  return removeArtifacts(ports, surplus);
+  return removeStoredRows(ports, artifacts, surplus);
 }
 
 /**
@@ -119,16 +120,7 @@ export async function pruneArtifacts(ports: Ports, now: number): Promise<number>
     .where(lt(artifacts.createdAt, now - ports.config.artifactMaxAgeMs))
     .orderBy(artifacts.createdAt)
     .limit(PRUNE_BATCH);
-  return removeArtifacts(ports, expired);
-}
-
-/** Objects first, then rows: the rows go in one batch of statements of at most 90 ids each (D1 binds at most 100). */
-async function removeArtifacts(ports: Ports, rows: ReadonlyArray<{ id: string; storeKey: string }>): Promise<number> {
-  if (rows.length === 0) return 0;
-  await ports.artifacts.delete(rows.map((row) => row.storeKey as ArtifactKey));
-  const statements = chunksOf(rows.map((row) => row.id)).map((ids) => ports.db.delete(artifacts).where(inArray(artifacts.id, ids)));
-  await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
-  return rows.length;
+  return removeStoredRows(ports, artifacts, expired);
 }
 
 /** `ids` in lists of at most {@link IDS_PER_STATEMENT}. */
