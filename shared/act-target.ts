@@ -3,14 +3,6 @@ import { originOf } from './origin.ts';
 import type { BrowserAction } from './tool-arguments.ts';
 
 /**
- * The element an act targets, as the observation the agent acted on showed it (README
- * "Confinement": approvals are bound to what the owner saw): its reference, ARIA role and
- * accessible name (empty when it has none), the origin of the frame that holds it, the page's URL
- * and title at that revision, and the input the act would send (`text` for type, `option` for
- * select, `key` for press). The host checks role, name and frame right before the input
- * (`target_changed`).
- */
-/**
  * One further element an act touches (1.5.0: a drag's destination, a fill_form's field or submit
  * button), as the observation showed it: reference, role, accessible name, frame origin, and for a
  * field the value it will be given.
@@ -33,6 +25,15 @@ export const TargetFile = z.strictObject({
 });
 export type TargetFile = z.infer<typeof TargetFile>;
 
+/**
+ * The element an act targets, as the observation the agent acted on showed it (README
+ * "Confinement": approvals are bound to what the owner saw): its reference, ARIA role and
+ * accessible name (empty when it has none), the origin of the frame that holds it, the page's URL
+ * and title at that revision, and the input the act would send (`text` for type, `option` for
+ * select, `key` for press). The host checks role, name and frame right before the input
+ * (`target_changed`). 1.5.0 adds the point the agent named, a drag's destination, a
+ * fill_form's fields and submit button, and an upload's file.
+ */
 export const ActTarget = z.strictObject({
   reference: z.string().max(32),
   role: z.string().min(1).max(64),
