@@ -16,6 +16,7 @@ export * from '../console/tables.ts';
 export * from '../fleet/tables.ts';
 export * from '../grants/tables.ts';
 export * from '../mcp/tables.ts';
+export * from '../memories/tables.ts';
 export * from '../metrics/tables.ts';
 export * from '../notifications/tables.ts';
 export * from '../pipeline/tables.ts';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SignInReason } from '../authentication.ts';
+import { MAX_REPORT_MEMORIES, ProposedMemory } from '../memories.ts';
 import { Origin } from '../origin.ts';
 import { MessageFields, RecipeBinding } from '../recipes.ts';
 import { PlacementView } from './hosts.ts';
@@ -142,6 +143,12 @@ export const ReportBody = z
   .strictObject({
     status: z.enum(['completed', 'partial', 'uncertain', 'failed']),
     summary: z.string().min(1).max(20_000),
+    /**
+     * Memories the agent proposes for the owner (issue 34): each becomes a suggestion the owner
+     * accepts or rejects in the console, never an active memory by itself. `page_derived: true`
+     * when the agent read it on a page.
+     */
+    memories: z.array(ProposedMemory).max(MAX_REPORT_MEMORIES).optional(),
   })
   .meta({ examples: [{ status: 'completed', summary: 'Added "Buy oat milk" to the todo list and ticked it done.' }] });
 
