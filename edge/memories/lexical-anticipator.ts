@@ -9,7 +9,7 @@ import { type AnticipationProvider, type AnticipationRequest, MAX_PREDICTIONS, t
 // network, no clock, no randomness: the same request always gets the same answer. Tuned on the
 // development corpus only (shared/memory-corpora/development.json).
 
-/** The provider id evidence is recorded under; change it whenever the retrieval changes. */
+/** The provider id evidence is recorded under (a changed retrieval after evidence is published needs a new id). */
 export const EMBEDDED_ANTICIPATOR_ID = 'embedded-lexical/1';
 
 /**
@@ -95,18 +95,19 @@ const IRREGULAR: Readonly<Record<string, string>> = {
 };
 
 /**
- * A word reduced to its stem by light suffix stripping: plural `-ies`/`-es`/`-s`, `-ing`, `-ed`,
- * possessive forms already removed by {@link terms}. Words of four letters or fewer are kept.
+ * A word reduced to its stem by light suffix stripping: plural `-ies`/`-es`/`-s` (not `-ss`,
+ * `-us`) and `-ing`; possessive forms are already removed by {@link terms}. Past forms (`-ed`)
+ * are kept as they are: "the plumber is booked" is not about a book. Words of three letters or
+ * fewer are kept.
  */
 export function stem(word: string): string {
   const irregular = IRREGULAR[word];
   if (irregular) return irregular;
-  if (word.length <= 4) return word;
+  if (word.length <= 3) return word;
   if (word.endsWith('ies')) return `${word.slice(0, -3)}y`;
   if (/(sses|xes|ches|shes|zes)$/.test(word)) return word.slice(0, -2);
-  if (word.endsWith('s') && !/(ss|us|is)$/.test(word)) return word.slice(0, -1);
+  if (word.endsWith('s') && !/(ss|us)$/.test(word)) return word.slice(0, -1);
   if (word.endsWith('ing') && word.length > 6) return undouble(word.slice(0, -3));
-  if (word.endsWith('ed') && word.length > 5) return undouble(word.slice(0, -2));
   return word;
 }
 
@@ -116,25 +117,47 @@ function undouble(word: string): string {
 }
 
 /**
- * The terms of a text: NFKC, lowercased, typographic apostrophes plain, possessive `'s` dropped,
- * split on anything but letters and digits, stop words dropped, each word stemmed and read
- * through the lexicon. Returns the distinct terms.
+ * The terms of a text, each with the words it was read from: NFKC, lowercased, typographic
+ * apostrophes plain, possessive `'s` dropped, split on anything but letters and digits, stop
+ * words dropped, each word stemmed and read through the lexicon. Terms in order of appearance.
  */
-export function terms(text: string): Set<string> {
+export function terms(text: string): Map<string, Set<string>> {
   const words = text
     .normalize('NFKC')
     .toLowerCase()
     .replace(/[\u2018\u2019\u201B]/g, "'")
     .replace(/'s\b/g, '')
     .split(/[^\p{L}\p{N}]+/u);
-  const found = new Set<string>();
+  const found = new Map<string, Set<string>>();
   for (const word of words) {
     if (word.length < 2 || STOP_WORDS.has(word)) continue;
     const stemmed = stem(word);
     if (STOP_WORDS.has(stemmed)) continue;
-    found.add(LEXICON[word] ?? LEXICON[stemmed] ?? stemmed);
+    const term = LEXICON[word] ?? LEXICON[stemmed] ?? stemmed;
+    const from = found.get(term) ?? new Set<string>();
+    from.add(word);
+    found.set(term, from);
   }
   return found;
+}
+
+/**
+ * Verbs an intent opens with to say what to do (as terms: stemmed, through the lexicon): "renew
+ * my passport", "order a takeaway". Such a leading verb names the task; it matches a memory only
+ * where the memory says the very same word, as an instruction does ("never order prawns"), not
+ * an inflection that states a fact ("my car insurance renews in November").
+ */
+const TASK_VERBS = new Set(
+  (
+    'apply arrange book buy cancel change check choose compare complete deliver do fill find get give make move order pay pick query ' +
+    'refill register renew rent reorder reply report request return send set sign start submit switch update'
+  ).split(' '),
+);
+
+/** An intent's leading task verb: its term and the word(s) it was written as; undefined when it opens otherwise. */
+export function leadingTaskVerb(intentTerms: ReadonlyMap<string, ReadonlySet<string>>): { term: string; words: ReadonlySet<string> } | undefined {
+  const [first] = intentTerms;
+  return first && TASK_VERBS.has(first[0]) ? { term: first[0], words: first[1] } : undefined;
 }
 
 /** One memory's relevance to the intent: the summed IDF of the terms they share. */
@@ -147,18 +170,21 @@ export interface ScoredMemory {
 /**
  * Every memory of `request` scored against its intent, highest first (ties in request order):
  * the sum over shared terms of ln(1 + n / df), n the number of memories and df how many of them
- * hold the term.
+ * hold the term; the intent's leading task verb counts only where the memory has the same word.
  */
 export function scoreMemories(request: AnticipationRequest): ScoredMemory[] {
   const intent = terms(request.intent);
+  const task = leadingTaskVerb(intent);
   const memoryTerms = request.memories.map((memory) => terms(memory.statement));
   const frequency = new Map<string, number>();
-  for (const held of memoryTerms) for (const term of held) frequency.set(term, (frequency.get(term) ?? 0) + 1);
+  for (const held of memoryTerms) for (const term of held.keys()) frequency.set(term, (frequency.get(term) ?? 0) + 1);
   const n = request.memories.length;
   const scored = request.memories.map((memory, index) => {
     let score = 0;
-    for (const term of memoryTerms[index] as Set<string>) {
-      if (intent.has(term)) score += Math.log(1 + n / (frequency.get(term) as number));
+    for (const [term, words] of memoryTerms[index] as Map<string, Set<string>>) {
+      if (!intent.has(term)) continue;
+      if (term === task?.term && ![...words].some((word) => task.words.has(word))) continue;
+      score += Math.log(1 + n / (frequency.get(term) as number));
     }
     return { id: memory.id, statement: memory.statement, score, index };
   });
