@@ -59,7 +59,7 @@ export function formatEvaluation(bundle: EvidenceBundle): string {
     ['gate', 'figure', 'threshold', 'result'],
     ...bundle.gates.map((gate) => [
       gate.name,
-      Number.isInteger(gate.figure) ? String(gate.figure) : gate.figure.toFixed(3),
+      gate.name === 'boundary_failures' ? String(gate.figure) : gate.figure.toFixed(3),
       gate.name === 'boundary_failures' ? `at most ${gate.threshold}` : `at least ${gate.threshold}`,
       gate.passed ? 'PASS' : 'FAIL',
     ]),
