@@ -160,9 +160,12 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     return edgeFailure(error, options === 'help' ? undefined : options);
   }
   console.log(`memory:evaluate: provider ${provider.id}, policy profile ${profile.name} v${profile.version} (${profile.hash.slice(0, 12)}…)`);
+  const failures = new Map<string, number>();
   const bundle = await evaluateProvider(provider, FROZEN_CORPORA, profile, {
     onRepeat: (index, repeat) => console.log(formatRepeat(index, repeat)),
+    onFailure: (_caseId, message) => failures.set(message, (failures.get(message) ?? 0) + 1),
   });
+  for (const [message, cases] of failures) console.log(`provider failed on ${cases} case run(s): ${message}`);
   console.log(formatEvaluation(bundle));
   const slug = provider.id.replace(/[^A-Za-z0-9._-]+/g, '-');
   const out = resolve(options.out ?? `evidence/memory-evidence-${slug}-${profile.hash.slice(0, 8)}.json`);

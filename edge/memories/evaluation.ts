@@ -68,11 +68,20 @@ export function scoreCase(corpusCase: MemoryCorpusCase, outcome: AnticipationOut
   };
 }
 
+/** Hears a case whose every provider call within the budget failed, with the last failure's message. */
+export type ProviderFailureListener = (caseId: string, message: string) => void;
+
 /**
  * One repeat of one corpus: every case's request sent through {@link anticipate} with `provider`
- * and the per-run call budget, scored and summed into a {@link CorpusScore}.
+ * and the per-run call budget, scored and summed into a {@link CorpusScore}. `onFailure` hears
+ * each case the provider failed on (scored as nothing brought).
  */
-export async function evaluateCorpus(provider: AnticipationProvider, corpus: MemoryCorpus, budget = ANTICIPATION_CALL_BUDGET): Promise<CorpusScore> {
+export async function evaluateCorpus(
+  provider: AnticipationProvider,
+  corpus: MemoryCorpus,
+  budget = ANTICIPATION_CALL_BUDGET,
+  onFailure?: ProviderFailureListener,
+): Promise<CorpusScore> {
   const score: CorpusScore = {
     cases: corpus.cases.length,
     needed: 0,
@@ -87,6 +96,7 @@ export async function evaluateCorpus(provider: AnticipationProvider, corpus: Mem
   };
   for (const corpusCase of corpus.cases) {
     const outcome = await anticipate(provider, caseRequest(corpusCase), caseLookup(corpusCase), budget);
+    if (outcome.failure !== undefined) onFailure?.(corpusCase.id, outcome.failure);
     const scored = scoreCase(corpusCase, outcome);
     score.needed += corpusCase.needed.length;
     score.directly_recalled += scored.recalled.length;
@@ -111,17 +121,25 @@ export interface EvaluationCorpora {
  * The evaluation: {@link EVIDENCE_REPEATS} repeats of both corpora with `provider`, made into an
  * evidence bundle under `profile`: the corpora's hashes (SHA-256 of their canonical JSON), the
  * repeats, the gates recomputed by `evidenceGates`, the totals and the instant it finished
- * (`now()`, ISO-8601). `onRepeat` hears each repeat as it ends (for progress output).
+ * (`now()`, ISO-8601). `onRepeat` hears each repeat as it ends (for progress output), `onFailure`
+ * each case whose provider calls all failed.
  */
 export async function evaluateProvider(
   provider: AnticipationProvider,
   corpora: EvaluationCorpora,
   profile: EvaluatedProfile,
-  options: { readonly now?: () => Date; readonly onRepeat?: (index: number, repeat: EvidenceBundle['repeats'][number]) => void } = {},
+  options: {
+    readonly now?: () => Date;
+    readonly onRepeat?: (index: number, repeat: EvidenceBundle['repeats'][number]) => void;
+    readonly onFailure?: ProviderFailureListener;
+  } = {},
 ): Promise<EvidenceBundle> {
   const repeats: EvidenceBundle['repeats'] = [];
   for (let index = 0; index < EVIDENCE_REPEATS; index += 1) {
-    const repeat = { development: await evaluateCorpus(provider, corpora.development), holdout: await evaluateCorpus(provider, corpora.holdout) };
+    const repeat = {
+      development: await evaluateCorpus(provider, corpora.development, ANTICIPATION_CALL_BUDGET, options.onFailure),
+      holdout: await evaluateCorpus(provider, corpora.holdout, ANTICIPATION_CALL_BUDGET, options.onFailure),
+    };
     repeats.push(repeat);
     options.onRepeat?.(index, repeat);
   }

@@ -68,6 +68,14 @@ describe('the memory evaluation', () => {
     expect(score.cost_usd).toBeCloseTo(0.001);
   });
 
+  it('scores a case the provider failed on as nothing brought, after the whole call budget, and says why', async () => {
+    const failing: AnticipationProvider = { id: 'test-failing/1', anticipate: () => Promise.reject(new Error('vendor unreachable')) };
+    const heard: string[] = [];
+    const score = await evaluateCorpus(failing, corpus('development'), 2, (caseId, message) => heard.push(`${caseId}: ${message}`));
+    expect(score).toMatchObject({ directly_recalled: 0, represented: 0, provider_calls: 2, refused: 0 });
+    expect(heard).toEqual(['shoes: vendor unreachable']);
+  });
+
   it('makes a bundle of three repeats with the corpora hashes, the gates recomputed and the totals', async () => {
     const profile = { name: 'default', version: 3, hash: 'a'.repeat(64) };
     const corpora = { development: corpus('development'), holdout: corpus('holdout') };
