@@ -106,10 +106,46 @@ export function stem(word: string): string {
   if (word.length <= 3) return word;
   if (word.endsWith('ies')) return `${word.slice(0, -3)}y`;
   if (/(sses|xes|ches|shes|zes)$/.test(word)) return word.slice(0, -2);
-  if (word.endsWith('s') && !/(ss|us)$/.test(word)) return word.slice(0, -1);
-  if (word.endsWith('ing') && word.length > 6) return undouble(word.slice(0, -3));
-  return word;
+  const singular = word.endsWith('s') && !/(ss|us)$/.test(word) ? word.slice(0, -1) : word;
+  // "weddings" is "wedding" first, then "wed", as "wedding" is: a plural of an -ing noun meets its singular.
+  const agent = AGENT_NOUNS[singular];
+  if (agent) return agent;
+  if (singular.endsWith('ing') && singular.length > 6) return undouble(singular.slice(0, -3));
+  return singular;
 }
+
+/**
+ * Agent nouns read as the verb they are made from, as a dictionary lists them together (a dog
+ * walker walks dogs, a cleaner cleans): a suffix rule for `-er` would also cut "order", "winter"
+ * and "paper", so these are listed.
+ */
+const AGENT_NOUNS: Readonly<Record<string, string>> = {
+  walker: 'walk',
+  cleaner: 'clean',
+  driver: 'drive',
+  gardener: 'garden',
+  baker: 'bake',
+  painter: 'paint',
+  trainer: 'train',
+  teacher: 'teach',
+  sitter: 'sit',
+  babysitter: 'babysit',
+  renter: 'rent',
+  buyer: 'buy',
+  seller: 'sell',
+  player: 'play',
+  runner: 'run',
+  swimmer: 'swim',
+  hiker: 'hike',
+  cyclist: 'cycle',
+  mover: 'move',
+  groomer: 'groom',
+  builder: 'build',
+  roofer: 'roof',
+  installer: 'install',
+  caterer: 'cater',
+  photographer: 'photograph',
+};
 
 /** `runn` → `run`, `cancell` → `cancel`: a doubled final consonant left by a stripped suffix. */
 function undouble(word: string): string {
@@ -141,25 +177,6 @@ export function terms(text: string): Map<string, Set<string>> {
   return found;
 }
 
-/**
- * Verbs an intent opens with to say what to do (as terms: stemmed, through the lexicon): "renew
- * my passport", "order a takeaway". Such a leading verb names the task; it matches a memory only
- * where the memory says the very same word, as an instruction does ("never order prawns"), not
- * an inflection that states a fact ("my car insurance renews in November").
- */
-const TASK_VERBS = new Set(
-  (
-    'apply arrange book buy cancel change check choose compare complete deliver do fill find get give make move order pay pick query ' +
-    'refill register renew rent reorder reply report request return send set sign start submit switch update'
-  ).split(' '),
-);
-
-/** An intent's leading task verb: its term and the word(s) it was written as; undefined when it opens otherwise. */
-export function leadingTaskVerb(intentTerms: ReadonlyMap<string, ReadonlySet<string>>): { term: string; words: ReadonlySet<string> } | undefined {
-  const [first] = intentTerms;
-  return first && TASK_VERBS.has(first[0]) ? { term: first[0], words: first[1] } : undefined;
-}
-
 /** One memory's relevance to the intent: the summed IDF of the terms they share. */
 export interface ScoredMemory {
   readonly id: string;
@@ -170,20 +187,18 @@ export interface ScoredMemory {
 /**
  * Every memory of `request` scored against its intent, highest first (ties in request order):
  * the sum over shared terms of ln(1 + n / df), n the number of memories and df how many of them
- * hold the term; the intent's leading task verb counts only where the memory has the same word.
+ * hold the term.
  */
 export function scoreMemories(request: AnticipationRequest): ScoredMemory[] {
   const intent = terms(request.intent);
-  const task = leadingTaskVerb(intent);
   const memoryTerms = request.memories.map((memory) => terms(memory.statement));
   const frequency = new Map<string, number>();
   for (const held of memoryTerms) for (const term of held.keys()) frequency.set(term, (frequency.get(term) ?? 0) + 1);
   const n = request.memories.length;
   const scored = request.memories.map((memory, index) => {
     let score = 0;
-    for (const [term, words] of memoryTerms[index] as Map<string, Set<string>>) {
+    for (const [term, _words] of memoryTerms[index] as Map<string, Set<string>>) {
       if (!intent.has(term)) continue;
-      if (term === task?.term && ![...words].some((word) => task.words.has(word))) continue;
       score += Math.log(1 + n / (frequency.get(term) as number));
     }
     return { id: memory.id, statement: memory.statement, score, index };

@@ -10,7 +10,7 @@ const travel: AnticipationRequest = {
     { id: 'mem_flyer', statement: 'My frequent flyer number is in the travel folder, not in the browser.' },
     { id: 'mem_peanut', statement: 'My daughter is allergic to peanuts.' },
     { id: 'mem_bins', statement: 'We put the recycling out on Tuesday nights.' },
-    { id: 'mem_cat', statement: '  The cat’s vet is on Harbour Road —   ask before booking.  ' },
+    { id: 'mem_cat', statement: '  The cat’s vet is on Harbour Road —   ask before any visit.  ' },
   ],
 };
 
@@ -51,16 +51,27 @@ describe('the embedded lexical anticipator', () => {
     expect(verified.anticipated.map((a) => a.memory_id).sort()).toEqual(['mem_cat', 'mem_dog', 'mem_food']);
   });
 
-  it('does not bring a memory that shares only the intent’s leading task verb in another form', () => {
+  it('brings a memory that names the intent’s task in another form (returns for return)', () => {
     const predictions = lexicalPredictions({
-      intent: 'Renew my passport online before the trip',
+      intent: 'Return the laptop I bought last week, it is faulty',
       memories: [
-        { id: 'mem_passport', statement: 'My current passport expires on 2 July next year.' },
-        { id: 'mem_insurance', statement: 'My car insurance renews in November.' },
+        { id: 'mem_returns', statement: 'Returns go back by drop-off at the shop, never by courier collection.' },
         { id: 'mem_bins', statement: 'We put the recycling out on Tuesday nights.' },
       ],
     });
-    expect(predictions.map((p) => p.memory_id)).toEqual(['mem_passport']);
+    expect(predictions.map((p) => p.memory_id)).toEqual(['mem_returns']);
+  });
+
+  it('reads a plural of an -ing noun and an agent noun as the word they come from (weddings, walker)', () => {
+    const predictions = lexicalPredictions({
+      intent: 'Find a dog walker for the wedding weekend',
+      memories: [
+        { id: 'mem_walks', statement: 'Rolo needs solo walks, not group walks.' },
+        { id: 'mem_weddings', statement: 'I bring Alex as my plus one to weddings.' },
+        { id: 'mem_bins', statement: 'We put the recycling out on Tuesday nights.' },
+      ],
+    });
+    expect(predictions.map((p) => p.memory_id).sort()).toEqual(['mem_walks', 'mem_weddings']);
   });
 
   it('brings a memory that says the intent’s task verb itself, as an instruction', () => {
