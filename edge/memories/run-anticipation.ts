@@ -1,10 +1,12 @@
 import { and, asc, eq, inArray } from 'drizzle-orm';
 import {
   ANTICIPATION_CALL_BUDGET,
+  type AnticipatedMemory,
   type AnticipationOffReason,
   type AnticipationProvider,
   MAX_ACTIVE_MEMORIES,
   MAX_PREDICTIONS,
+  type RefusedPrediction,
   type RunAnticipationView,
 } from '../../shared/memories.ts';
 import { newId } from '../db/ids.ts';
@@ -14,7 +16,7 @@ import type { Ports } from '../ports.ts';
 import { anticipate } from './anticipate.ts';
 import type { RunAnticipationShown } from './anticipation-views.ts';
 import { anticipationPredictions, memories, memoryEvidence, runAnticipations } from './tables.ts';
-import type { CitedMemory } from './verifier.ts';
+import { type CitedMemory, type Verification, verifyPredictions } from './verifier.ts';
 
 /** Longest one provider call may take before it counts as failed, in ms (two calls: at most 15 s on a run's start). */
 export const ANTICIPATION_CALL_TIMEOUT_MS = 7_500;
@@ -74,10 +76,12 @@ async function decideAndRecord(ports: Ports, run: RunRow, author: IntentAuthor):
   if (active.length === 0) return off('no_memories', 'The owner has no active memory to anticipate from.');
 
   const known = new Map<string, CitedMemory>(active.map((m) => [m.id, { owner: 'self', state: 'active', statement: m.statement }]));
+  const cited = (id: string) => known.get(id);
+  const answered: { predictions: readonly unknown[] } = { predictions: [] };
   const outcome = await anticipate(
-    citingProvider(ports, provider, run.ownerId, known),
+    citingProvider(ports, provider, run.ownerId, known, answered),
     { intent: run.intent, memories: active },
-    (id) => known.get(id),
+    cited,
     ANTICIPATION_CALL_BUDGET,
   );
   if (outcome.failure !== undefined) {
@@ -89,12 +93,39 @@ async function decideAndRecord(ports: Ports, run: RunRow, author: IntentAuthor):
       outcome.costUsd,
     );
   }
-  const predictions = [
-    ...outcome.anticipated.map((a) => ({ memoryId: a.memory_id, statement: a.statement, verdict: 'verified' as const, reason: null })),
-    ...outcome.refused.map((r) => ({ memoryId: r.memory_id, statement: r.statement, verdict: 'refused' as const, reason: r.reason })),
-  ];
-  const shown = await record(ports, run, { ...base, state: 'ran', reason: null, message: null }, predictions, outcome.providerCalls, outcome.costUsd);
-  return shown;
+  const predictions = inProviderOrder(
+    answered.predictions,
+    outcome,
+    cited,
+    active.map((m) => m.statement),
+  );
+  return record(ports, run, { ...base, state: 'ran', reason: null, message: null }, predictions, outcome.providerCalls, outcome.costUsd);
+}
+
+/**
+ * The verifier's decisions on `answer` (the verified one) in the provider's order: the verifier
+ * is pure, so verifying each prefix of the answer tells whether its last prediction was accepted
+ * (the next of `outcome.anticipated`) or refused (the next of `outcome.refused`). At most 32
+ * predictions, so at most 528 checks of a prediction.
+ */
+function inProviderOrder(
+  answer: readonly unknown[],
+  outcome: Verification,
+  cited: (id: string) => CitedMemory | undefined,
+  ownerStatements: readonly string[],
+): PredictionRecord[] {
+  const verified = [...outcome.anticipated];
+  const refused = [...outcome.refused];
+  let accepted = 0;
+  return answer.map((_, index) => {
+    if (verifyPredictions(answer.slice(0, index + 1), cited, ownerStatements).anticipated.length > accepted) {
+      accepted += 1;
+      const memory = verified.shift() as AnticipatedMemory;
+      return { memoryId: memory.memory_id, statement: memory.statement, verdict: 'verified', reason: null };
+    }
+    const refusal = refused.shift() as RefusedPrediction;
+    return { memoryId: refusal.memory_id, statement: refusal.statement, verdict: 'refused', reason: refusal.reason };
+  });
 }
 
 /** The sentence of a run whose policy version has no evidence: the profile, version, hash prefix and provider, and what an operator does. */
@@ -111,9 +142,16 @@ function noEvidenceMessage(policy: PolicyProfile, provider: AnticipationProvider
  * than {@link MAX_PREDICTIONS} predictions counted as a failed call (the response schema's bound),
  * and, after each answer, the memories its predictions cite that `known` does not hold looked up by
  * id across every owner (another owner's as `other`, the owner's retired ones as `retired`), so
- * the verifier refuses them for what they are rather than as unknown.
+ * the verifier refuses them for what they are rather than as unknown. The last answer is kept in
+ * `answered` (the one `anticipate` verified).
  */
-function citingProvider(ports: Ports, provider: AnticipationProvider, ownerId: string, known: Map<string, CitedMemory>): AnticipationProvider {
+function citingProvider(
+  ports: Ports,
+  provider: AnticipationProvider,
+  ownerId: string,
+  known: Map<string, CitedMemory>,
+  answered: { predictions: readonly unknown[] },
+): AnticipationProvider {
   return {
     id: provider.id,
     async anticipate(request) {
@@ -130,6 +168,7 @@ function citingProvider(ports: Ports, provider: AnticipationProvider, ownerId: s
           .all();
         for (const row of rows) known.set(row.id, { owner: row.ownerId === ownerId ? 'self' : 'other', state: row.state, statement: row.statement });
       }
+      answered.predictions = answer.predictions;
       return answer;
     },
   };
@@ -157,7 +196,7 @@ interface PredictionRecord {
 /** Rows of one multi-row insert: 8 columns each, within D1's 100 bound parameters a statement. */
 const PREDICTION_ROWS_PER_INSERT = 12;
 
-/** Writes the decision and its predictions (verified first, then refused, in order) in one batch; what the run's view shows. */
+/** Writes the decision and its predictions (in the provider's order) in one batch; what the run's view shows. */
 async function record(
   ports: Ports,
   run: RunRow,

@@ -1,3 +1,4 @@
+import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { fireDueSchedules } from '../../edge/schedules/schedules.ts';
 import type { RunList, RunView, ScheduleView } from '../../shared/api.ts';
@@ -112,6 +113,18 @@ describe('anticipation at a run’s start', () => {
       [retired, 'retired_memory'],
       ['mem_nobody', 'unknown_memory'],
       [null, 'schema'],
+    ]);
+    // Recorded in the provider's order, verified and refused alike.
+    const recorded = await env.DB.prepare('SELECT memory_id, verdict FROM anticipation_predictions WHERE run_id = ? ORDER BY position')
+      .bind(created.body.id)
+      .all<{ memory_id: string | null; verdict: string }>();
+    expect(recorded.results.map((r) => [r.memory_id, r.verdict])).toEqual([
+      [aisle, 'refused'],
+      [meals, 'verified'],
+      [theirs, 'refused'],
+      [retired, 'refused'],
+      ['mem_nobody', 'refused'],
+      [null, 'refused'],
     ]);
     const claimed = await app.request<{ result: { content: { text: string }[] } }>('POST', '/mcp', parties.agent.token, {
       jsonrpc: '2.0',
