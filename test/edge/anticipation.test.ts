@@ -180,6 +180,26 @@ describe('anticipation at a run’s start', () => {
     expect(failing.requests).toHaveLength(2);
     expect(await row('SELECT provider_calls FROM run_anticipations WHERE run_id = ?', failed.body.id)).toEqual({ provider_calls: 2 });
   });
+
+  it('a provider that never answers is cut off at the call timeout, within the budget, and the run is created all the same', async () => {
+    await seedMemory(parties.owner.id, AISLE);
+    let calls = 0;
+    const silent: TestProvider = {
+      id: providerId('silent'),
+      requests: [],
+      anticipate() {
+        calls += 1;
+        return new Promise(() => {});
+      },
+    };
+    // A clock whose waits end at once: each call's timeout elapses immediately.
+    const app = anticipationApp(silent, { clock: { now: () => Date.now(), sleep: () => Promise.resolve() } });
+    await publishFor(app, silent.id);
+    const created = await createRun(app, parties.owner.token, 'Book flights');
+    expect(created.status).toBe(201);
+    expect(created.body.anticipation).toMatchObject({ state: 'off', reason: 'provider_failed' });
+    expect(calls).toBe(2);
+  });
 });
 
 describe('the evidence gate', () => {

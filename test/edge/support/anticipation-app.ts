@@ -42,9 +42,9 @@ export function copyingProvider(id: string): TestProvider {
   });
 }
 
-/** The app with `provider` as its anticipator; `request` answers status and JSON body. */
-export function anticipationApp(provider: AnticipationProvider) {
-  const ports = (): Ports => ({ ...workerdPorts(), anticipator: provider });
+/** The app with `provider` as its anticipator (and `overrides` of its ports); `request` answers status and JSON body. */
+export function anticipationApp(provider: AnticipationProvider, overrides: Partial<Ports> = {}) {
+  const ports = (): Ports => ({ ...workerdPorts(), anticipator: provider, ...overrides });
   const app = createApp(ports);
   async function request<Body = Record<string, unknown>>(method: string, path: string, token: string, json?: unknown) {
     const response = await app.request(`http://127.0.0.1:8787${path}`, {
