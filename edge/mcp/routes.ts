@@ -155,7 +155,7 @@ function serverFor(ports: Ports, principal: Principal, base: string, urlElicitat
     if (!MCP_TOOLS.some((tool) => tool.name === name)) throw new McpError(ErrorCode.InvalidParams, `no tool ${name}`);
     const outcome = await runMcpTool(ports, principal, name, args);
     if (outcome.kind === 'refused') return refusalResult(outcome.error);
-    if (outcome.kind === 'run') return runResult(outcome.run);
+    if (outcome.kind === 'run') return runResult(outcome.run, outcome.notes);
     const run =
       outcome.call.state === 'waiting_for_approval' || outcome.call.error?.code === 'authentication_required'
         ? await runOfCall(ports, principal, outcome.call)

@@ -79,14 +79,18 @@ function conditionLine(condition: { status: string; observations: number; elapse
   return `condition: ${condition.status} (${condition.observations} observations, ${condition.elapsed_ms} ms)`;
 }
 
-/** The MCP result of a run tool (`run_claim`, `run_report`): the run view and its gist in words. */
-export function runResult(run: RunView): CallToolResult {
+/**
+ * The MCP result of a run tool (`run_claim`, `run_report`): the run view and its gist in words,
+ * then `notes` (lines, e.g. what became of the memories a report proposed).
+ */
+export function runResult(run: RunView, notes: readonly string[] = []): CallToolResult {
   const text = [
     `run ${run.id}: ${run.state}`,
     `intent: ${run.intent}`,
     `origins: ${run.origins.join(', ')}`,
     `deadline: ${run.deadline_at}`,
     ...(run.summary ? [`summary: ${run.summary}`] : []),
+    ...notes,
   ].join('\n');
   return { content: [{ type: 'text', text }], structuredContent: run as unknown as Record<string, unknown> };
 }
