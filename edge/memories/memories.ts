@@ -67,7 +67,7 @@ export async function listMemories(ports: Ports, principal: Principal, state?: M
     .select()
     .from(memories)
     .where(and(eq(memories.ownerId, ownerId), state === undefined ? undefined : eq(memories.state, state)))
-    .orderBy(desc(memories.createdAt), desc(memories.id));
+    .orderBy(desc(memories.createdAt), sql`memories.rowid desc`);
 }
 
 /** How many active memories the owner has. */

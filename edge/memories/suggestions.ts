@@ -56,12 +56,16 @@ export async function listSuggestions(ports: Ports, principal: Principal, state?
     .select()
     .from(memorySuggestions)
     .where(and(eq(memorySuggestions.ownerId, ownerIdOf(principal)), state === undefined ? undefined : eq(memorySuggestions.state, state)))
-    .orderBy(desc(memorySuggestions.createdAt), desc(memorySuggestions.id));
+    .orderBy(desc(memorySuggestions.createdAt), sql`memory_suggestions.rowid desc`);
 }
 
-/** The suggestions recorded from run `runId`'s report, in the order proposed. */
+/** The suggestions recorded from run `runId`'s report, in the order proposed (the rows' insertion order). */
 export async function suggestionsOfRun(ports: Ports, runId: string): Promise<MemorySuggestionRow[]> {
-  return ports.db.select().from(memorySuggestions).where(eq(memorySuggestions.runId, runId)).orderBy(memorySuggestions.createdAt, memorySuggestions.id);
+  return ports.db
+    .select()
+    .from(memorySuggestions)
+    .where(eq(memorySuggestions.runId, runId))
+    .orderBy(memorySuggestions.createdAt, sql`memory_suggestions.rowid`);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import type { RunView } from '../../shared/api.ts';
+import type { ActivityList, RunView } from '../../shared/api.ts';
 import { MAX_ACTIVE_MEMORIES, MAX_PENDING_SUGGESTIONS, type MemoryList, type SuggestionList, type SuggestionView } from '../../shared/memories.ts';
 import { call, callError, errorBody, partiesForEachTest } from './support/edge-client.ts';
 import { runFixture } from './support/run-fixture.ts';
@@ -113,10 +113,20 @@ describe('memory suggestions', () => {
 
   it(`are kept only up to ${MAX_PENDING_SUGGESTIONS} pending per owner: a report keeps those that fit, still ends the run, and MCP says how many`, async () => {
     await seedPending(parties.owner.id, MAX_PENDING_SUGGESTIONS - 2);
-    const { answer } = await reportWith([{ statement: 'first fits' }, { statement: 'second fits' }, { statement: 'third does not' }]);
+    const { run: reported, answer } = await reportWith([
+      { statement: 'first fits' },
+      { statement: 'second fits', page_derived: true },
+      { statement: 'third does not' },
+    ]);
     expect([answer.status, answer.body.state]).toEqual([200, 'completed']);
     const fresh = (await suggestionRows(parties.owner.id)).filter((row) => row.run_id !== 'run_seed');
     expect(fresh.map((row) => row.statement)).toEqual(['first fits', 'second fits']);
+    // The run's activity lists the ones kept, for the agent that sent three.
+    const activity = await call<ActivityList>('GET', `/v1/runs/${reported.id}/activity`, { token: parties.agent.token });
+    expect(activity.body.activity.filter((entry) => entry.kind === 'memory_suggestion').map((entry) => entry.summary)).toEqual([
+      'memory proposed to the owner, kept as a suggestion: first fits',
+      'memory proposed to the owner (read on a page), kept as a suggestion: second fits',
+    ]);
 
     // Over MCP, the report's answer says what was kept.
     await call('POST', `/v1/memory-suggestions/sug_seed_${parties.owner.id}_0/decision`, { token: parties.owner.token, body: { decision: 'reject' } });
