@@ -123,10 +123,12 @@ export type SuggestionList = z.infer<typeof SuggestionList>;
  * own words, which then become the memory's statement) or reject. A decided suggestion is final
  * (`already_decided`).
  */
-export const SuggestionDecisionBody = z.strictObject({
-  decision: z.enum(['accept', 'reject']),
-  statement: MemoryStatement.optional(),
-});
+export const SuggestionDecisionBody = z
+  .strictObject({
+    decision: z.enum(['accept', 'reject']),
+    statement: MemoryStatement.optional(),
+  })
+  .meta({ examples: [{ decision: 'accept', statement: 'I keep receipts in the Finance folder.' }] });
 export type SuggestionDecisionBody = z.infer<typeof SuggestionDecisionBody>;
 
 // --- Anticipation: the provider's port ---------------------------------------------------------
