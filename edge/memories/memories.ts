@@ -1,4 +1,4 @@
-import { and, count, desc, eq, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, type SQL, sql } from 'drizzle-orm';
 import { type CreateMemoryBody, MAX_ACTIVE_MEMORIES, type MemoryState, type UpdateMemoryBody } from '../../shared/memories.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
@@ -68,16 +68,6 @@ export async function listMemories(ports: Ports, principal: Principal, state?: M
     .from(memories)
     .where(and(eq(memories.ownerId, ownerId), state === undefined ? undefined : eq(memories.state, state)))
     .orderBy(desc(memories.createdAt), sql`memories.rowid desc`);
-}
-
-/** How many active memories the owner has. */
-export async function activeMemoryCount(ports: Ports, ownerId: string): Promise<number> {
-  const found = await ports.db
-    .select({ n: count() })
-    .from(memories)
-    .where(and(eq(memories.ownerId, ownerId), eq(memories.state, 'active')))
-    .get();
-  return found?.n ?? 0;
 }
 
 /**
