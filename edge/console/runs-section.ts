@@ -9,6 +9,7 @@ import { callSummary } from '../pipeline/views.ts';
 import type { Ports } from '../ports.ts';
 import { type RunRecord, runRecordOf } from '../runs/record.ts';
 import { signInRouteInWords } from '../sign-in/owner-views.ts';
+import { runMemoriesFragment } from './anticipation-fragment.ts';
 import { layout, runPage, runsPage, type TimelineEntry } from './pages.ts';
 import { pictureOf } from './pictures.ts';
 import { runFilesFragment } from './run-files-section.ts';
@@ -105,6 +106,10 @@ export const runsSection = new Hono<ConsoleEnv>()
     const recipe = run.recipeId === null ? null : `${run.recipeId} version ${run.recipeVersion} (hash ${run.recipeHash?.slice(0, 12)})`;
     const placed = await placementOfRun(c.var.ports, run);
     const placement = placed ? placementInWords(placed) : null;
-    const [timeline, files] = await Promise.all([timelineOf(c.var.ports, run), runFilesFragment(c.var.ports, run, c.var.session.csrfToken)]);
-    return c.html(runPage({ ...run, report: run.reportSummary, recipe, placement }, timeline, c.var.session.csrfToken, files));
+    const [timeline, files, memories] = await Promise.all([
+      timelineOf(c.var.ports, run),
+      runFilesFragment(c.var.ports, run, c.var.session.csrfToken),
+      runMemoriesFragment(c.var.ports, run.id),
+    ]);
+    return c.html(runPage({ ...run, report: run.reportSummary, recipe, placement }, timeline, c.var.session.csrfToken, html`${memories}${files}`));
   });
