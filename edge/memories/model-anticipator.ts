@@ -13,9 +13,6 @@ export interface ModelAnticipatorSettings {
   readonly timeoutMs?: number;
 }
 
-/** The model the adapter asks when the settings name none (`ANTHROPIC_MODEL` unset). */
-export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
-
 /** How long one provider call may take (ms) before it fails; the run's call budget decides whether another is made. */
 export const MODEL_CALL_TIMEOUT_MS = 20_000;
 
@@ -149,17 +146,4 @@ function describeFailure(error: unknown, timeoutMs: number): string {
   if (error instanceof Anthropic.APIConnectionTimeoutError) return `no answer within ${timeoutMs} ms`;
   if (error instanceof Anthropic.APIError && error.status !== undefined) return `HTTP ${error.status}: ${error.message}`;
   return error instanceof Error ? error.message : String(error);
-}
-
-/**
- * The model adapter when the environment enables it: `ANTHROPIC_API_KEY` set (non-empty), with
- * `ANTHROPIC_BASE_URL` (optional; a stand-in of the vendor's API in tests) and `ANTHROPIC_MODEL`
- * (default {@link DEFAULT_ANTHROPIC_MODEL}); undefined when no key is set.
- */
-export function modelAnticipatorFromEnv(env: Readonly<Record<string, unknown>>): AnticipationProvider | undefined {
-  const apiKey = typeof env.ANTHROPIC_API_KEY === 'string' ? env.ANTHROPIC_API_KEY.trim() : '';
-  if (apiKey === '') return undefined;
-  const baseUrl = typeof env.ANTHROPIC_BASE_URL === 'string' && env.ANTHROPIC_BASE_URL !== '' ? env.ANTHROPIC_BASE_URL : undefined;
-  const model = typeof env.ANTHROPIC_MODEL === 'string' && env.ANTHROPIC_MODEL !== '' ? env.ANTHROPIC_MODEL : DEFAULT_ANTHROPIC_MODEL;
-  return modelAnticipator({ apiKey, model, ...(baseUrl ? { baseUrl } : {}) });
 }

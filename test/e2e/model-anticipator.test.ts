@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { anticipate } from '../../edge/memories/anticipate.ts';
-import { costOfUsage, MODEL_CALL_TIMEOUT_MS, modelAnticipator, modelAnticipatorFromEnv } from '../../edge/memories/model-anticipator.ts';
+import { costOfUsage, MODEL_CALL_TIMEOUT_MS, modelAnticipator } from '../../edge/memories/model-anticipator.ts';
 import type { CitedMemory } from '../../edge/memories/verifier.ts';
 import { ANTICIPATION_CALL_BUDGET, type AnticipationRequest } from '../../shared/memories.ts';
 import {
@@ -220,17 +220,5 @@ describe('cost', () => {
     expect(outcome.costUsd).toBe(0);
     expect(costOfUsage('claude-haiku-4-5-20251001', { input_tokens: 1_000_000, output_tokens: 0 })).toBe(1);
     expect(costOfUsage('claude-unlisted-9', { input_tokens: 1_000_000, output_tokens: 1_000_000 })).toBe(0);
-  });
-});
-
-describe('settings from the environment', () => {
-  test('the adapter is enabled by ANTHROPIC_API_KEY, with its base URL and model, and named anthropic/<model>', async () => {
-    expect(modelAnticipatorFromEnv({})).toBeUndefined();
-    expect(modelAnticipatorFromEnv({ ANTHROPIC_API_KEY: ' ' })).toBeUndefined();
-    expect(modelAnticipatorFromEnv({ ANTHROPIC_API_KEY: 'sk-ant-x' })?.id).toBe('anthropic/claude-sonnet-4-5');
-    const fromEnv = modelAnticipatorFromEnv({ ANTHROPIC_API_KEY: standIn.apiKey, ANTHROPIC_BASE_URL: standIn.url, ANTHROPIC_MODEL: 'claude-haiku-4-5' });
-    expect(fromEnv?.id).toBe('anthropic/claude-haiku-4-5');
-    await fromEnv?.anticipate(REQUEST);
-    expect(standIn.requests[0]?.body).toMatchObject({ model: 'claude-haiku-4-5' });
   });
 });
