@@ -366,7 +366,7 @@ describe('the model adapter on an edge with the vendor key, against the stand-in
   it("a compound answer is refused: the owner's record says compound, the run and the agent see nothing of it", async ({ stack, site, owner }) => {
     site.reset();
     site.respondWith(compoundOfFirstTwo());
-    const runId = await ownerRun(owner, site.url, FLIGHT_INTENT, 'model-compound');
+    const runId = await ownerRun(owner, site.url, FLIGHT_INTENT, 'model-joined');
     const run = await anticipationOf(owner, runId);
     expect(run.anticipation.state).toBe('ran');
     expect(run.anticipated).toEqual([]);
@@ -375,7 +375,9 @@ describe('the model adapter on an edge with the vendor key, against the stand-in
     expect(record.refused[0]).toMatchObject({ reason: 'compound' });
     const claimed = await claimOverMcp(stack, runId);
     expect(claimed.text).not.toContain(record.refused[0]?.statement ?? 'unreachable');
-    expect(JSON.stringify(claimed.run)).not.toContain('compound');
+    expect(RunAnticipation.parse(claimed.run).anticipated).toEqual([]);
+    expect(claimed.run).not.toHaveProperty('refused');
+    expect(JSON.stringify(claimed.run)).not.toContain('"reason":"compound"');
   });
 
   it('a vendor failing every call within the budget leaves the run with provider_failed after exactly the budgeted calls', async ({ site, owner }) => {
