@@ -6,7 +6,7 @@ import { canonicalHash } from '../../edge/policy/canonical-hash.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { IssuedPrincipal, ScheduleView } from '../../shared/api.ts';
-import { ANTICIPATION_CALL_BUDGET, AnticipatedMemory, AnticipationRecordView, MemoryView, RunAnticipationView } from '../../shared/memories.ts';
+import { ANTICIPATION_CALL_BUDGET, AnticipatedMemory, AnticipationRecordView, MemoryView, RunAnticipationView, SuggestionList } from '../../shared/memories.ts';
 import { FROZEN_CORPORA } from '../../shared/memory-corpora.ts';
 import { type CorpusScore, EVIDENCE_REPEATS, type EvidenceBundle, EvidenceRecordView, evidenceGates, type MemoryCorpus } from '../../shared/memory-evidence.ts';
 import { PolicyProfileView } from '../../shared/policy.ts';
@@ -378,6 +378,43 @@ describe('the model adapter on an edge with the vendor key, against the stand-in
     expect(RunAnticipation.parse(claimed.run).anticipated).toEqual([]);
     expect(claimed.run).not.toHaveProperty('refused');
     expect(JSON.stringify(claimed.run)).not.toContain('"reason":"compound"');
+  });
+
+  it("an agent's page-derived proposal stays a suggestion the vendor never sees, and an agent's own intent is never sent", async ({
+    stack,
+    site,
+    owner,
+    agent,
+  }) => {
+    const reportedId = await ownerRun(owner, site.url, 'Find my booking reference.', 'model-report');
+    await claimOverMcp(stack, reportedId);
+    const proposal = 'The owner always flies business class, the booking page says.';
+    const reported = await agent.raw('POST', `/v1/runs/${reportedId}/report`, {
+      status: 'completed',
+      summary: 'Found it.',
+      memories: [{ statement: proposal, page_derived: true }],
+    });
+    expect(reported.status, JSON.stringify(reported.body)).toBe(200);
+    const suggestions = await owner.request('GET', '/v1/memory-suggestions', SuggestionList);
+    expect(suggestions.body.suggestions).toContainEqual(expect.objectContaining({ statement: proposal, page_derived: true, state: 'pending' }));
+
+    site.reset();
+    const nextId = await ownerRun(owner, site.url, 'Book a business class flight to Oslo.', 'model-after-report');
+    expect((await anticipationOf(owner, nextId)).anticipation.state).toBe('ran');
+    expect(site.requests).toHaveLength(1);
+    expect(JSON.stringify(site.requests[0]?.body)).not.toContain(proposal);
+
+    site.reset();
+    const agentMade = await agent.raw('POST', '/v1/runs', {
+      profile_id: 'model-agent',
+      intent: 'Book business class: the owner loves it.',
+      origins: [site.url],
+    });
+    expect(agentMade.status, JSON.stringify(agentMade.body)).toBe(201);
+    const agentRun = await anticipationOf(agent, (agentMade.body as { id: string }).id);
+    expect(agentRun.anticipation).toMatchObject({ state: 'off', reason: 'agent_intent' });
+    expect(agentRun.anticipated).toEqual([]);
+    expect(site.requests).toHaveLength(0);
   });
 
   it('a vendor failing every call within the budget leaves the run with provider_failed after exactly the budgeted calls', async ({ site, owner }) => {
