@@ -157,14 +157,15 @@ async function claimOverMcp(stack: LocalStack, runId?: string): Promise<{ text: 
   }
 }
 
-const embeddedStack = blockStackTest({ headless: true });
+// The default edge on Node (SQLite), the vendor-key edge on Workers (wrangler dev): the adapter's SDK in workerd.
+const embeddedStack = blockStackTest({ headless: true, runtime: 'node' });
 const modelStack = blockStackTest<AnthropicStandIn>({
   headless: true,
   site: () => startAnthropicStandIn(),
   edgeVarsOf: (standIn) => ({ ANTHROPIC_API_KEY: standIn.apiKey, ANTHROPIC_BASE_URL: standIn.url, MEMORY_MODEL: MODEL }),
 });
 
-describe('the embedded anticipator on the default edge', () => {
+describe('the embedded anticipator on the default edge (Node)', () => {
   const it = embeddedStack();
   const mine: Record<'seat' | 'diet' | 'folder' | 'retired', MemoryView> = {} as never;
   let theirs: MemoryView;
@@ -305,7 +306,7 @@ describe('the embedded anticipator on the default edge', () => {
   });
 });
 
-describe('the model adapter on an edge with the vendor key, against the stand-in', () => {
+describe('the model adapter on an edge with the vendor key (Workers), against the stand-in', () => {
   const it = modelStack();
   const mine: MemoryView[] = [];
   let retired: MemoryView;
