@@ -20,10 +20,12 @@ export const MODEL_CALL_TIMEOUT_MS = 20_000;
 export const MODEL_MAX_TOKENS = 8_192;
 
 /**
- * List prices of the vendor's models in US dollars per million tokens (the vendor's pricing page,
- * read 2026-12): input, output; a prompt-cache write costs 1.25 times the input price and a cache
- * read 0.1 times. A model not listed here is billed as 0 by {@link costOfUsage}: its cost is then
- * unknown, not free, and the evidence bundle's cost figure is a lower bound.
+ * List prices of the vendor's models in US dollars per million tokens, input and output, as the
+ * vendor's pricing page gave them when this table was written (the API does not report prices:
+ * check the page when adding a model). A prompt-cache write is priced at 1.25 times the input price
+ * (the five-minute cache; the adapter asks for no caching) and a cache read at 0.1 times. A model
+ * not listed here is billed as 0 by {@link costOfUsage}: its cost is then unknown, not free, and
+ * the evidence bundle's cost figure a lower bound.
  */
 export const MODEL_PRICES_USD_PER_MTOK: Readonly<Record<string, { readonly input: number; readonly output: number }>> = {
   'claude-opus-4-5': { input: 5, output: 25 },
@@ -66,7 +68,7 @@ export function costOfUsage(model: string, usage: ModelUsage): number {
 export const ANTICIPATION_SYSTEM_PROMPT = [
   "You anticipate what a browser run will need to know about its owner, from the owner's stored memories.",
   'The user message is JSON: {"intent": the run\'s task in the owner\'s words, "memories": [{"id", "statement"}]}.',
-  'Answer with predictions, each naming the memories the intent needs. Rules:',
+  'Answer with one prediction for each memory the intent needs. Rules:',
   '1. One memory per prediction: each prediction cites exactly one memory_id from the list.',
   "2. Copy that memory's statement verbatim as the prediction's statement: no paraphrase, no summary, no addition.",
   '3. Independent facts are independent predictions: never join two memories in one statement.',
