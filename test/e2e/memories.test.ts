@@ -1,6 +1,10 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { describe, expect } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { z } from 'zod';
 import { canonicalHash } from '../../edge/policy/canonical-hash.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
@@ -8,7 +12,15 @@ import type { LocalStack } from '../../scripts/local-stack.ts';
 import { IssuedPrincipal, ScheduleView } from '../../shared/api.ts';
 import { ANTICIPATION_CALL_BUDGET, AnticipatedMemory, AnticipationRecordView, MemoryView, RunAnticipationView, SuggestionList } from '../../shared/memories.ts';
 import { FROZEN_CORPORA } from '../../shared/memory-corpora.ts';
-import { type CorpusScore, EVIDENCE_REPEATS, type EvidenceBundle, EvidenceRecordView, evidenceGates, type MemoryCorpus } from '../../shared/memory-evidence.ts';
+import {
+  type CorpusScore,
+  EVIDENCE_REPEATS,
+  type EvidenceBundle,
+  EvidenceRecordList,
+  EvidenceRecordView,
+  evidenceGates,
+  type MemoryCorpus,
+} from '../../shared/memory-evidence.ts';
 import { PolicyProfileView } from '../../shared/policy.ts';
 import { type AnthropicStandIn, compoundOfFirstTwo, copyStatements, failWith, startAnthropicStandIn } from '../support/anthropic-stand-in.ts';
 import { blockStackTest } from '../support/stack-fixture.ts';
@@ -113,6 +125,25 @@ async function publishEvidence(operator: ApiClient, owner: ApiClient, provider: 
   return (await operator.request('POST', '/v1/memory-evidence', EvidenceRecordView, bundle, [201])).body;
 }
 
+const scratch = mkdtempSync(join(tmpdir(), 'memories-e2e-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/**
+ * The operator's way to evidence: `npm run memory:evaluate` with the embedded provider, reading
+ * the profile in force from the stack's edge and publishing the bundle there; its output and exit code.
+ */
+function evaluateAndPublish(stack: LocalStack, out: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const args = ['--provider', 'embedded', '--edge', stack.edgeUrl, '--token', stack.tokens.operator, '--publish', '--out', join(scratch, out)];
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['scripts/toolchain.mjs', 'tsx', 'scripts/memory-evaluate.ts', ...args],
+      { cwd: join(import.meta.dirname, '..', '..'), timeout: 180_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
 /** The run's anticipation as `client` reads the run, once the edge has decided it (at most 20 s). */
 async function anticipationOf(client: ApiClient, runId: string): Promise<RunAnticipation & { anticipation: RunAnticipationView }> {
   let last: unknown;
@@ -194,7 +225,11 @@ describe('the embedded anticipator on the default edge (Node)', () => {
     expect(run.anticipated).toEqual([]);
   });
 
-  it('a bundle under the recall floor is refused at publication; a passing one is recorded with its gates', async ({ owner, operator }) => {
+  it('a bundle under the recall floor is refused at publication; memory:evaluate publishes a passing one, recorded with its gates', async ({
+    stack,
+    owner,
+    operator,
+  }) => {
     const failing = await evidenceBundle(EMBEDDED_PROVIDER, await defaultProfile(owner), 0);
     expect(failing.passed).toBe(false);
     const refused = await operator.raw('POST', '/v1/memory-evidence', failing);
@@ -202,10 +237,15 @@ describe('the embedded anticipator on the default edge (Node)', () => {
     const byOwner = await owner.raw('POST', '/v1/memory-evidence', await evidenceBundle(EMBEDDED_PROVIDER, await defaultProfile(owner)));
     expect(byOwner.status).toBe(403);
 
-    const recorded = await publishEvidence(operator, owner, EMBEDDED_PROVIDER);
+    const evaluated = await evaluateAndPublish(stack, 'embedded.json');
+    expect(evaluated.stdout).toMatch(/published to .* as evidence mev_/);
+    expect(evaluated.code, evaluated.stdout + evaluated.stderr).toBe(0);
+    const listed = await operator.request('GET', '/v1/memory-evidence', EvidenceRecordList);
+    const [recorded] = listed.body.evidence;
     const profile = await defaultProfile(owner);
+    expect(listed.body.evidence).toHaveLength(1);
     expect(recorded).toMatchObject({ provider: EMBEDDED_PROVIDER, policy_profile: 'default', policy_version: profile.version, policy_hash: profile.hash });
-    expect(recorded.gates.every((gate) => gate.passed)).toBe(true);
+    expect(recorded?.gates.every((gate) => gate.passed)).toBe(true);
   });
 
   it("an owner's interactive run brings the memories its intent needs, in the owner's words, and never the retired or another owner's", async ({
@@ -282,7 +322,7 @@ describe('the embedded anticipator on the default edge (Node)', () => {
     expect(JSON.stringify(listed.body)).not.toContain(STATEMENTS.seat);
   });
 
-  it('a new policy version switches anticipation off until evidence for its hash is published', async ({ site, owner, operator }) => {
+  it('a new policy version switches anticipation off until evidence for its hash is published', async ({ stack, site, owner, operator }) => {
     const before = await defaultProfile(owner);
     const published = await operator.request(
       'POST',
@@ -298,7 +338,9 @@ describe('the embedded anticipator on the default edge (Node)', () => {
     expect(off.anticipation).toMatchObject({ state: 'off', reason: 'no_evidence', policy_version: published.body.version, policy_hash: published.body.hash });
     expect(off.anticipated).toEqual([]);
 
-    await publishEvidence(operator, owner, EMBEDDED_PROVIDER);
+    const evaluated = await evaluateAndPublish(stack, 'embedded-new-policy.json');
+    expect(evaluated.code, evaluated.stdout + evaluated.stderr).toBe(0);
+    expect(evaluated.stdout).toContain(`policy profile default v${published.body.version}`);
     const onId = await ownerRun(owner, site.origin, FLIGHT_INTENT, 'memories-new-policy-evidence');
     const on = await anticipationOf(owner, onId);
     expect(on.anticipation).toMatchObject({ state: 'ran', policy_version: published.body.version, policy_hash: published.body.hash });
