@@ -183,6 +183,13 @@ describe('answers through anticipate()', () => {
     expect(outcome.failure).toMatch(/no predictions array/);
   });
 
+  test('an answer cut short at max_tokens is a failed call that names the stop reason', async () => {
+    standIn.respondWith(() => ({ text: '{"predictions":[{"memory_id":"mem_seat","statement":"I pre', stopReason: 'max_tokens' }));
+    const outcome = await anticipate(provider(), REQUEST, cited, 1);
+    expect(outcome.anticipated).toEqual([]);
+    expect(outcome.failure).toMatch(/not JSON \(stop reason max_tokens\)/);
+  });
+
   test('a 429 is retried by the budget, not by the SDK: the second call answers', async () => {
     standIn.queue(failWith(429));
     const outcome = await anticipate(provider(), REQUEST, cited, ANTICIPATION_CALL_BUDGET);
