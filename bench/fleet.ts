@@ -19,6 +19,7 @@ import { openSqliteDatabase } from '../edge/db/sqlite.ts';
 import { placeProfile } from '../edge/fleet/placement.ts';
 import { configuredHostId } from '../edge/fleet/registry.ts';
 import { HostUnreachable } from '../edge/host/host-session.ts';
+import { embeddedAnticipator } from '../edge/memories/lexical-anticipator.ts';
 import { backgroundRunner, DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../edge/ports.ts';
 import { reserveLease } from '../edge/quotas/lease-availability.ts';
 import { DEFAULT_QUOTAS } from '../edge/quotas/quota-config.ts';
@@ -37,6 +38,7 @@ async function placementOverhead(): Promise<void> {
       dial: () => ({ connect: async () => Promise.reject(new HostUnreachable('no host is contacted in this benchmark')) }),
       artifacts: { put: async () => {}, get: async () => null, delete: async () => {} },
       clock: systemClock,
+      anticipator: embeddedAnticipator,
       config: { ...DEFAULT_EDGE_CONFIG, hostUrls: HOST_URLS, quotas: { ...DEFAULT_QUOTAS, leasedBrowsersPerOwner: 1_000_000 } },
       hostSecret: 'bench-shared-secret-of-at-least-32-bytes!!',
       snapshotSecret: 'bench-shared-secret-of-at-least-32-bytes!!',

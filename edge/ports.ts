@@ -2,6 +2,7 @@ import type { ResultSet } from '@libsql/client';
 import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core';
 import type { UpgradeWebSocket } from 'hono/ws';
+import type { AnticipationProvider } from '../shared/memories.ts';
 import type { ArtifactStore } from './artifacts/artifact-store.ts';
 import type * as schema from './db/schema.ts';
 import { canonicalHostUrl } from './fleet/host-url.ts';
@@ -26,6 +27,12 @@ export interface Ports {
   readonly artifacts: ArtifactStore;
   readonly clock: Clock;
   readonly config: EdgeConfig;
+  /**
+   * The anticipation provider runs start with (issue 34, edge/memories/provider.ts
+   * `anticipationProviderFrom`: the model adapter when `ANTHROPIC_API_KEY` is set, else the
+   * embedded lexical anticipator). Tests hand in a deterministic one.
+   */
+  readonly anticipator: AnticipationProvider;
   /** The secret shared with the browser host (`HOST_SHARED_SECRET`); verifies its ceremony events and snapshot tokens. */
   readonly hostSecret: string;
   /**

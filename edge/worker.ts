@@ -6,6 +6,7 @@ import { cronPass } from './cron-pass.ts';
 import * as schema from './db/schema.ts';
 import { countStatements } from './db/statement-counter.ts';
 import { fetchUpgradeConnector } from './host/fetch-upgrade-connector.ts';
+import { anticipationProviderFrom } from './memories/provider.ts';
 import { profiledConnector, RequestProfile } from './metrics/request-profile.ts';
 import { backgroundRunner, edgeConfigFrom, type Ports, systemClock } from './ports.ts';
 
@@ -30,6 +31,12 @@ export interface WorkerEnv {
    * request's time went in `Server-Timing` (edge/metrics/request-profile.ts).
    */
   D1_STATEMENT_COUNTER?: string;
+  /** The model vendor's API key (a secret): anticipation asks the model adapter when it is set (issue 34). */
+  ANTHROPIC_API_KEY?: string;
+  /** The vendor API's base URL, when not the vendor's own (a local stand-in in tests). */
+  ANTHROPIC_BASE_URL?: string;
+  /** The model the model adapter asks (edge/memories/provider.ts `DEFAULT_MEMORY_MODEL` when unset). */
+  MEMORY_MODEL?: string;
 }
 
 /**
@@ -55,6 +62,7 @@ function portsOf(env: WorkerEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, reque
     hostSecret: env.HOST_SHARED_SECRET,
     snapshotSecret: env.PROFILE_SNAPSHOT_SECRET || env.HOST_SHARED_SECRET,
     config: edgeConfigFrom(env as unknown as Record<string, unknown>),
+    anticipator: anticipationProviderFrom(env as unknown as Record<string, unknown>),
   };
 }
 

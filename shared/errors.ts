@@ -36,6 +36,8 @@ export const ErrorCode = z.enum([
   'already_revoked',
   'last_operator',
   'too_many_files',
+  'evidence_gates_failed',
+  'evidence_mismatch',
   // quotas and rate limits
   'rate_limited',
   'quota_exceeded',
@@ -100,6 +102,8 @@ export function httpStatusOf(code: ErrorCode): 400 | 401 | 403 | 404 | 405 | 408
     case 'already_revoked':
     case 'last_operator':
     case 'too_many_files':
+    case 'evidence_gates_failed':
+    case 'evidence_mismatch':
     case 'lease_lost':
     case 'page_changed':
     case 'outcome_unknown':

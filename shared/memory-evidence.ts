@@ -157,3 +157,4 @@ export const EvidenceRecordView = z.strictObject({
 export type EvidenceRecordView = z.infer<typeof EvidenceRecordView>;
 
 export const EvidenceRecordList = z.strictObject({ evidence: z.array(EvidenceRecordView) });
+export type EvidenceRecordList = z.infer<typeof EvidenceRecordList>;

@@ -3,7 +3,8 @@
  * `run_k3v9...`. Prefixes say what a thing is: run, call, apr, msg, eff, prn, grt (grant),
  * sch (schedule), pol (policy profile version), sie (sign-in episode), siw (sign-in wait), ntc
  * (notice), cer (ceremony), whd (webhook delivery), art (artifact), rcp (recipe version), rce
- * (recipe event), rdr (recipe driver), hst (browser host), file (a file attached to a run).
+ * (recipe event), rdr (recipe driver), hst (browser host), file (a file attached to a run), mev (memory evidence),
+ * apd (anticipation prediction).
  */
 export function newId(
   prefix:
@@ -27,7 +28,9 @@ export function newId(
     | 'rce'
     | 'rdr'
     | 'hst'
-    | 'file',
+    | 'file'
+    | 'mev'
+    | 'apd',
 ): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
   const bytes = crypto.getRandomValues(new Uint8Array(20));

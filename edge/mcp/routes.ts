@@ -155,7 +155,8 @@ function serverFor(ports: Ports, principal: Principal, base: string, urlElicitat
     if (!MCP_TOOLS.some((tool) => tool.name === name)) throw new McpError(ErrorCode.InvalidParams, `no tool ${name}`);
     const outcome = await runMcpTool(ports, principal, name, args);
     if (outcome.kind === 'refused') return refusalResult(outcome.error);
-    if (outcome.kind === 'run') return runResult(outcome.run);
+    // A claimed run's text carries what the agent needs to start: the owner's anticipated statements.
+    if (outcome.kind === 'run') return runResult(outcome.run, { anticipation: name === 'run_claim' });
     const run =
       outcome.call.state === 'waiting_for_approval' || outcome.call.error?.code === 'authentication_required'
         ? await runOfCall(ports, principal, outcome.call)

@@ -4,6 +4,7 @@ import { CallStatusInput, MCP_TOOL_VERSION, MCP_TOOLS, RunClaimInput, RunReportI
 import type { Principal } from '../auth/principal.ts';
 import { DomainError } from '../domain-error.ts';
 import { placementOfRun } from '../fleet/placement.ts';
+import { anticipationOfRun } from '../memories/anticipation-views.ts';
 import { enterProposal } from '../pipeline/agent-entry.ts';
 import { readToolCall } from '../pipeline/read-call.ts';
 import { toolCallView } from '../pipeline/views.ts';
@@ -48,7 +49,7 @@ export async function runMcpTool(ports: Ports, principal: Principal, name: strin
       case 'run_claim': {
         const input = parsed(RunClaimInput, args);
         const run = await claimRun(ports, principal, input.run_id);
-        return { kind: 'run', run: runView(run) };
+        return { kind: 'run', run: runView(run, await anticipationOfRun(ports, run.id)) };
       }
       case 'call_status': {
         const input = parsed(CallStatusInput, args);
@@ -58,7 +59,7 @@ export async function runMcpTool(ports: Ports, principal: Principal, name: strin
       case 'run_report': {
         const { run_id: runId, ...report } = parsed(RunReportInput, args);
         const run = await reportRun(ports, principal, await loadRun(ports, principal, runId), report);
-        return { kind: 'run', run: runView(run) };
+        return { kind: 'run', run: runView(run, await anticipationOfRun(ports, run.id)) };
       }
       default:
         throw new Error(`no MCP tool ${name}`);
@@ -74,7 +75,8 @@ export async function runOfCall(ports: Ports, principal: Principal, call: ToolCa
   try {
     const run = await loadRun(ports, principal, call.run_id);
     const wait = run.state === 'waiting_for_authentication' ? await pendingWaitOf(ports, run.id) : undefined;
-    return runView(run, wait, await placementOfRun(ports, run));
+    const [placement, shown] = await Promise.all([placementOfRun(ports, run), anticipationOfRun(ports, run.id)]);
+    return runView(run, shown, wait, placement);
   } catch {
     return undefined;
   }

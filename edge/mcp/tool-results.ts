@@ -79,16 +79,31 @@ function conditionLine(condition: { status: string; observations: number; elapse
   return `condition: ${condition.status} (${condition.observations} observations, ${condition.elapsed_ms} ms)`;
 }
 
-/** The MCP result of a run tool (`run_claim`, `run_report`): the run view and its gist in words. */
-export function runResult(run: RunView): CallToolResult {
+/**
+ * The MCP result of a run tool (`run_claim`, `run_report`): the run view and its gist in words.
+ * With `anticipation` (the claim, issue 34), the text also lists the run's verified anticipations
+ * as the owner's own statements, one per line, or says why anticipation was off; refused
+ * predictions are never in a run's view, so never shown to the agent.
+ */
+export function runResult(run: RunView, options: { readonly anticipation?: boolean } = {}): CallToolResult {
   const text = [
     `run ${run.id}: ${run.state}`,
     `intent: ${run.intent}`,
     `origins: ${run.origins.join(', ')}`,
     `deadline: ${run.deadline_at}`,
     ...(run.summary ? [`summary: ${run.summary}`] : []),
+    ...(options.anticipation ? anticipationLines(run) : []),
   ].join('\n');
   return { content: [{ type: 'text', text }], structuredContent: run as unknown as Record<string, unknown> };
+}
+
+/** The run's anticipation in words: the owner's statements, or why there are none. */
+function anticipationLines(run: RunView): string[] {
+  if (run.anticipated.length > 0) {
+    return ["The owner's own statements (from their memories):", ...run.anticipated.map((memory) => `- ${memory.statement}`)];
+  }
+  if (run.anticipation?.state === 'off') return [`anticipation off (${run.anticipation.reason ?? 'unknown'}): ${run.anticipation.message ?? ''}`.trimEnd()];
+  return [];
 }
 
 /**

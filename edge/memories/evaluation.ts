@@ -7,8 +7,8 @@ import {
   type MemoryCorpus,
   type MemoryCorpusCase,
 } from '../../shared/memory-evidence.ts';
-import { canonicalHash } from '../policy/canonical-hash.ts';
 import { type AnticipationOutcome, anticipate } from './anticipate.ts';
+import { corpusHash } from './evidence.ts';
 import type { CitedMemory } from './verifier.ts';
 
 // The memory evaluation (issue 34, ADR-0168; `npm run memory:evaluate`): the frozen corpora run
@@ -149,8 +149,8 @@ export async function evaluateProvider(
     provider: provider.id,
     policy_profile: { name: profile.name, version: profile.version, hash: profile.hash },
     corpora: {
-      development: { hash: await canonicalHash(corpora.development), cases: corpora.development.cases.length },
-      holdout: { hash: await canonicalHash(corpora.holdout), cases: corpora.holdout.cases.length },
+      development: { hash: await corpusHash(corpora.development), cases: corpora.development.cases.length },
+      holdout: { hash: await corpusHash(corpora.holdout), cases: corpora.holdout.cases.length },
     },
     repeats,
     gates,

@@ -2,6 +2,7 @@ import { and, desc, eq, inArray, lt, or, type SQL, sql } from 'drizzle-orm';
 import { DEFAULT_RUN_PAGE, type RunList, type RunState } from '../../shared/api.ts';
 import type { Principal } from '../auth/principal.ts';
 import { type PlacementRow, profilePlacements, type RunRow, runs, type SignInWaitRow, signInWaits } from '../db/schema.ts';
+import { anticipationsOf, NO_ANTICIPATION } from '../memories/anticipation-views.ts';
 import type { Ports } from '../ports.ts';
 import { hostProfileId } from '../profiles/bindings.ts';
 import { decodeRunCursor, encodeRunCursor } from './list-cursor.ts';
@@ -19,8 +20,9 @@ export interface RunListRequest {
  * One page of runs for `principal` (issue 32): an owner's own runs, or every run for an operator,
  * newest first by (created_at, id) over the index of that order (`runs_owner_idx`,
  * `runs_created_idx`), with each run's pending sign-in wait and its profile's placement as
- * `GET /v1/runs/{id}` shows them. States are as recorded: a run past its deadline reads as
- * `deadline_exceeded` once the cron pass or its own view has ended it. At most three statements.
+ * `GET /v1/runs/{id}` shows them, and its anticipation (issue 34). States are as recorded: a run
+ * past its deadline reads as `deadline_exceeded` once the cron pass or its own view has ended it.
+ * At most four statements.
  * @throws DomainError('invalid_cursor') for a cursor the edge did not make.
  */
 export async function listRuns(ports: Ports, principal: Principal, request: RunListRequest): Promise<RunList> {
@@ -43,9 +45,16 @@ export async function listRuns(ports: Ports, principal: Principal, request: RunL
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   const profiles = await Promise.all(page.map((row) => hostProfileId(row.ownerId, row.profileId)));
-  const [waits, placements] = await Promise.all([pendingWaits(ports, page), placementsOf(ports, profiles)]);
+  const [waits, placements, anticipations] = await Promise.all([
+    pendingWaits(ports, page),
+    placementsOf(ports, profiles),
+    anticipationsOf(
+      ports,
+      page.map((row) => row.id),
+    ),
+  ]);
   return {
-    runs: page.map((row, index) => runView(row, waits.get(row.id), placements.get(profiles[index]!))),
+    runs: page.map((row, index) => runView(row, anticipations.get(row.id) ?? NO_ANTICIPATION, waits.get(row.id), placements.get(profiles[index]!))),
     next_cursor: rows.length > limit && last !== undefined ? encodeRunCursor(last) : null,
   };
 }

@@ -1,12 +1,14 @@
 import type { PlacementView, RunView } from '../../shared/api.ts';
 import type { PlacementRow, RunRow, SignInWaitRow } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
+import type { RunAnticipationShown } from '../memories/anticipation-views.ts';
 
 /**
- * The API view of a run row; `wait` is its pending sign-in wait, shown while the run is
- * `waiting_for_authentication`; `placement` is its profile's placement in the fleet (issue 32).
+ * The API view of a run row; `shown` is its anticipation (edge/memories/anticipation-views.ts,
+ * issue 34: verified anticipations only); `wait` is its pending sign-in wait, shown while the run
+ * is `waiting_for_authentication`; `placement` is its profile's placement in the fleet (issue 32).
  */
-export function runView(row: RunRow, wait?: SignInWaitRow, placement?: PlacementRow): RunView {
+export function runView(row: RunRow, shown: RunAnticipationShown, wait?: SignInWaitRow, placement?: PlacementRow): RunView {
   return {
     id: row.id,
     state: row.state,
@@ -27,6 +29,8 @@ export function runView(row: RunRow, wait?: SignInWaitRow, placement?: Placement
         ? { id: row.recipeId, version: row.recipeVersion, hash: row.recipeHash }
         : null,
     placement: placement === undefined ? null : placementView(placement),
+    anticipated: shown.anticipated,
+    anticipation: shown.anticipation,
   };
 }
 

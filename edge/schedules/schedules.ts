@@ -7,6 +7,7 @@ import { newId } from '../db/ids.ts';
 import { messages, type RunRow, runs, type ScheduleRow, schedules } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
+import { anticipateRunStart } from '../memories/run-anticipation.ts';
 import { profileInForce } from '../policy/profile.ts';
 import type { Ports } from '../ports.ts';
 import { profileRevoked } from '../profiles/bindings.ts';
@@ -65,7 +66,9 @@ export function listSchedules(ports: Ports, principal: Principal): Promise<Sched
  * A schedule whose profile the owner revoked queues nothing; nor does one whose owner is at the
  * open-runs quota (that minute's firing is skipped and logged). A schedule that cannot be fired (a
  * database failure) is logged with the pass's request id and left for the next pass, which fires
- * it for the missed minute (see {@link latestDueMinute}); the others still fire.
+ * it for the missed minute (see {@link latestDueMinute}); the others still fire. Each queued run's
+ * anticipation is decided as it is queued (edge/memories/run-anticipation.ts; the schedule's
+ * intent is the owner's).
  * @returns the runs queued by this pass.
  */
 export async function fireDueSchedules(ports: Ports, scheduledTime: number): Promise<RunRow[]> {
@@ -123,8 +126,11 @@ export async function fireDueSchedules(ports: Ports, scheduledTime: number): Pro
         ports.db.delete(runs).where(and(eq(runs.id, run.id), overQuota)),
         ports.db.update(schedules).set({ lastFiredFor: dueMinute }).where(eq(schedules.id, schedule.id)),
       ]);
-      if (await ports.db.select({ id: runs.id }).from(runs).where(eq(runs.id, run.id)).get()) fired.push(run);
-      else console.error(`[${ports.requestId}] schedule ${schedule.id}: its owner has too many runs not yet ended; nothing queued for ${iso(dueMinute)}`);
+      if (await ports.db.select({ id: runs.id }).from(runs).where(eq(runs.id, run.id)).get()) {
+        fired.push(run);
+        // The schedule's intent is the owner's own words; decided before an agent can claim the run.
+        await anticipateRunStart(ports, run, 'owner');
+      } else console.error(`[${ports.requestId}] schedule ${schedule.id}: its owner has too many runs not yet ended; nothing queued for ${iso(dueMinute)}`);
     } catch (error) {
       // The batch is all or nothing. When the run of this schedule and minute exists, a repeated
       // pass fired it already and nothing changes; any other failure is logged for the next pass.

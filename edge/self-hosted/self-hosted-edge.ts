@@ -61,6 +61,7 @@ export async function startSelfHostedEdge(settings: SelfHostedSettings, parts: R
     hostSecret: settings.hostSharedSecret,
     snapshotSecret: settings.snapshotSecret,
     config: settings.edge,
+    anticipator: settings.anticipator,
   });
   const cronPassAt = async (scheduledTime: number) => (await cronPass(portsOf(`cron_${crypto.randomUUID()}`), scheduledTime)).queued;
 

@@ -1,4 +1,6 @@
+import type { AnticipationProvider } from '../../shared/memories.ts';
 import { MIN_SHARED_SECRET_BYTES } from '../../shared/wire-auth.ts';
+import { anticipationProviderFrom } from '../memories/provider.ts';
 import { type EdgeConfig, edgeConfigFrom } from '../ports.ts';
 
 /**
@@ -26,6 +28,8 @@ export interface SelfHostedSettings {
   readonly testScheduled: boolean;
   /** Deadlines and budgets, parsed exactly as the Worker parses its vars. */
   readonly edge: EdgeConfig;
+  /** The anticipation provider, chosen exactly as the Worker chooses it (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `MEMORY_MODEL`). */
+  readonly anticipator: AnticipationProvider;
 }
 
 /** Invalid settings: the message names the variable and what it must be. */
@@ -68,5 +72,6 @@ export function selfHostedSettingsFrom(env: Record<string, string | undefined>, 
     snapshotSecret: env.PROFILE_SNAPSHOT_SECRET || hostSharedSecret,
     testScheduled: args.includes('--test-scheduled'),
     edge,
+    anticipator: anticipationProviderFrom(env),
   };
 }

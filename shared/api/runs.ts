@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SignInReason } from '../authentication.ts';
-import { MAX_REPORT_MEMORIES, ProposedMemory } from '../memories.ts';
+import { AnticipatedMemory, MAX_REPORT_MEMORIES, ProposedMemory, RunAnticipationView } from '../memories.ts';
 import { Origin } from '../origin.ts';
 import { MessageFields, RecipeBinding } from '../recipes.ts';
 import { PlacementView } from './hosts.ts';
@@ -91,6 +91,15 @@ export const RunView = z.strictObject({
    * placed (and on the answers of create, report and cancel).
    */
   placement: PlacementView.nullable(),
+  /**
+   * The owner's own statements the run's anticipation brought (issue 34, ADR-0168): verified
+   * predictions only, each a memory's id and its statement as the owner wrote it, in the
+   * provider's order; empty when anticipation was off or brought nothing. Refused predictions are
+   * the owner's record (`GET /v1/runs/{id}/anticipation`), never shown here.
+   */
+  anticipated: z.array(AnticipatedMemory),
+  /** How the run's anticipation was decided at its start (`ran`, or `off` with the reason); null on runs made before memories existed. */
+  anticipation: RunAnticipationView.nullable(),
 });
 
 export type RunView = z.infer<typeof RunView>;

@@ -209,16 +209,18 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     // The drain and removal examples name the host the registration example added.
     expect(Object.keys(live).sort()).toEqual(expect.arrayContaining(['call_', 'grt_', 'hst_', 'prn_', 'run_']));
     expect(live.prn_).not.toMatch(/^prn_local_/);
-    // Six more fail by design: no sign-in episode exists on a fresh edge to restart, the
+    // Seven more fail by design: no sign-in episode exists on a fresh edge to restart, the
     // ceremony event and the two snapshot examples carry no host-signed token, the example run takes the ordinary
-    // agent path (its intent is no recipe's phrase), so it has no recipe timeline, and its
-    // example navigation downloads nothing, so it has no artifact to read.
+    // agent path (its intent is no recipe's phrase), so it has no recipe timeline, its
+    // example navigation downloads nothing, so it has no artifact to read, and the example
+    // evidence bundle was not scored on this edge's frozen corpora (`evidence_mismatch`).
     expect(unsuccessful.sort()).toEqual([
       'GET /v1/host/snapshots/{profile_id}/{version}',
       'GET /v1/runs/{id}/artifacts/{artifact_id}',
       'GET /v1/runs/{id}/recipe',
       'POST /v1/approvals/{id}/decision',
       'POST /v1/host/ceremony-events',
+      'POST /v1/memory-evidence',
       'POST /v1/runs/{id}/cancel',
       'POST /v1/sign-ins/{id}/restart',
       'PUT /v1/host/snapshots/{profile_id}',

@@ -1,6 +1,9 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ActivityList, CreateRunBody, IdParam, MessageBody, MessageView, ReportBody, RunList, RunListQuery, RunView } from '../../../shared/api.ts';
+import { AnticipationRecordView } from '../../../shared/memories.ts';
 import { placementOfRun } from '../../fleet/placement.ts';
+import { anticipationOfRun, anticipationRecordOf } from '../../memories/anticipation-views.ts';
+import { anticipateRunStart } from '../../memories/run-anticipation.ts';
 import { noteRecipeEnd } from '../../recipes/progress.ts';
 import { kickRecipeRuns } from '../../recipes/scheduling.ts';
 import { runActivity } from '../../runs/activity.ts';
@@ -55,6 +58,17 @@ const activity = createRoute({
   responses: { 200: jsonResponse(ActivityList, 'the activity, oldest first'), ...errorResponses(...AUTH_ERRORS, 'not_found') },
 });
 
+const anticipation = createRoute({
+  method: 'get',
+  path: '/v1/runs/{id}/anticipation',
+  summary:
+    "The owner's record of a run's anticipation (issue 34): how it was decided, the verified anticipations and every refused prediction with its reason (never shown to agents)",
+  security,
+  middleware: [requirePrincipal('owner')] as const,
+  request: { params: IdParam },
+  responses: { 200: jsonResponse(AnticipationRecordView, 'the anticipation record'), ...errorResponses(...AUTH_ERRORS, 'not_found') },
+});
+
 const message = createRoute({
   method: 'post',
   path: '/v1/runs/{id}/messages',
@@ -89,15 +103,22 @@ const cancel = createRoute({
 export const runRoutes = newRouter()
   .openapi(create, async (c) => {
     const run = await createRun(c.var.ports, c.var.principal, c.req.valid('json'));
+    // Decided before the answer, so the create shows it and no agent claims the run without it.
+    const shown = await anticipateRunStart(c.var.ports, run, c.var.principal.kind === 'owner' ? 'owner' : 'agent');
     // A run bound to a reviewed recipe is carried out by the edge's recipe runner (issue 19).
     if (run.recipeId !== null) await kickRecipeRuns(c.var.ports, [run.id]);
-    return c.json(runView(run), 201);
+    return c.json(runView(run, shown), 201);
   })
   .openapi(list, async (c) => c.json(await listRuns(c.var.ports, c.var.principal, c.req.valid('query')), 200))
   .openapi(read, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
     const wait = run.state === 'waiting_for_authentication' ? await pendingWaitOf(c.var.ports, run.id) : undefined;
-    return c.json(runView(run, wait, await placementOfRun(c.var.ports, run)), 200);
+    const [placement, shown] = await Promise.all([placementOfRun(c.var.ports, run), anticipationOfRun(c.var.ports, run.id)]);
+    return c.json(runView(run, shown, wait, placement), 200);
+  })
+  .openapi(anticipation, async (c) => {
+    const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
+    return c.json(await anticipationRecordOf(c.var.ports, run.id), 200);
   })
   .openapi(activity, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
@@ -109,12 +130,13 @@ export const runRoutes = newRouter()
   })
   .openapi(report, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
-    return c.json(runView(await reportRun(c.var.ports, c.var.principal, run, c.req.valid('json'))), 200);
+    const ended = await reportRun(c.var.ports, c.var.principal, run, c.req.valid('json'));
+    return c.json(runView(ended, await anticipationOfRun(c.var.ports, ended.id)), 200);
   })
   .openapi(cancel, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
     const cancelled = await cancelRun(c.var.ports, c.var.principal, run);
     // A recipe-bound run's timeline records the end at once (issue 19).
     if (cancelled.recipeId !== null) await noteRecipeEnd(c.var.ports, cancelled);
-    return c.json(runView(cancelled), 200);
+    return c.json(runView(cancelled, await anticipationOfRun(c.var.ports, cancelled.id)), 200);
   });

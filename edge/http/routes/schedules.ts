@@ -1,6 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { CreateScheduleBody, RunView, ScheduleView } from '../../../shared/api.ts';
+import { anticipationOfRun } from '../../memories/anticipation-views.ts';
 import { claimRun } from '../../runs/claim.ts';
 import { runView } from '../../runs/view.ts';
 import { createSchedule, listSchedules, scheduleView } from '../../schedules/schedules.ts';
@@ -41,4 +42,7 @@ const claim = createRoute({
 export const scheduleRoutes = newRouter()
   .openapi(create, async (c) => c.json(scheduleView(await createSchedule(c.var.ports, c.var.principal, c.req.valid('json'))), 201))
   .openapi(list, async (c) => c.json({ schedules: (await listSchedules(c.var.ports, c.var.principal)).map(scheduleView) }, 200))
-  .openapi(claim, async (c) => c.json(runView(await claimRun(c.var.ports, c.var.principal)), 200));
+  .openapi(claim, async (c) => {
+    const run = await claimRun(c.var.ports, c.var.principal);
+    return c.json(runView(run, await anticipationOfRun(c.var.ports, run.id)), 200);
+  });

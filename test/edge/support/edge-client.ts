@@ -7,6 +7,7 @@ import * as schema from '../../../edge/db/schema.ts';
 import { configuredHostId } from '../../../edge/fleet/registry.ts';
 import { fetchUpgradeConnector } from '../../../edge/host/fetch-upgrade-connector.ts';
 import type { HostConnector } from '../../../edge/host/host-session.ts';
+import { embeddedAnticipator } from '../../../edge/memories/lexical-anticipator.ts';
 import { backgroundRunner, DEFAULT_EDGE_CONFIG, type Ports, systemClock } from '../../../edge/ports.ts';
 import type {
   ApprovalList as ApprovalListSchema,
@@ -233,6 +234,7 @@ export function workerdPorts(host?: HostConnector): Ports {
     artifacts: r2ArtifactStore(env.ARTIFACTS),
     clock: systemClock,
     config: DEFAULT_EDGE_CONFIG,
+    anticipator: embeddedAnticipator,
     hostSecret: env.HOST_SHARED_SECRET,
     snapshotSecret: env.HOST_SHARED_SECRET,
     requestId: 'test',

@@ -1,0 +1,25 @@
+import type { AnticipationProvider } from '../../shared/memories.ts';
+import { embeddedAnticipator } from './lexical-anticipator.ts';
+import { modelAnticipator } from './model-anticipator.ts';
+
+/** The model the model adapter asks when `MEMORY_MODEL` is unset. */
+export const DEFAULT_MEMORY_MODEL = 'claude-sonnet-4-5';
+
+/**
+ * The configured anticipation provider (DESIGN.md section 19), one choice for the edge (Workers
+ * vars, the Deno and Node environment) and `npm run memory:evaluate`, so evidence is recorded for
+ * the provider runs use: with `ANTHROPIC_API_KEY` set, the model adapter over the vendor's SDK
+ * (`ANTHROPIC_BASE_URL` when set, e.g. a local stand-in; `MEMORY_MODEL`, default
+ * {@link DEFAULT_MEMORY_MODEL}); otherwise the embedded lexical anticipator, which needs no key.
+ * Empty strings count as unset.
+ */
+export function anticipationProviderFrom(vars: Record<string, unknown>): AnticipationProvider {
+  const setting = (name: string): string | undefined => {
+    const value = vars[name];
+    return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+  };
+  const apiKey = setting('ANTHROPIC_API_KEY');
+  if (apiKey === undefined) return embeddedAnticipator;
+  const baseUrl = setting('ANTHROPIC_BASE_URL');
+  return modelAnticipator({ apiKey, ...(baseUrl === undefined ? {} : { baseUrl }), model: setting('MEMORY_MODEL') ?? DEFAULT_MEMORY_MODEL });
+}
