@@ -13,6 +13,7 @@ import { approvalRoutes } from './http/routes/approvals.ts';
 import { grantRoutes } from './http/routes/grants.ts';
 import { healthRoutes } from './http/routes/health.ts';
 import { hostRoutes } from './http/routes/hosts.ts';
+import { memoryRoutes } from './http/routes/memories.ts';
 import { memoryEvidenceRoutes } from './http/routes/memory-evidence.ts';
 import { metricsRoutes } from './http/routes/metrics.ts';
 import { policyProfileRoutes } from './http/routes/policy-profiles.ts';
@@ -164,6 +165,7 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
   app.route('/', runRoutes);
   app.route('/', runFileRoutes);
   app.route('/', grantRoutes);
+  app.route('/', memoryRoutes);
   app.route('/', policyProfileRoutes);
   app.route('/', memoryEvidenceRoutes);
   app.route('/', recipeRoutes);

@@ -158,7 +158,8 @@ export const MCP_TOOLS: readonly McpToolDefinition[] = [
   {
     name: 'run_report',
     title: 'Report',
-    description: 'End the run with its final report: status completed, partial, uncertain or failed, and a summary for the owner. Uses no browser.',
+    description:
+      'End the run with its final report: status completed, partial, uncertain or failed, and a summary for the owner. Optionally propose up to 8 memories about the owner ({statement, page_derived: true when you read it on a page}): each becomes a suggestion the owner accepts or rejects, never a memory by itself. Uses no browser.',
     inputSchema: jsonSchemaOf(RunReportInput, 'input'),
     outputSchema: RUN_OUTPUT,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },

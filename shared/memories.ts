@@ -39,7 +39,7 @@ export type MemoryState = z.infer<typeof MemoryState>;
 
 /**
  * One memory as the owner sees it (`GET /v1/memories`). `revision` counts edits from 1: an edit
- * or retirement that names a revision applies only to that revision (`revision_conflict` else).
+ * or retirement that names a revision applies only to that revision (`stale_revision` else).
  * Instants are ISO-8601; `retired_at` is null while active.
  */
 export const MemoryView = z.strictObject({
@@ -113,6 +113,8 @@ export const SuggestionView = z.strictObject({
 });
 export type SuggestionView = z.infer<typeof SuggestionView>;
 
+/** `GET /v1/memory-suggestions?state=`: the owner's suggestions, newest first; all states unless one is named. */
+export const SuggestionListQuery = z.strictObject({ state: SuggestionState.optional() });
 export const SuggestionList = z.strictObject({ suggestions: z.array(SuggestionView) });
 export type SuggestionList = z.infer<typeof SuggestionList>;
 
@@ -121,10 +123,12 @@ export type SuggestionList = z.infer<typeof SuggestionList>;
  * own words, which then become the memory's statement) or reject. A decided suggestion is final
  * (`already_decided`).
  */
-export const SuggestionDecisionBody = z.strictObject({
-  decision: z.enum(['accept', 'reject']),
-  statement: MemoryStatement.optional(),
-});
+export const SuggestionDecisionBody = z
+  .strictObject({
+    decision: z.enum(['accept', 'reject']),
+    statement: MemoryStatement.optional(),
+  })
+  .meta({ examples: [{ decision: 'accept', statement: 'I keep receipts in the Finance folder.' }] });
 export type SuggestionDecisionBody = z.infer<typeof SuggestionDecisionBody>;
 
 // --- Anticipation: the provider's port ---------------------------------------------------------

@@ -305,6 +305,7 @@ const SECTIONS = [
   ['/console/sign-ins', 'Sign-ins'],
   ['/console/profiles', 'Profiles'],
   ['/console/recipes', 'Recipes'],
+  ['/console/memories', 'Memories'],
 ] as const;
 
 /** The navigation between the console's sections, `current` marked for assistive technology. */

@@ -10,6 +10,7 @@ import { requirePrincipal } from '../http/require-principal.ts';
 import { grantsSection } from './grants-section.ts';
 import { inboxRoutes } from './inbox.ts';
 import { liveViewRoutes } from './live-view-socket.ts';
+import { memoriesSection } from './memories-section.ts';
 import { CONSOLE_CONTENT_SECURITY_POLICY, linkPage, signInPage } from './pages.ts';
 import { profilesSection } from './profiles-section.ts';
 import { recipesSection } from './recipes-section.ts';
@@ -22,7 +23,7 @@ import { signInsSection } from './sign-ins-section.ts';
 
 // The owner's console, one module per job: session-guard.ts (the cookie, the session and CSRF
 // checks), inbox.ts (pending approvals and decisions), one module per section (runs, recipes,
-// grants, sign-ins, profiles), live-view-socket.ts, screenshots-route.ts, pages.ts (the templates)
+// grants, sign-ins, profiles, memories), live-view-socket.ts, screenshots-route.ts, pages.ts (the templates)
 // and assets/ (the style sheet and scripts, static files). This file signs in and out and mounts
 // the rest behind the session.
 
@@ -95,6 +96,9 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .use('/console/sign-ins/*', requireSession)
   .use('/console/profiles/*', requireSession)
   .use('/console/recipes', requireSession)
+  .use('/console/memories', requireSession)
+  .use('/console/memories/*', requireSession)
+  .use('/console/memory-suggestions/*', requireSession)
   .use('/console/screenshots/*', requireSession)
   .use('/console/live/*', requireSession)
   .post('/console/sign-out', async (c) => {
@@ -111,4 +115,5 @@ export const consoleRoutes = new Hono<ConsoleEnv>()
   .route('/', signInsSection)
   .route('/', liveViewRoutes)
   .route('/', profilesSection)
+  .route('/', memoriesSection)
   .route('/', screenshotRoutes);

@@ -3,8 +3,9 @@
  * `run_k3v9...`. Prefixes say what a thing is: run, call, apr, msg, eff, prn, grt (grant),
  * sch (schedule), pol (policy profile version), sie (sign-in episode), siw (sign-in wait), ntc
  * (notice), cer (ceremony), whd (webhook delivery), art (artifact), rcp (recipe version), rce
- * (recipe event), rdr (recipe driver), hst (browser host), file (a file attached to a run), mev (memory evidence),
- * apd (anticipation prediction).
+ * (recipe event), rdr (recipe driver), hst (browser host), file (a file attached to a run), mem
+ * (an owner's memory), sug (a memory an agent suggested), mev (memory evidence), apd (anticipation
+ * prediction).
  */
 export function newId(
   prefix:
@@ -29,6 +30,8 @@ export function newId(
     | 'rdr'
     | 'hst'
     | 'file'
+    | 'mem'
+    | 'sug'
     | 'mev'
     | 'apd',
 ): string {

@@ -156,7 +156,7 @@ function serverFor(ports: Ports, principal: Principal, base: string, urlElicitat
     const outcome = await runMcpTool(ports, principal, name, args);
     if (outcome.kind === 'refused') return refusalResult(outcome.error);
     // A claimed run's text carries what the agent needs to start: the owner's anticipated statements.
-    if (outcome.kind === 'run') return runResult(outcome.run, { anticipation: name === 'run_claim' });
+    if (outcome.kind === 'run') return runResult(outcome.run, { anticipation: name === 'run_claim', notes: outcome.notes ?? [] });
     const run =
       outcome.call.state === 'waiting_for_approval' || outcome.call.error?.code === 'authentication_required'
         ? await runOfCall(ports, principal, outcome.call)

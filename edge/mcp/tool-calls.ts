@@ -10,7 +10,7 @@ import { readToolCall } from '../pipeline/read-call.ts';
 import { toolCallView } from '../pipeline/views.ts';
 import type { Ports } from '../ports.ts';
 import { claimRun } from '../runs/claim.ts';
-import { loadRun, reportRun } from '../runs/lifecycle.ts';
+import { loadRun, reportRun, suggestionNotes } from '../runs/lifecycle.ts';
 import { runView } from '../runs/view.ts';
 import { pendingWaitOf } from '../sign-in/owner-views.ts';
 
@@ -20,7 +20,7 @@ import { pendingWaitOf } from '../sign-in/owner-views.ts';
  */
 export type McpToolOutcome =
   | { readonly kind: 'call'; readonly call: ToolCallView }
-  | { readonly kind: 'run'; readonly run: RunView }
+  | { readonly kind: 'run'; readonly run: RunView; readonly notes?: readonly string[] }
   | { readonly kind: 'refused'; readonly error: DomainError };
 
 /**
@@ -58,8 +58,8 @@ export async function runMcpTool(ports: Ports, principal: Principal, name: strin
       }
       case 'run_report': {
         const { run_id: runId, ...report } = parsed(RunReportInput, args);
-        const run = await reportRun(ports, principal, await loadRun(ports, principal, runId), report);
-        return { kind: 'run', run: runView(run, await anticipationOfRun(ports, run.id)) };
+        const reported = await reportRun(ports, principal, await loadRun(ports, principal, runId), report);
+        return { kind: 'run', run: runView(reported.run, await anticipationOfRun(ports, reported.run.id)), notes: suggestionNotes(reported) };
       }
       default:
         throw new Error(`no MCP tool ${name}`);

@@ -80,12 +80,13 @@ function conditionLine(condition: { status: string; observations: number; elapse
 }
 
 /**
- * The MCP result of a run tool (`run_claim`, `run_report`): the run view and its gist in words.
- * With `anticipation` (the claim, issue 34), the text also lists the run's verified anticipations
- * as the owner's own statements, one per line, or says why anticipation was off; refused
- * predictions are never in a run's view, so never shown to the agent.
+ * The MCP result of a run tool (`run_claim`, `run_report`): the run view and its gist in words,
+ * then `notes` (lines, e.g. what became of the memories a report proposed). With `anticipation`
+ * (the claim, issue 34), the text also lists the run's verified anticipations as the owner's own
+ * statements, one per line, or says why anticipation was off; refused predictions are never in a
+ * run's view, so never shown to the agent.
  */
-export function runResult(run: RunView, options: { readonly anticipation?: boolean } = {}): CallToolResult {
+export function runResult(run: RunView, options: { readonly anticipation?: boolean; readonly notes?: readonly string[] } = {}): CallToolResult {
   const text = [
     `run ${run.id}: ${run.state}`,
     `intent: ${run.intent}`,
@@ -93,6 +94,7 @@ export function runResult(run: RunView, options: { readonly anticipation?: boole
     `deadline: ${run.deadline_at}`,
     ...(run.summary ? [`summary: ${run.summary}`] : []),
     ...(options.anticipation ? anticipationLines(run) : []),
+    ...(options.notes ?? []),
   ].join('\n');
   return { content: [{ type: 'text', text }], structuredContent: run as unknown as Record<string, unknown> };
 }

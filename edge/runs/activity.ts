@@ -1,19 +1,25 @@
 import { type ActivityList, TERMINAL_RUN_STATES } from '../../shared/api.ts';
-import type { RunRow } from '../db/schema.ts';
+import type { MemorySuggestionRow, RunRow } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
+import { suggestionsOfRun } from '../memories/suggestions.ts';
 import type { Ports } from '../ports.ts';
 import { type RunRecord, runRecordOf } from './record.ts';
 
 /**
  * The run's passive activity record, oldest first: messages, calls, approvals, effects, sign-in
- * waits and ceremony events. Routine recovery is recorded here, never as an owner notice.
+ * waits, ceremony events and the memories its report proposed that were kept as suggestions.
+ * Routine recovery is recorded here, never as an owner notice.
  */
 export async function runActivity(ports: Ports, run: RunRow): Promise<ActivityList> {
-  return activityOf(await runRecordOf(ports, run));
+  const [record, suggestions] = await Promise.all([runRecordOf(ports, run), suggestionsOfRun(ports, run.id)]);
+  return activityOf(record, suggestions);
 }
 
-/** The agent's view of a run's record ({@link RunRecord}): one summary line per entry, oldest first. */
-export function activityOf(record: RunRecord): ActivityList {
+/**
+ * The agent's view of a run's record ({@link RunRecord}): one summary line per entry, oldest
+ * first. A suggestion says it was kept for the owner, never what the owner decided.
+ */
+export function activityOf(record: RunRecord, suggestions: readonly MemorySuggestionRow[] = []): ActivityList {
   const { run, messages: messageRows, calls: callRows, approvals: approvalRows, effects: effectRows } = record;
   const entries: ActivityList['activity'] = [
     { at: iso(run.createdAt), kind: 'run_created', id: run.id, summary: `run for profile ${run.profileId}: ${run.intent}` },
@@ -57,6 +63,12 @@ export function activityOf(record: RunRecord): ActivityList {
       kind: 'ceremony_event' as const,
       id: e.eventId,
       summary: `ceremony ${e.ceremonyId} generation ${e.generation}: ${e.outcome} by ${e.method} verification, via ${e.via}${e.applied ? ', resolved the episode' : ''}`,
+    })),
+    ...suggestions.map((suggestion) => ({
+      at: iso(suggestion.createdAt),
+      kind: 'memory_suggestion' as const,
+      id: suggestion.id,
+      summary: `memory proposed to the owner${suggestion.pageDerived ? ' (read on a page)' : ''}, kept as a suggestion: ${suggestion.statement.slice(0, 200)}`,
     })),
   ];
   if ((TERMINAL_RUN_STATES as readonly string[]).includes(run.state)) {

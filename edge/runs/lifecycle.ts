@@ -1,5 +1,7 @@
-import { and, eq, inArray, isNull, notExists } from 'drizzle-orm';
+import { and, eq, inArray, isNull, notExists, type SQL } from 'drizzle-orm';
+import type { BatchItem } from 'drizzle-orm/batch';
 import { ACTIVE_RUN_STATES, type CreateRunBody, DEFAULT_RUN_DEADLINE_MS, type MessageView, type ReportBody, TERMINAL_RUN_STATES } from '../../shared/api.ts';
+import { MAX_PENDING_SUGGESTIONS } from '../../shared/memories.ts';
 import { canonicalOrigins } from '../../shared/origin.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
@@ -7,9 +9,10 @@ import { rowsChanged } from '../db/rows-changed.ts';
 import { messages, type RunRow, recipeProgress, runs, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
+import { suggestionStatements } from '../memories/suggestions.ts';
 import { notifyOwner } from '../notifications/webhooks.ts';
 import { releaseLease } from '../pipeline/lease.ts';
-import type { Ports } from '../ports.ts';
+import type { Ports, RunResult } from '../ports.ts';
 import { assertProfileActive } from '../profiles/bindings.ts';
 import { overOpenRunsQuota } from '../quotas/open-runs.ts';
 import { admitRunCreation } from '../quotas/rates.ts';
@@ -198,32 +201,64 @@ export async function addMessage(ports: Ports, principal: Principal, run: RunRow
   return { id: row.id, run_id: run.id, trust: row.trust, text, created_at: iso(now) };
 }
 
+/** What a report did: the ended run, and how many of the memories it proposed were kept as suggestions. */
+export interface ReportedRun {
+  readonly run: RunRow;
+  /** Memories the report proposed (`memories`, at most 8). */
+  readonly proposedMemories: number;
+  /** Of those, how many became pending suggestions (the rest did not fit the owner's 50 pending). */
+  readonly keptSuggestions: number;
+}
+
 /**
- * Ends a running run with the agent's tool-free final report: one conditional update that only
- * wins while the run is running and no call is waiting or dispatching. Releases the lease.
+ * Ends a running run with the agent's tool-free final report: one batch whose update only wins
+ * while the run is running and no call is waiting or dispatching, preceded by the inserts of the
+ * proposed memories as `pending` suggestions under the same condition (issue 34; those past
+ * the owner's MAX_PENDING_SUGGESTIONS are left out, and the report still ends the run).
+ * Releases the lease.
  * @throws DomainError('call_in_progress') while a call is being dispatched;
  *   DomainError('run_not_active') when the run is not running.
  */
-export async function reportRun(ports: Ports, principal: Principal, run: RunRow, body: ReportBody): Promise<RunRow> {
+export async function reportRun(ports: Ports, principal: Principal, run: RunRow, body: ReportBody): Promise<ReportedRun> {
   const held = await holdRun(ports, principal, run);
   const now = ports.clock.now();
   const inFlight = ports.db
     .select({ id: toolCalls.id })
     .from(toolCalls)
     .where(and(eq(toolCalls.runId, held.id), inArray(toolCalls.state, ['dispatching', 'waiting_for_approval'])));
-  const ended = await ports.db
-    .update(runs)
-    .set({ state: body.status, reportSummary: body.summary, updatedAt: now })
-    .where(and(eq(runs.id, held.id), eq(runs.state, 'running'), notExists(inFlight)))
-    .run();
+  const reportWins = and(eq(runs.id, held.id), eq(runs.state, 'running'), notExists(inFlight)) as SQL;
+  const proposals = body.memories ?? [];
+  // The suggestions first, under the very condition of the report's update that follows them.
+  const statements: BatchItem<'sqlite'>[] = [
+    ...suggestionStatements(ports.db, principal, held, proposals, reportWins, now),
+    ports.db.update(runs).set({ state: body.status, reportSummary: body.summary, updatedAt: now }).where(reportWins),
+  ];
+  const results = (await ports.db.batch(statements as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]])) as RunResult[];
+  const ended = results[results.length - 1] as RunResult;
   if (rowsChanged(ended) !== 1) {
     const current = await loadRun(ports, principal, held.id);
     if (current.state === 'running') throw new DomainError('call_in_progress', 'a call of this run is still being dispatched; wait for it to finish');
     throw new DomainError('run_not_active', `the run is ${current.state}`);
   }
+  const keptSuggestions = results.slice(0, -1).filter((result) => rowsChanged(result) === 1).length;
   await releaseLease(ports, held);
   notifyOwner(ports, held.ownerId, 'run_ended', { run_id: held.id, state: body.status });
-  return { ...held, state: body.status, reportSummary: body.summary, updatedAt: now };
+  return { run: { ...held, state: body.status, reportSummary: body.summary, updatedAt: now }, proposedMemories: proposals.length, keptSuggestions };
+}
+
+/**
+ * What became of a report's proposed memories, in words for the agent (none when it proposed
+ * none), e.g. `memories: 2 of 3 kept as suggestions for the owner to accept or reject; 1 not
+ * kept: the owner already has 50 suggestions waiting`.
+ */
+export function suggestionNotes(reported: ReportedRun): string[] {
+  if (reported.proposedMemories === 0) return [];
+  const notKept = reported.proposedMemories - reported.keptSuggestions;
+  return [
+    `memories: ${reported.keptSuggestions} of ${reported.proposedMemories} kept as suggestions for the owner to accept or reject${
+      notKept > 0 ? `; ${notKept} not kept: the owner already has ${MAX_PENDING_SUGGESTIONS} suggestions waiting` : ''
+    }`,
+  ];
 }
 
 /**

@@ -166,7 +166,7 @@ export type ReportBody = z.infer<typeof ReportBody>;
 /** One entry of a run's passive activity record, oldest first. */
 export const ActivityEntry = z.strictObject({
   at: z.string(),
-  kind: z.enum(['run_created', 'message', 'tool_call', 'approval', 'effect', 'sign_in_wait', 'ceremony_event', 'run_ended']),
+  kind: z.enum(['run_created', 'message', 'tool_call', 'approval', 'effect', 'sign_in_wait', 'ceremony_event', 'run_ended', 'memory_suggestion']),
   id: z.string(),
   summary: z.string(),
 });

@@ -44,6 +44,8 @@ const ID_PREFIX: Record<string, string> = {
   'sign-ins': 'sie_',
   principals: 'prn_',
   hosts: 'hst_',
+  memories: 'mem_',
+  'memory-suggestions': 'sug_',
 };
 
 /** The id prefix of the objects a path parameter names, where the parameter says more than the path's first segment. */
@@ -209,7 +211,8 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
     // The drain and removal examples name the host the registration example added.
     expect(Object.keys(live).sort()).toEqual(expect.arrayContaining(['call_', 'grt_', 'hst_', 'prn_', 'run_']));
     expect(live.prn_).not.toMatch(/^prn_local_/);
-    // Seven more fail by design: no sign-in episode exists on a fresh edge to restart, the
+    // These fail by design: no sign-in episode exists on a fresh edge to restart, no agent
+    // has suggested a memory on a fresh edge for the owner to decide, the
     // ceremony event and the two snapshot examples carry no host-signed token, the example run takes the ordinary
     // agent path (its intent is no recipe's phrase), so it has no recipe timeline, its
     // example navigation downloads nothing, so it has no artifact to read, and the example
@@ -221,6 +224,7 @@ describe.each(EDGE_RUNTIMES)('the API description, edge on %s', (runtime) => {
       'POST /v1/approvals/{id}/decision',
       'POST /v1/host/ceremony-events',
       'POST /v1/memory-evidence',
+      'POST /v1/memory-suggestions/{id}/decision',
       'POST /v1/runs/{id}/cancel',
       'POST /v1/sign-ins/{id}/restart',
       'PUT /v1/host/snapshots/{profile_id}',

@@ -82,7 +82,8 @@ const message = createRoute({
 const report = createRoute({
   method: 'post',
   path: '/v1/runs/{id}/report',
-  summary: "The agent's tool-free final report; ends the run",
+  summary:
+    "The agent's tool-free final report; ends the run. `memories` it proposes become suggestions the owner accepts or rejects (never memories by themselves); those past the owner's 50 pending suggestions are not kept, and the report still ends the run (the run's activity lists the ones kept)",
   security,
   middleware: [requirePrincipal('agent')] as const,
   request: { params: IdParam, body: jsonBody(ReportBody) },
@@ -130,7 +131,7 @@ export const runRoutes = newRouter()
   })
   .openapi(report, async (c) => {
     const run = await loadRun(c.var.ports, c.var.principal, c.req.valid('param').id);
-    const ended = await reportRun(c.var.ports, c.var.principal, run, c.req.valid('json'));
+    const ended = (await reportRun(c.var.ports, c.var.principal, run, c.req.valid('json'))).run;
     return c.json(runView(ended, await anticipationOfRun(c.var.ports, ended.id)), 200);
   })
   .openapi(cancel, async (c) => {
