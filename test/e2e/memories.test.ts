@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect } from 'vitest';
 import { z } from 'zod';
-import { canonicalHash } from '../../edge/policy/canonical-hash.ts';
+import { corpusHash } from '../../edge/memories/evidence.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { IssuedPrincipal, ScheduleView } from '../../shared/api.ts';
@@ -107,8 +107,8 @@ async function evidenceBundle(provider: string, profile: PolicyProfileView, hold
     provider,
     policy_profile: { name: profile.name, version: profile.version, hash: profile.hash },
     corpora: {
-      development: { hash: await canonicalHash(FROZEN_CORPORA.development), cases: FROZEN_CORPORA.development.cases.length },
-      holdout: { hash: await canonicalHash(FROZEN_CORPORA.holdout), cases: FROZEN_CORPORA.holdout.cases.length },
+      development: { hash: await corpusHash(FROZEN_CORPORA.development), cases: FROZEN_CORPORA.development.cases.length },
+      holdout: { hash: await corpusHash(FROZEN_CORPORA.holdout), cases: FROZEN_CORPORA.holdout.cases.length },
     },
     repeats,
     gates,
