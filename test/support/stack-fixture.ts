@@ -33,6 +33,11 @@ export interface StackTestOptions<S extends Site = FixtureServer> extends LocalS
    */
   hostVarsOf?: (site: S) => Record<string, string>;
   /**
+   * More vars of the edge, made from the started site (e.g. `ANTHROPIC_BASE_URL` naming a stand-in
+   * of a vendor's API). The stack then starts after the site.
+   */
+  edgeVarsOf?: (site: S) => Record<string, string>;
+  /**
    * Hosts (e.g. `['host-3']`, with `hosts: 3`) that run in a network namespace of their own, so
    * that `stack.hosts[i].cut()` takes their link down (test/support/host-network.ts; where
    * namespaces cannot be made, a cut freezes the host instead). The stack's loopback ports and, when
@@ -65,7 +70,7 @@ function siteCatalog(definitions: SiteVerificationDefinition[]): { path: string;
  * run several stacks at once.
  */
 export async function startStack<S extends Site>(options: StackTestOptions<S>, site?: S): Promise<LocalStack> {
-  const { site: _startSite, siteDefinitions, hostVarsOf, isolatedHosts, ...stackOptions } = options;
+  const { site: _startSite, siteDefinitions, hostVarsOf, edgeVarsOf, isolatedHosts, ...stackOptions } = options;
   const sitePort = site && 'origin' in site && typeof site.origin === 'string' ? Number(new URL(site.origin).port) : undefined;
   const catalog = site && siteDefinitions ? siteCatalog(siteDefinitions(site)) : undefined;
   try {
@@ -74,6 +79,7 @@ export async function startStack<S extends Site>(options: StackTestOptions<S>, s
       echo: process.env.E2E_ECHO === '1',
       ...stackOptions,
       ...(isolatedHosts ? { hostNetwork: hostNamespaces(isolatedHosts, sitePort ? [sitePort] : []) } : {}),
+      edgeVars: { ...(site && edgeVarsOf ? edgeVarsOf(site) : {}), ...stackOptions.edgeVars },
       hostVars: {
         ...(catalog ? { HOST_SITE_DEFINITIONS: catalog.path } : {}),
         ...(site && hostVarsOf ? hostVarsOf(site) : {}),
@@ -129,7 +135,7 @@ function buildStackTest<S extends Site>(options: StackTestOptions<S>, started: (
     return stack;
   };
   const withStack =
-    options.siteDefinitions || options.hostVarsOf || options.isolatedHosts
+    options.siteDefinitions || options.hostVarsOf || options.edgeVarsOf || options.isolatedHosts
       ? withSite.extend('stack', { scope: 'file' }, ({ site }, { onCleanup }) => begin(site, onCleanup))
       : withSite.extend('stack', { scope: 'file' }, ({}, { onCleanup }) => begin(undefined, onCleanup));
   return withStack
