@@ -24,7 +24,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { evaluateProvider } from '../edge/memories/evaluation.ts';
 import { embeddedAnticipator } from '../edge/memories/lexical-anticipator.ts';
-import { modelAnticipator } from '../edge/memories/model-anticipator.ts';
+import { anticipationProviderFrom } from '../edge/memories/provider.ts';
 import { canonicalHash } from '../edge/policy/canonical-hash.ts';
 import { DEFAULT_PROFILE_BODY, DEFAULT_PROFILE_VERSION } from '../edge/policy/profile.ts';
 import type { AnticipationProvider } from '../shared/memories.ts';
@@ -48,9 +48,6 @@ options:
   --help                      this text
 
 exit codes: 0 all gates passed, 1 a gate failed or the edge refused, 2 usage error, 3 edge unreachable`;
-
-/** The model used by `--provider model` when MEMORY_MODEL is not set. */
-const DEFAULT_MEMORY_MODEL = 'claude-sonnet-4-5';
 
 /** A mistake in the command line: printed with the usage text, exit code 2. */
 class UsageError extends Error {}
@@ -100,8 +97,8 @@ function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv): Opti
   if (kind === 'model') {
     const apiKey = env.ANTHROPIC_API_KEY;
     if (!apiKey) throw new UsageError('--provider model needs ANTHROPIC_API_KEY');
-    const settings = { apiKey, model: env.MEMORY_MODEL || DEFAULT_MEMORY_MODEL, ...(env.ANTHROPIC_BASE_URL ? { baseUrl: env.ANTHROPIC_BASE_URL } : {}) };
-    provider = () => Promise.resolve(modelAnticipator(settings));
+    // The edge's own choice from the same settings, so the evidence names the provider runs use.
+    provider = () => Promise.resolve(anticipationProviderFrom(env));
   }
   const edge = string(values.edge)?.replace(/\/+$/, '');
   if (edge !== undefined && !/^https?:\/\/\S+$/.test(edge)) throw new UsageError(`the edge URL ${edge} is not http or https`);

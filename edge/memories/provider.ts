@@ -6,6 +6,13 @@ import { modelAnticipator } from './model-anticipator.ts';
 export const DEFAULT_MEMORY_MODEL = 'claude-sonnet-4-5';
 
 /**
+ * Longest one provider call may take before it counts as failed, in ms (two calls: at most 15 s on
+ * a run's start). The run start cuts a call off at this bound and the model adapter's own request
+ * times out at it too, so a cut-off call does not keep running.
+ */
+export const ANTICIPATION_CALL_TIMEOUT_MS = 7_500;
+
+/**
  * The configured anticipation provider (DESIGN.md section 19), one choice for the edge (Workers
  * vars, the Deno and Node environment) and `npm run memory:evaluate`, so evidence is recorded for
  * the provider runs use: with `ANTHROPIC_API_KEY` set, the model adapter over the vendor's SDK
@@ -21,5 +28,10 @@ export function anticipationProviderFrom(vars: Record<string, unknown>): Anticip
   const apiKey = setting('ANTHROPIC_API_KEY');
   if (apiKey === undefined) return embeddedAnticipator;
   const baseUrl = setting('ANTHROPIC_BASE_URL');
-  return modelAnticipator({ apiKey, ...(baseUrl === undefined ? {} : { baseUrl }), model: setting('MEMORY_MODEL') ?? DEFAULT_MEMORY_MODEL });
+  return modelAnticipator({
+    apiKey,
+    ...(baseUrl === undefined ? {} : { baseUrl }),
+    model: setting('MEMORY_MODEL') ?? DEFAULT_MEMORY_MODEL,
+    timeoutMs: ANTICIPATION_CALL_TIMEOUT_MS,
+  });
 }

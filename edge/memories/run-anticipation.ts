@@ -15,11 +15,9 @@ import { type PolicyProfile, profileInForce } from '../policy/profile.ts';
 import type { Ports } from '../ports.ts';
 import { anticipate } from './anticipate.ts';
 import type { RunAnticipationShown } from './anticipation-views.ts';
+import { ANTICIPATION_CALL_TIMEOUT_MS } from './provider.ts';
 import { anticipationPredictions, memories, memoryEvidence, runAnticipations } from './tables.ts';
 import { type CitedMemory, type Verification, verifyPredictions } from './verifier.ts';
-
-/** Longest one provider call may take before it counts as failed, in ms (two calls: at most 15 s on a run's start). */
-export const ANTICIPATION_CALL_TIMEOUT_MS = 7_500;
 
 /** Whose words a run's intent is: the owner's (an owner-created run, a schedule's) or an agent's. */
 export type IntentAuthor = 'owner' | 'agent';
