@@ -7,7 +7,7 @@ import {
   type MemoryCorpus,
   type MemoryCorpusCase,
 } from '../../shared/memory-evidence.ts';
-import { type AnticipationOutcome, anticipate } from './anticipate.ts';
+import { type AnticipateOptions, type AnticipationOutcome, anticipate } from './anticipate.ts';
 import { corpusHash } from './evidence.ts';
 import type { CitedMemory } from './verifier.ts';
 
@@ -73,7 +73,8 @@ export type ProviderFailureListener = (caseId: string, message: string) => void;
 
 /**
  * One repeat of one corpus: every case's request sent through {@link anticipate} with `provider`
- * and the per-run call budget, scored and summed into a {@link CorpusScore}. `onFailure` hears
+ * and the per-run call budget, each call bounded in time as at a run's start (`call`, see
+ * {@link AnticipateOptions}), scored and summed into a {@link CorpusScore}. `onFailure` hears
  * each case the provider failed on (scored as nothing brought).
  */
 export async function evaluateCorpus(
@@ -81,6 +82,7 @@ export async function evaluateCorpus(
   corpus: MemoryCorpus,
   budget = ANTICIPATION_CALL_BUDGET,
   onFailure?: ProviderFailureListener,
+  call: AnticipateOptions = {},
 ): Promise<CorpusScore> {
   const score: CorpusScore = {
     cases: corpus.cases.length,
@@ -95,7 +97,7 @@ export async function evaluateCorpus(
     cost_usd: 0,
   };
   for (const corpusCase of corpus.cases) {
-    const outcome = await anticipate(provider, caseRequest(corpusCase), caseLookup(corpusCase), budget);
+    const outcome = await anticipate(provider, caseRequest(corpusCase), caseLookup(corpusCase), budget, call);
     if (outcome.failure !== undefined) onFailure?.(corpusCase.id, outcome.failure);
     const scored = scoreCase(corpusCase, outcome);
     score.needed += corpusCase.needed.length;

@@ -81,6 +81,7 @@ async function decideAndRecord(ports: Ports, run: RunRow, author: IntentAuthor):
     { intent: run.intent, memories: active },
     cited,
     ANTICIPATION_CALL_BUDGET,
+    { timeoutMs: ANTICIPATION_CALL_TIMEOUT_MS, sleep: (ms) => ports.clock.sleep(ms) },
   );
   if (outcome.failure !== undefined) {
     console.error(`[${ports.requestId}] run ${run.id}: the anticipation provider ${provider.id} failed ${outcome.providerCalls} call(s): ${outcome.failure}`);
@@ -136,9 +137,9 @@ function noEvidenceMessage(policy: PolicyProfile, provider: AnticipationProvider
 }
 
 /**
- * `provider` with each call bounded by {@link ANTICIPATION_CALL_TIMEOUT_MS}, an answer of more
- * than {@link MAX_PREDICTIONS} predictions counted as a failed call (the response schema's bound),
- * and, after each answer, the memories its predictions cite that `known` does not hold looked up by
+ * `provider` with an answer that is not a list of at most {@link MAX_PREDICTIONS} predictions
+ * counted as a failed call (the response schema's bound; `anticipate` bounds each call by
+ * {@link ANTICIPATION_CALL_TIMEOUT_MS} of the ports' clock), and, after each answer, the memories its predictions cite that `known` does not hold looked up by
  * id across every owner (another owner's as `other`, the owner's retired ones as `retired`), so
  * the verifier refuses them for what they are rather than as unknown. The last answer is kept in
  * `answered` (the one `anticipate` verified).
@@ -153,9 +154,9 @@ function citingProvider(
   return {
     id: provider.id,
     async anticipate(request) {
-      const answer = await withTimeout(ports, provider.anticipate(request), ANTICIPATION_CALL_TIMEOUT_MS, provider.id);
-      if (answer.predictions.length > MAX_PREDICTIONS) {
-        throw new Error(`the provider answered ${answer.predictions.length} predictions; the response schema allows at most ${MAX_PREDICTIONS}`);
+      const answer = await provider.anticipate(request);
+      if (!Array.isArray(answer.predictions) || answer.predictions.length > MAX_PREDICTIONS) {
+        throw new Error(`the provider answered no list of at most ${MAX_PREDICTIONS} predictions (the response schema's bound)`);
       }
       const unknown = [...new Set(answer.predictions.map(citedId).filter((id): id is string => id !== undefined && !known.has(id)))];
       if (unknown.length > 0) {
@@ -177,11 +178,6 @@ function citedId(raw: unknown): string | undefined {
   if (typeof raw !== 'object' || raw === null) return undefined;
   const id = (raw as Record<string, unknown>).memory_id;
   return typeof id === 'string' && id.length >= 1 && id.length <= 64 ? id : undefined;
-}
-
-/** `promise`, or a rejection after `ms` milliseconds of the ports' clock. */
-function withTimeout<T>(ports: Ports, promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return Promise.race([promise, ports.clock.sleep(ms).then(() => Promise.reject(new Error(`${what} did not answer within ${ms} ms`)))]);
 }
 
 interface PredictionRecord {
