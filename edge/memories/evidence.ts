@@ -1,6 +1,14 @@
 import { and, desc, eq } from 'drizzle-orm';
+import { ANTICIPATION_CALL_BUDGET } from '../../shared/memories.ts';
 import { FROZEN_CORPORA } from '../../shared/memory-corpora.ts';
-import { type EvidenceBundle, type EvidenceGate, type EvidenceRecordView, evidenceGates, type MemoryCorpus } from '../../shared/memory-evidence.ts';
+import {
+  type CorpusScore,
+  type EvidenceBundle,
+  type EvidenceGate,
+  type EvidenceRecordView,
+  evidenceGates,
+  type MemoryCorpus,
+} from '../../shared/memory-evidence.ts';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { policyProfiles } from '../db/schema.ts';
@@ -23,7 +31,8 @@ export function corpusHash(corpus: MemoryCorpus): Promise<string> {
  * Records an evidence bundle an operator publishes (`POST /v1/memory-evidence`, ADR-0168): the
  * gates are recomputed from the bundle's per-repeat counts (its own `gates` and `passed` are never
  * read); the corpora must be the frozen ones shipped with the edge (their hashes and case counts,
- * and each repeat's needed and seeded counts the corpora's); the policy profile version must be a
+ * and each repeat's needed and seeded counts the corpora's), and each repeat's counts must agree
+ * with themselves and with the path runs take (see {@link inconsistencyOf}); the policy profile version must be a
  * known one (a stored version, or the built-in `default`) with that hash. From then on runs under
  * that hash with that provider are anticipated.
  * @throws DomainError('evidence_gates_failed') naming each failed gate with its figure and
@@ -105,7 +114,33 @@ async function assertFrozenCorpora(bundle: EvidenceBundle): Promise<void> {
         `the ${name} scores do not count the frozen corpus (${corpus.cases.length} cases, ${needed} needed memories, ${seeded} seeded clauses)`,
       );
     }
+    bundle.repeats.forEach((repeat, index) => {
+      const inconsistency = inconsistencyOf(repeat[name]);
+      if (inconsistency !== undefined) {
+        throw new DomainError('evidence_mismatch', `repeat ${index + 1} of the ${name} corpus: ${inconsistency}; evaluate again with memory:evaluate`);
+      }
+    });
   }
+}
+
+/**
+ * Why one corpus score cannot be what an evaluation counted, or undefined: more recalled than
+ * needed, more represented than seeded or than recalled (a represented clause is a recalled
+ * needed memory), an `unrepresented` list that is not the seeded clauses left unrepresented, or
+ * provider calls outside one to {@link ANTICIPATION_CALL_BUDGET} per case (what a run makes).
+ */
+function inconsistencyOf(score: CorpusScore): string | undefined {
+  if (score.directly_recalled > score.needed) return `${score.directly_recalled} directly recalled of ${score.needed} needed`;
+  if (score.represented > score.seeded) return `${score.represented} represented of ${score.seeded} seeded clauses`;
+  if (score.represented > score.directly_recalled)
+    return `${score.represented} seeded clauses represented but only ${score.directly_recalled} memories recalled`;
+  if (score.unrepresented.length !== score.seeded - score.represented) {
+    return `${score.unrepresented.length} unrepresented clauses listed, not the ${score.seeded - score.represented} left unrepresented`;
+  }
+  if (score.provider_calls < score.cases || score.provider_calls > score.cases * ANTICIPATION_CALL_BUDGET) {
+    return `${score.provider_calls} provider calls for ${score.cases} cases (each case makes one to ${ANTICIPATION_CALL_BUDGET})`;
+  }
+  return undefined;
 }
 
 /** @throws DomainError('evidence_mismatch') unless `profile` names a known version of that profile with that hash. */

@@ -25,8 +25,8 @@ export type IntentAuthor = 'owner' | 'agent';
 /**
  * Decides and records the anticipation of a run that was just created (issue 34, ADR-0168,
  * DESIGN.md section 19), before the create answers (the interactive `POST /v1/runs`, the cron
- * pass's scheduled runs): off with `no_evidence` when no evidence bundle is recorded for the hash
- * of the run's policy profile version in force and the configured provider (`ports.anticipator`),
+ * pass's scheduled runs): off with `no_evidence` when no evidence bundle is recorded for the run's
+ * policy profile version in force (its name, version and hash) and the configured provider (`ports.anticipator`),
  * `agent_intent` when an agent wrote the intent (the provider reads only the owner's words),
  * `no_memories` when the owner has no active memory; otherwise one provider call (retried within
  * {@link ANTICIPATION_CALL_BUDGET}, each bounded by {@link ANTICIPATION_CALL_TIMEOUT_MS}) given
@@ -55,7 +55,16 @@ async function decideAndRecord(ports: Ports, run: RunRow, author: IntentAuthor):
   const evidence = await ports.db
     .select({ id: memoryEvidence.id })
     .from(memoryEvidence)
-    .where(and(eq(memoryEvidence.policyHash, policy.hash), eq(memoryEvidence.provider, provider.id)))
+    // The version itself, not only its hash: a new version needs fresh evidence even when its body
+    // (so its hash) equals an earlier version's or another profile's (ADR-0168).
+    .where(
+      and(
+        eq(memoryEvidence.policyProfile, policy.name),
+        eq(memoryEvidence.policyVersion, policy.version),
+        eq(memoryEvidence.policyHash, policy.hash),
+        eq(memoryEvidence.provider, provider.id),
+      ),
+    )
     .get();
   if (!evidence) return off('no_evidence', noEvidenceMessage(policy, provider));
   if (author !== 'owner') {
