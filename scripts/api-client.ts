@@ -9,9 +9,11 @@ import type { Observation } from '../shared/observation.ts';
  * drift between server and contract fails loudly.
  */
 export class ApiClient {
+  /** @param timeoutMs when given, how long one request (answer and body) may take, in ms, before it is aborted with a TimeoutError. */
   constructor(
     readonly baseUrl: string,
     readonly token: string,
+    readonly timeoutMs?: number,
   ) {}
 
   /** Sends a request and returns status and parsed JSON body (unvalidated). */
@@ -20,6 +22,7 @@ export class ApiClient {
       method,
       headers: { Authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(this.timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(this.timeoutMs) }),
     });
     const text = await response.text();
     let parsed: unknown;

@@ -52,6 +52,9 @@ exit codes: 0 all gates passed, 1 a gate failed or the edge refused, 2 usage err
 /** A mistake in the command line: printed with the usage text, exit code 2. */
 class UsageError extends Error {}
 
+/** Longest one request to the edge may take, in ms: an edge that never answers ends the command (exit 3). */
+const EDGE_TIMEOUT_MS = 10_000;
+
 /** The parsed command line. */
 interface Options {
   readonly provider: () => Promise<AnticipationProvider>;
@@ -114,9 +117,14 @@ function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv): Opti
   };
 }
 
-/** The `provider` export of the module at `path` (relative to the working directory). @throws UsageError */
+/** The `provider` export of the module at `path` (relative to the working directory). @throws UsageError when it does not load or exports none */
 async function providerOfModule(path: string): Promise<AnticipationProvider> {
-  const loaded = (await import(pathToFileURL(resolve(path)).href)) as { provider?: Partial<AnticipationProvider> };
+  let loaded: { provider?: Partial<AnticipationProvider> };
+  try {
+    loaded = (await import(pathToFileURL(resolve(path)).href)) as typeof loaded;
+  } catch (error) {
+    throw new UsageError(`the provider module ${path} could not be loaded: ${error instanceof Error ? error.message : String(error)}`);
+  }
   const provider = loaded.provider;
   if (!provider || typeof provider.id !== 'string' || typeof provider.anticipate !== 'function') {
     throw new UsageError(`${path} exports no \`provider\` with an id and anticipate()`);
@@ -127,7 +135,7 @@ async function providerOfModule(path: string): Promise<AnticipationProvider> {
 /** The profile's name, version and hash: read from the edge, or the built-in default's. @throws UsageError */
 async function profileOf(options: Options): Promise<{ name: string; version: number; hash: string }> {
   if (options.edge && options.token) {
-    const client = new ApiClient(options.edge, options.token);
+    const client = new ApiClient(options.edge, options.token, EDGE_TIMEOUT_MS);
     const { body } = await client.request('GET', `/v1/policy-profiles/${encodeURIComponent(options.profile)}`, PolicyProfileView);
     return { name: body.name, version: body.version, hash: body.hash };
   }
@@ -171,7 +179,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   console.log(`evidence bundle written to ${out}`);
   if (options.publish && options.edge && options.token) {
     try {
-      const { body } = await new ApiClient(options.edge, options.token).request('POST', '/v1/memory-evidence', EvidenceRecordView, bundle);
+      const { body } = await new ApiClient(options.edge, options.token, EDGE_TIMEOUT_MS).request('POST', '/v1/memory-evidence', EvidenceRecordView, bundle);
       console.log(`published to ${options.edge} as evidence ${body.id}`);
     } catch (error) {
       return edgeFailure(error, options);
