@@ -51,7 +51,9 @@ export interface ModelUsage {
  * its undated alias; a model not in the table costs 0 (unknown, see the table).
  */
 export function costOfUsage(model: string, usage: ModelUsage): number {
-  const price = MODEL_PRICES_USD_PER_MTOK[model] ?? MODEL_PRICES_USD_PER_MTOK[model.replace(/-\d{8}$/, '')];
+  // Own keys only: a model named `constructor` or `__proto__` is unlisted, not Object.prototype's.
+  const listed = (name: string) => (Object.hasOwn(MODEL_PRICES_USD_PER_MTOK, name) ? MODEL_PRICES_USD_PER_MTOK[name] : undefined);
+  const price = listed(model) ?? listed(model.replace(/-\d{8}$/, ''));
   if (!price) return 0;
   const tokens =
     usage.input_tokens * price.input +

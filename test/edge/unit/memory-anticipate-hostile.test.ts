@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { anticipate } from '../../../edge/memories/anticipate.ts';
 import { evaluateCorpus } from '../../../edge/memories/evaluation.ts';
+import { costOfUsage } from '../../../edge/memories/model-anticipator.ts';
 import type { CitedMemory } from '../../../edge/memories/verifier.ts';
 import { type AnticipationProvider, MAX_PREDICTIONS } from '../../../shared/memories.ts';
 import { type MemoryCorpus, MemoryCorpusCase } from '../../../shared/memory-evidence.ts';
@@ -69,5 +70,11 @@ describe('anticipate against hostile providers', () => {
     // The evaluation's own default is bounded too: a clock whose waits end at once.
     const score = await evaluateCorpus(silent, corpus, 2, undefined, { sleep: () => Promise.resolve() });
     expect(score).toMatchObject({ directly_recalled: 0, provider_calls: 2 });
+  });
+
+  it('prices a model named like an Object prototype key as unlisted (cost 0), never as NaN', () => {
+    for (const model of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      expect(costOfUsage(model, { input_tokens: 1_000, output_tokens: 1_000 }), model).toBe(0);
+    }
   });
 });
