@@ -1,4 +1,4 @@
-import type { AnticipationProvider } from '../../shared/memories.ts';
+import { ANTICIPATION_CALL_BUDGET, type AnticipationProvider } from '../../shared/memories.ts';
 import { embeddedAnticipator } from './lexical-anticipator.ts';
 import { modelAnticipator } from './model-anticipator.ts';
 
@@ -11,6 +11,14 @@ export const DEFAULT_MEMORY_MODEL = 'claude-sonnet-4-5';
  * times out at it too, so a cut-off call does not keep running.
  */
 export const ANTICIPATION_CALL_TIMEOUT_MS = 7_500;
+
+/**
+ * Longest a run's anticipation may take to be decided after the run is written, in ms: every call
+ * of the budget at its timeout, and 5 s to record the decision. A queued run without a recorded
+ * decision is not offered to an agent's claim until this long after its creation (a decision that
+ * failed to be recorded is logged, and the run is claimable then).
+ */
+export const ANTICIPATION_DECISION_MS = ANTICIPATION_CALL_BUDGET * ANTICIPATION_CALL_TIMEOUT_MS + 5_000;
 
 /**
  * The configured anticipation provider (DESIGN.md section 19), one choice for the edge (Workers
