@@ -98,10 +98,21 @@ function citedIdOf(raw: unknown): string | null {
   return typeof id === 'string' ? id.slice(0, 64) : null;
 }
 
-/** A schema-refused prediction as text for the owner's record (at most 1,000 characters). */
+/** A schema-refused prediction as text for the owner's record (at most 1,000 characters); never throws. */
 function statementOf(raw: unknown): string {
   if (typeof raw === 'object' && raw !== null && typeof (raw as Record<string, unknown>).statement === 'string') {
     return ((raw as Record<string, unknown>).statement as string).slice(0, 1000);
   }
-  return (JSON.stringify(raw) ?? String(raw)).slice(0, 1000);
+  return textOf(raw).slice(0, 1000);
+}
+
+/** `raw` as JSON, or its type tag when JSON cannot write it (a BigInt, a cycle) or it is undefined. */
+function textOf(raw: unknown): string {
+  try {
+    const json = JSON.stringify(raw);
+    if (json !== undefined) return json;
+  } catch {
+    // Not JSON: named by its type below.
+  }
+  return typeof raw === 'bigint' ? `${raw}n` : Object.prototype.toString.call(raw);
 }

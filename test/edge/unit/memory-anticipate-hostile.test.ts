@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { anticipate } from '../../../edge/memories/anticipate.ts';
 import { evaluateCorpus } from '../../../edge/memories/evaluation.ts';
 import { costOfUsage } from '../../../edge/memories/model-anticipator.ts';
-import type { CitedMemory } from '../../../edge/memories/verifier.ts';
+import { type CitedMemory, verifyPredictions } from '../../../edge/memories/verifier.ts';
 import { type AnticipationProvider, MAX_PREDICTIONS } from '../../../shared/memories.ts';
 import { type MemoryCorpus, MemoryCorpusCase } from '../../../shared/memory-evidence.ts';
 
@@ -76,5 +76,17 @@ describe('anticipate against hostile providers', () => {
     for (const model of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
       expect(costOfUsage(model, { input_tokens: 1_000, output_tokens: 1_000 }), model).toBe(0);
     }
+  });
+
+  it('refuses predictions JSON cannot write (a BigInt, a cycle, a null-prototype object) by the schema, and still verifies the rest of the answer', () => {
+    const cycle: Record<string, unknown> = { memory_id: 'mem_aisle' };
+    cycle.self = cycle;
+    const verification = verifyPredictions([10n, cycle, Object.create(null), { memory_id: 'mem_aisle', statement: AISLE }], cited, [AISLE]);
+    expect(verification.anticipated).toEqual([{ memory_id: 'mem_aisle', statement: AISLE }]);
+    expect(verification.refused.map((r) => [r.memory_id, r.reason])).toEqual([
+      [null, 'schema'],
+      ['mem_aisle', 'schema'],
+      [null, 'schema'],
+    ]);
   });
 });
