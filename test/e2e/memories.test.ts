@@ -91,6 +91,17 @@ function perfectScore(corpus: MemoryCorpus): CorpusScore {
 }
 
 /**
+ * `score` with only `recalled` needed memories recalled, its counts kept consistent (the edge
+ * refuses others as `evidence_mismatch`): at most that many seeded clauses represented, the rest
+ * listed as unrepresented.
+ */
+function recalledOnly(corpus: MemoryCorpus, score: CorpusScore, recalled: number): CorpusScore {
+  const seeded = corpus.cases.flatMap((c) => c.seeded.map((id) => `${c.id}:${id}`));
+  const represented = Math.min(seeded.length, recalled);
+  return { ...score, directly_recalled: recalled, represented, unrepresented: seeded.slice(represented) };
+}
+
+/**
  * An evidence bundle for `provider` under `profile`, over the shipped corpora: passing, or with
  * `holdoutRecalled` needed holdout memories recalled per repeat (under the floor when few).
  */
@@ -98,7 +109,7 @@ async function evidenceBundle(provider: string, profile: PolicyProfileView, hold
   const holdout = perfectScore(FROZEN_CORPORA.holdout);
   const repeat = {
     development: perfectScore(FROZEN_CORPORA.development),
-    holdout: holdoutRecalled === undefined ? holdout : { ...holdout, directly_recalled: holdoutRecalled },
+    holdout: holdoutRecalled === undefined ? holdout : recalledOnly(FROZEN_CORPORA.holdout, holdout, holdoutRecalled),
   };
   const repeats = Array.from({ length: EVIDENCE_REPEATS }, () => structuredClone(repeat));
   const gates = evidenceGates(repeats);
