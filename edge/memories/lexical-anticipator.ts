@@ -101,14 +101,14 @@ const IRREGULAR: Readonly<Record<string, string>> = {
  * fewer are kept.
  */
 export function stem(word: string): string {
-  const irregular = IRREGULAR[word];
+  const irregular = listed(IRREGULAR, word);
   if (irregular) return irregular;
   if (word.length <= 3) return word;
   if (word.endsWith('ies')) return `${word.slice(0, -3)}y`;
   if (/(sses|xes|ches|shes|zes)$/.test(word)) return word.slice(0, -2);
   const singular = word.endsWith('s') && !/(ss|us)$/.test(word) ? word.slice(0, -1) : word;
   // "weddings" is "wedding" first, then "wed", as "wedding" is: a plural of an -ing noun meets its singular.
-  const agent = AGENT_NOUNS[singular];
+  const agent = listed(AGENT_NOUNS, singular);
   if (agent) return agent;
   if (singular.endsWith('ing') && singular.length > 6) return undouble(singular.slice(0, -3));
   return singular;
@@ -147,6 +147,11 @@ const AGENT_NOUNS: Readonly<Record<string, string>> = {
   photographer: 'photograph',
 };
 
+/** `word`'s entry in `table`, only when the table itself lists it (never an `Object.prototype` member such as `constructor`). */
+function listed(table: Readonly<Record<string, string>>, word: string): string | undefined {
+  return Object.hasOwn(table, word) ? table[word] : undefined;
+}
+
 /** `runn` → `run`, `cancell` → `cancel`: a doubled final consonant left by a stripped suffix. */
 function undouble(word: string): string {
   return /([b-df-hj-np-tv-z])\1$/.test(word) ? word.slice(0, -1) : word;
@@ -169,7 +174,7 @@ export function terms(text: string): Map<string, Set<string>> {
     if (word.length < 2 || STOP_WORDS.has(word)) continue;
     const stemmed = stem(word);
     if (STOP_WORDS.has(stemmed)) continue;
-    const term = LEXICON[word] ?? LEXICON[stemmed] ?? stemmed;
+    const term = listed(LEXICON, word) ?? listed(LEXICON, stemmed) ?? stemmed;
     const from = found.get(term) ?? new Set<string>();
     from.add(word);
     found.set(term, from);

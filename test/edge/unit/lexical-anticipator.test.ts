@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { embeddedAnticipator, lexicalPredictions, stem } from '../../../edge/memories/lexical-anticipator.ts';
+import { embeddedAnticipator, lexicalPredictions, stem, terms } from '../../../edge/memories/lexical-anticipator.ts';
 import { verifyPredictions } from '../../../edge/memories/verifier.ts';
 import type { AnticipationRequest } from '../../../shared/memories.ts';
 
@@ -99,5 +99,12 @@ describe('the embedded lexical anticipator', () => {
     expect(stem('renting')).toBe('rent');
     expect(stem('booked')).toBe('booked');
     expect(stem('glasses')).toBe('glasses');
+  });
+});
+
+describe('the embedded lexical anticipator’s word tables', () => {
+  it('reads a word named like an Object.prototype member (constructor) as a plain word', () => {
+    expect(stem('constructor')).toBe('constructor');
+    expect([...terms('The constructor of the shed is Ali').keys()]).toEqual(['constructor', 'shed', 'ali']);
   });
 });
