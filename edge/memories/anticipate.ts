@@ -59,7 +59,7 @@ export async function anticipate(
       failure = (error instanceof Error ? error.message : String(error)).slice(0, 300);
     }
   }
-  return { anticipated: [], refused: [], providerCalls: calls, costUsd, failure };
+  return { anticipated: [], refused: [], decisions: [], providerCalls: calls, costUsd, failure };
 }
 
 /**

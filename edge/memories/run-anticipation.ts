@@ -1,12 +1,10 @@
 import { and, asc, eq, inArray } from 'drizzle-orm';
 import {
   ANTICIPATION_CALL_BUDGET,
-  type AnticipatedMemory,
   type AnticipationOffReason,
   type AnticipationProvider,
   MAX_ACTIVE_MEMORIES,
   MAX_PREDICTIONS,
-  type RefusedPrediction,
   type RunAnticipationView,
 } from '../../shared/memories.ts';
 import { newId } from '../db/ids.ts';
@@ -17,7 +15,7 @@ import { anticipate } from './anticipate.ts';
 import type { RunAnticipationShown } from './anticipation-views.ts';
 import { ANTICIPATION_CALL_TIMEOUT_MS } from './provider.ts';
 import { anticipationPredictions, memories, memoryEvidence, runAnticipations } from './tables.ts';
-import { type CitedMemory, type Verification, verifyPredictions } from './verifier.ts';
+import type { CitedMemory } from './verifier.ts';
 
 /** Whose words a run's intent is: the owner's (an owner-created run, a schedule's) or an agent's. */
 export type IntentAuthor = 'owner' | 'agent';
@@ -84,9 +82,8 @@ async function decideAndRecord(ports: Ports, run: RunRow, author: IntentAuthor):
 
   const known = new Map<string, CitedMemory>(active.map((m) => [m.id, { owner: 'self', state: 'active', statement: m.statement }]));
   const cited = (id: string) => known.get(id);
-  const answered: { predictions: readonly unknown[] } = { predictions: [] };
   const outcome = await anticipate(
-    citingProvider(ports, provider, run.ownerId, known, answered),
+    citingProvider(ports, provider, run.ownerId, known),
     { intent: run.intent, memories: active },
     cited,
     ANTICIPATION_CALL_BUDGET,
@@ -101,39 +98,12 @@ async function decideAndRecord(ports: Ports, run: RunRow, author: IntentAuthor):
       outcome.costUsd,
     );
   }
-  const predictions = inProviderOrder(
-    answered.predictions,
-    outcome,
-    cited,
-    active.map((m) => m.statement),
+  const predictions: PredictionRecord[] = outcome.decisions.map((decision) =>
+    decision.verdict === 'verified'
+      ? { memoryId: decision.memory_id, statement: decision.statement, verdict: 'verified', reason: null }
+      : { memoryId: decision.memory_id, statement: decision.statement, verdict: 'refused', reason: decision.reason },
   );
   return record(ports, run, { ...base, state: 'ran', reason: null, message: null }, predictions, outcome.providerCalls, outcome.costUsd);
-}
-
-/**
- * The verifier's decisions on `answer` (the verified one) in the provider's order: the verifier
- * is pure, so verifying each prefix of the answer tells whether its last prediction was accepted
- * (the next of `outcome.anticipated`) or refused (the next of `outcome.refused`). At most 32
- * predictions, so at most 528 checks of a prediction.
- */
-function inProviderOrder(
-  answer: readonly unknown[],
-  outcome: Verification,
-  cited: (id: string) => CitedMemory | undefined,
-  ownerStatements: readonly string[],
-): PredictionRecord[] {
-  const verified = [...outcome.anticipated];
-  const refused = [...outcome.refused];
-  let accepted = 0;
-  return answer.map((_, index) => {
-    if (verifyPredictions(answer.slice(0, index + 1), cited, ownerStatements).anticipated.length > accepted) {
-      accepted += 1;
-      const memory = verified.shift() as AnticipatedMemory;
-      return { memoryId: memory.memory_id, statement: memory.statement, verdict: 'verified', reason: null };
-    }
-    const refusal = refused.shift() as RefusedPrediction;
-    return { memoryId: refusal.memory_id, statement: refusal.statement, verdict: 'refused', reason: refusal.reason };
-  });
 }
 
 /** The sentence of a run whose policy version has no evidence: the profile, version, hash prefix and provider, and what an operator does. */
@@ -150,16 +120,9 @@ function noEvidenceMessage(policy: PolicyProfile, provider: AnticipationProvider
  * counted as a failed call (the response schema's bound; `anticipate` bounds each call by
  * {@link ANTICIPATION_CALL_TIMEOUT_MS} of the ports' clock), and, after each answer, the memories its predictions cite that `known` does not hold looked up by
  * id across every owner (another owner's as `other`, the owner's retired ones as `retired`), so
- * the verifier refuses them for what they are rather than as unknown. The last answer is kept in
- * `answered` (the one `anticipate` verified).
+ * the verifier refuses them for what they are rather than as unknown.
  */
-function citingProvider(
-  ports: Ports,
-  provider: AnticipationProvider,
-  ownerId: string,
-  known: Map<string, CitedMemory>,
-  answered: { predictions: readonly unknown[] },
-): AnticipationProvider {
+function citingProvider(ports: Ports, provider: AnticipationProvider, ownerId: string, known: Map<string, CitedMemory>): AnticipationProvider {
   return {
     id: provider.id,
     async anticipate(request) {
@@ -176,7 +139,6 @@ function citingProvider(
           .all();
         for (const row of rows) known.set(row.id, { owner: row.ownerId === ownerId ? 'self' : 'other', state: row.state, statement: row.statement });
       }
-      answered.predictions = answer.predictions;
       return answer;
     },
   };

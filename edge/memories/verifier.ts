@@ -10,10 +10,17 @@ export interface CitedMemory {
   readonly statement: string;
 }
 
-/** The verifier's decision on one provider answer: verified anticipations and refusals, in order. */
+/** The verifier's decision on one prediction: verified (the owner's own statement) or refused with its reason. */
+export type PredictionDecision = ({ readonly verdict: 'verified' } & AnticipatedMemory) | ({ readonly verdict: 'refused' } & RefusedPrediction);
+
+/**
+ * The verifier's decision on one provider answer: verified anticipations and refusals, each in
+ * the answer's order, and `decisions`, one per prediction in the answer's order (what a run records).
+ */
 export interface Verification {
   readonly anticipated: AnticipatedMemory[];
   readonly refused: RefusedPrediction[];
+  readonly decisions: PredictionDecision[];
 }
 
 /**
@@ -50,25 +57,32 @@ export function verifyPredictions(
 ): Verification {
   const anticipated: AnticipatedMemory[] = [];
   const refused: RefusedPrediction[] = [];
+  const decisions: PredictionDecision[] = [];
+  const refuse = (refusal: RefusedPrediction) => {
+    refused.push(refusal);
+    decisions.push({ verdict: 'refused', ...refusal });
+  };
   const brought = new Set<string>();
   const others = ownerStatements.map(normaliseStatement).filter((s) => s.length > 0);
   for (const raw of predictions) {
     const parsed = Prediction.safeParse(raw);
     if (!parsed.success) {
-      refused.push({ memory_id: citedIdOf(raw), statement: statementOf(raw), reason: 'schema' });
+      refuse({ memory_id: citedIdOf(raw), statement: statementOf(raw), reason: 'schema' });
       continue;
     }
     const { memory_id, statement } = parsed.data;
     const reason = refusalOf(memory_id, statement, cited(memory_id), others, brought);
     if (reason) {
-      refused.push({ memory_id, statement, reason });
+      refuse({ memory_id, statement, reason });
       continue;
     }
     brought.add(memory_id);
     // The owner's own words, not the provider's copy of them.
-    anticipated.push({ memory_id, statement: (cited(memory_id) as CitedMemory).statement });
+    const asserted = { memory_id, statement: (cited(memory_id) as CitedMemory).statement };
+    anticipated.push(asserted);
+    decisions.push({ verdict: 'verified', ...asserted });
   }
-  return { anticipated, refused };
+  return { anticipated, refused, decisions };
 }
 
 function refusalOf(

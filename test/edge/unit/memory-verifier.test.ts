@@ -23,6 +23,25 @@ const cited = (id: string) => stored[id];
 const ownerStatements = [AISLE, VEGETARIAN, PASSPORT];
 
 describe('the anticipation verifier', () => {
+  it('gives one decision per prediction in the answer’s order, refused and verified interleaved as the provider sent them', () => {
+    const verification = verifyPredictions(
+      [
+        { memory_id: 'mem_old', statement: 'I live in Porto.' },
+        { memory_id: 'mem_aisle', statement: AISLE },
+        { memory_id: 'mem_veg', statement: 'I am vegan.' },
+        { memory_id: 'mem_passport', statement: PASSPORT.toUpperCase() },
+      ],
+      cited,
+      ownerStatements,
+    );
+    expect(verification.decisions.map((d) => [d.verdict, d.memory_id, d.verdict === 'refused' ? d.reason : d.statement])).toEqual([
+      ['refused', 'mem_old', 'retired_memory'],
+      ['verified', 'mem_aisle', AISLE],
+      ['refused', 'mem_veg', 'not_asserted'],
+      ['verified', 'mem_passport', PASSPORT],
+    ]);
+  });
+
   it('refuses a compound prediction citing two memory ids by the response schema, both as an answer and one by one', () => {
     const compound = { memory_id: ['mem_aisle', 'mem_veg'], statement: `${AISLE} ${VEGETARIAN}` };
     expect(AnticipationResponse.safeParse({ predictions: [compound] }).success).toBe(false);
@@ -55,7 +74,7 @@ describe('the anticipation verifier', () => {
   it("passes a copy that differs only in case, spacing, typographic quotes and final stop, and shows the owner's own words", () => {
     const copy = '  i PREFER   aisle seats on flights  ';
     const verification = verifyPredictions([{ memory_id: 'mem_aisle', statement: copy }], cited, ownerStatements);
-    expect(verification).toEqual({ anticipated: [{ memory_id: 'mem_aisle', statement: AISLE }], refused: [] });
+    expect(verification).toMatchObject({ anticipated: [{ memory_id: 'mem_aisle', statement: AISLE }], refused: [] });
     expect(normaliseStatement('It’s “here”.')).toBe(normaliseStatement('it\'s "here"'));
   });
 
@@ -76,7 +95,7 @@ describe('the anticipation verifier', () => {
     ["another owner's memory", 'mem_theirs', 'I prefer window seats.', 'other_owner'],
   ] as const)('refuses %s even when the statement is copied', (_what, memoryId, statement, reason) => {
     const verification = verifyPredictions([{ memory_id: memoryId, statement }], cited, ownerStatements);
-    expect(verification).toEqual({ anticipated: [], refused: [{ memory_id: memoryId, statement, reason }] });
+    expect(verification).toMatchObject({ anticipated: [], refused: [{ memory_id: memoryId, statement, reason }] });
   });
 
   it('brings a memory once: a second prediction citing it is a duplicate', () => {
