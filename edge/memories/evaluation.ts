@@ -145,10 +145,25 @@ export async function evaluateProvider(
     repeats.push(repeat);
     options.onRepeat?.(index, repeat);
   }
+  return evidenceBundleOf(provider.id, profile, corpora, repeats, (options.now ?? (() => new Date()))());
+}
+
+/**
+ * The evidence bundle of `repeats` scored with `provider` (its id) under `profile` on `corpora`:
+ * the corpora's hashes and case counts, the gates recomputed by `evidenceGates`, whether all
+ * passed, the provider calls and cost summed, and `finishedAt` as `created_at` (ISO-8601).
+ */
+export async function evidenceBundleOf(
+  provider: string,
+  profile: EvaluatedProfile,
+  corpora: EvaluationCorpora,
+  repeats: EvidenceBundle['repeats'],
+  finishedAt: Date,
+): Promise<EvidenceBundle> {
   const gates = evidenceGates(repeats);
   return {
     format: 1,
-    provider: provider.id,
+    provider,
     policy_profile: { name: profile.name, version: profile.version, hash: profile.hash },
     corpora: {
       development: { hash: await corpusHash(corpora.development), cases: corpora.development.cases.length },
@@ -159,6 +174,6 @@ export async function evaluateProvider(
     passed: gates.every((gate) => gate.passed),
     provider_calls: repeats.reduce((sum, r) => sum + r.development.provider_calls + r.holdout.provider_calls, 0),
     cost_usd: repeats.reduce((sum, r) => sum + r.development.cost_usd + r.holdout.cost_usd, 0),
-    created_at: (options.now ?? (() => new Date()))().toISOString(),
+    created_at: finishedAt.toISOString(),
   };
 }

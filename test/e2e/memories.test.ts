@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect } from 'vitest';
 import { z } from 'zod';
-import { corpusHash } from '../../edge/memories/evidence.ts';
+import { evidenceBundleOf } from '../../edge/memories/evaluation.ts';
 import { ApiClient } from '../../scripts/api-client.ts';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { IssuedPrincipal, ScheduleView } from '../../shared/api.ts';
@@ -18,7 +18,6 @@ import {
   type EvidenceBundle,
   EvidenceRecordList,
   EvidenceRecordView,
-  evidenceGates,
   type MemoryCorpus,
 } from '../../shared/memory-evidence.ts';
 import { PolicyProfileView } from '../../shared/policy.ts';
@@ -112,22 +111,7 @@ async function evidenceBundle(provider: string, profile: PolicyProfileView, hold
     holdout: holdoutRecalled === undefined ? holdout : recalledOnly(FROZEN_CORPORA.holdout, holdout, holdoutRecalled),
   };
   const repeats = Array.from({ length: EVIDENCE_REPEATS }, () => structuredClone(repeat));
-  const gates = evidenceGates(repeats);
-  return {
-    format: 1,
-    provider,
-    policy_profile: { name: profile.name, version: profile.version, hash: profile.hash },
-    corpora: {
-      development: { hash: await corpusHash(FROZEN_CORPORA.development), cases: FROZEN_CORPORA.development.cases.length },
-      holdout: { hash: await corpusHash(FROZEN_CORPORA.holdout), cases: FROZEN_CORPORA.holdout.cases.length },
-    },
-    repeats,
-    gates,
-    passed: gates.every((gate) => gate.passed),
-    provider_calls: repeats.reduce((sum, r) => sum + r.development.provider_calls + r.holdout.provider_calls, 0),
-    cost_usd: 0,
-    created_at: new Date().toISOString(),
-  };
+  return evidenceBundleOf(provider, profile, FROZEN_CORPORA, repeats, new Date());
 }
 
 /** The operator publishes a passing bundle for `provider` under the profile in force (`POST /v1/memory-evidence`). */

@@ -1,10 +1,10 @@
 import { env } from 'cloudflare:test';
 import { createApp } from '../../../edge/app.ts';
-import { corpusHash } from '../../../edge/memories/evidence.ts';
+import { evidenceBundleOf } from '../../../edge/memories/evaluation.ts';
 import type { Ports } from '../../../edge/ports.ts';
 import type { AnticipationProvider, AnticipationRequest } from '../../../shared/memories.ts';
 import { FROZEN_CORPORA } from '../../../shared/memory-corpora.ts';
-import { type CorpusScore, EVIDENCE_REPEATS, type EvidenceBundle, evidenceGates, type MemoryCorpus } from '../../../shared/memory-evidence.ts';
+import { type CorpusScore, EVIDENCE_REPEATS, type EvidenceBundle, type MemoryCorpus } from '../../../shared/memory-evidence.ts';
 import type { PolicyProfileView } from '../../../shared/policy.ts';
 import { workerdPorts } from './edge-client.ts';
 
@@ -107,20 +107,5 @@ export async function evidenceBundle(
     development: scoreOf(FROZEN_CORPORA.development, 1),
     holdout: scoreOf(FROZEN_CORPORA.holdout, holdoutShare),
   }));
-  const gates = evidenceGates(repeats);
-  return {
-    format: 1,
-    provider,
-    policy_profile: { name: policy.name, version: policy.version, hash: policy.hash },
-    corpora: {
-      development: { hash: await corpusHash(FROZEN_CORPORA.development), cases: FROZEN_CORPORA.development.cases.length },
-      holdout: { hash: await corpusHash(FROZEN_CORPORA.holdout), cases: FROZEN_CORPORA.holdout.cases.length },
-    },
-    repeats,
-    gates,
-    passed: gates.every((gate) => gate.passed),
-    provider_calls: repeats.reduce((sum, r) => sum + r.development.provider_calls + r.holdout.provider_calls, 0),
-    cost_usd: 0,
-    created_at: new Date().toISOString(),
-  };
+  return evidenceBundleOf(provider, policy, FROZEN_CORPORA, repeats, new Date());
 }
