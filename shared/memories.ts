@@ -84,12 +84,13 @@ export type MemoryList = z.infer<typeof MemoryList>;
 
 /**
  * A memory an agent proposes in its run report (`run_report` / `POST /v1/runs/{id}/report`
- * `memories`). `page_derived` says the agent read it on a page rather than from the owner: it is
- * shown to the owner as such. A proposal is only ever a suggestion the owner accepts or rejects.
+ * `memories`). `page_derived` (required: the agent says where it came from every time) is true
+ * when the agent read it on a page rather than from the owner: it is shown to the owner as such.
+ * A proposal is only ever a suggestion the owner accepts or rejects.
  */
 export const ProposedMemory = z.strictObject({
   statement: MemoryStatement,
-  page_derived: z.boolean().default(false),
+  page_derived: z.boolean(),
 });
 export type ProposedMemory = z.infer<typeof ProposedMemory>;
 

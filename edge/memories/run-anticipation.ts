@@ -23,10 +23,10 @@ export type IntentAuthor = 'owner' | 'agent';
 /**
  * Decides and records the anticipation of a run that was just created (issue 34, ADR-0168,
  * DESIGN.md section 19), before the create answers (the interactive `POST /v1/runs`, the cron
- * pass's scheduled runs): off with `no_evidence` when no evidence bundle is recorded for the run's
- * policy profile version in force (its name, version and hash) and the configured provider (`ports.anticipator`),
- * `agent_intent` when an agent wrote the intent (the provider reads only the owner's words),
- * `no_memories` when the owner has no active memory; otherwise one provider call (retried within
+ * pass's scheduled runs), its reasons checked in this order: off with `agent_intent` when an
+ * agent wrote the intent (the provider reads only the owner's words), `no_evidence` when no
+ * evidence bundle is recorded for the run's policy profile version in force (its name, version
+ * and hash) and the configured provider (`ports.anticipator`), `no_memories` when the owner has no active memory; otherwise one provider call (retried within
  * {@link ANTICIPATION_CALL_BUDGET}, each bounded by {@link ANTICIPATION_CALL_TIMEOUT_MS}) given
  * the intent and the owner's active memories only, verified (edge/memories/anticipate.ts), and
  * `provider_failed` when no call answered. The decision and every prediction, verified or refused,
@@ -50,6 +50,13 @@ async function decideAndRecord(ports: Ports, run: RunRow, author: IntentAuthor):
   const off = (reason: AnticipationOffReason, message: string, calls = 0, costUsd = 0) =>
     record(ports, run, { ...base, state: 'off', reason, message }, [], calls, costUsd);
 
+  // First the reason that holds whatever evidence there is: an agent's intent is never read.
+  if (author !== 'owner') {
+    return off(
+      'agent_intent',
+      "An agent wrote this run's intent; the anticipation provider reads only the owner's own words (causal blinding), so it was not asked.",
+    );
+  }
   const evidence = await ports.db
     .select({ id: memoryEvidence.id })
     .from(memoryEvidence)
@@ -65,12 +72,6 @@ async function decideAndRecord(ports: Ports, run: RunRow, author: IntentAuthor):
     )
     .get();
   if (!evidence) return off('no_evidence', noEvidenceMessage(policy, provider));
-  if (author !== 'owner') {
-    return off(
-      'agent_intent',
-      "An agent wrote this run's intent; the anticipation provider reads only the owner's own words (causal blinding), so it was not asked.",
-    );
-  }
   const active = await ports.db
     .select({ id: memories.id, statement: memories.statement })
     .from(memories)

@@ -163,6 +163,14 @@ describe('anticipation at a run’s start', () => {
     expect(provider.requests).toEqual([]);
   });
 
+  it('a run an agent creates under a policy version without evidence says agent_intent, the reason that holds whatever evidence there is', async () => {
+    await seedMemory(parties.owner.id, AISLE);
+    const provider = copyingProvider(providerId('agent-no-evidence'));
+    const created = await createRun(anticipationApp(provider), parties.agent.token, 'Book flights');
+    expect(created.body.anticipation).toMatchObject({ state: 'off', reason: 'agent_intent' });
+    expect(provider.requests).toEqual([]);
+  });
+
   it('an owner without active memories is off with no_memories; a failing provider is off with provider_failed after the call budget', async () => {
     await seedMemory(parties.owner.id, AISLE, 'retired');
     const quiet = copyingProvider(providerId('quiet'));

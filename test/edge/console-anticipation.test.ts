@@ -87,7 +87,7 @@ describe('a run’s memories on its console page', () => {
     const reported = await call<RunView>('POST', `/v1/runs/${run.body.id}/report`, parties.agent.token, {
       status: 'completed',
       summary: 'booked',
-      memories: [{ statement: '<img src=x onerror=alert(1)> prefers aisles' }],
+      memories: [{ statement: '<img src=x onerror=alert(1)> prefers aisles', page_derived: false }],
     });
     expect(reported.status).toBe(200);
     const page = await runPageOf(run.body.id);

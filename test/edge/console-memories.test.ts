@@ -105,9 +105,9 @@ describe("the console's Memories section", () => {
 
   it('shows pending suggestions escaped, marks a page-derived one as read on a page, and accepts (in the owner\u2019s words) or rejects them', async () => {
     await reportWith([
-      { statement: '<script>alert("owner")</script> likes tea' },
+      { statement: '<script>alert("owner")</script> likes tea', page_derived: false },
       { statement: 'The site says: <img src=x onerror=alert(1)> you owe 40 EUR', page_derived: true },
-      { statement: 'Ignore this one' },
+      { statement: 'Ignore this one', page_derived: false },
     ]);
     const { cookie, csrf } = await signedIn();
     const page = await memoriesPage(cookie);
@@ -160,7 +160,7 @@ describe("the console's Memories section", () => {
   });
 
   it("never shows or decides another owner's suggestion", async () => {
-    await reportWith([{ statement: 'private to the first owner' }]);
+    await reportWith([{ statement: 'private to the first owner', page_derived: false }]);
     const suggestions = ((await (await request('GET', '/v1/memory-suggestions', { token: parties.owner.token })).json()) as SuggestionList).suggestions;
     const answer = await request('POST', '/console/sign-in', { form: { token: parties.strangerOwner.token } });
     const cookie = (answer.headers.get('Set-Cookie') ?? '').split(';')[0]!;

@@ -78,16 +78,18 @@ describe('memories refuse hostile input', () => {
     expect((await call('POST', '/v1/memories', { token: owner, body: { statement: 'y'.repeat(MAX_MEMORY_STATEMENT_CHARS) } })).status).toBe(201);
   });
 
-  it('refuses a report whose proposed memories hide characters or are too many: the run goes on and nothing is suggested', async () => {
+  it('refuses a report whose proposed memories hide characters, are too many or do not say whether a page said them: the run goes on and nothing is suggested', async () => {
     const run = await newRun(parties.agent.token);
     const before = await snapshot();
     const bodies = [
-      { memories: [{ statement: 'fine' }, { statement: HIDDEN.zeroWidthSpace }] },
+      { memories: [{ statement: 'fine', page_derived: false }, { statement: HIDDEN.zeroWidthSpace, page_derived: false }] },
       { memories: [{ statement: HIDDEN.bidiOverride, page_derived: true }] },
-      { memories: Array.from({ length: 9 }, (_, index) => ({ statement: `fact ${index}` })) },
-      { memories: [{ statement: 'x'.repeat(MAX_MEMORY_STATEMENT_CHARS + 1) }] },
+      { memories: Array.from({ length: 9 }, (_, index) => ({ statement: `fact ${index}`, page_derived: false })) },
+      { memories: [{ statement: 'x'.repeat(MAX_MEMORY_STATEMENT_CHARS + 1), page_derived: false }] },
       { memories: [{ statement: 'fine', page_derived: 'yes' }] },
-      { memories: [{ statement: 'fine', memory_id: 'mem_x' }] },
+      { memories: [{ statement: 'fine', page_derived: false, memory_id: 'mem_x' }] },
+      // Where a proposal came from is the agent's to say, every time: left out, it is refused, not taken as the owner's.
+      { memories: [{ statement: 'The site says the owner is premium' }] },
     ];
     for (const extra of bodies) {
       const answer = await callError('POST', `/v1/runs/${run.id}/report`, {
@@ -109,7 +111,7 @@ describe('memories refuse hostile input', () => {
       .run();
     const answer = await callError('POST', `/v1/runs/${run.id}/report`, {
       token: parties.agent.token,
-      body: { status: 'completed', summary: 'done', memories: [{ statement: 'while a call is in flight' }] },
+      body: { status: 'completed', summary: 'done', memories: [{ statement: 'while a call is in flight', page_derived: false }] },
     });
     expect([answer.status, answer.body.error.code]).toEqual([409, 'call_in_progress']);
     expect(await countOf('SELECT count(*) AS n FROM memory_suggestions WHERE run_id = ?', run.id)).toBe(0);
@@ -121,7 +123,7 @@ describe('memories and suggestions refuse the wrong principals', () => {
     const run = await newRun(parties.agent.token);
     await call('POST', `/v1/runs/${run.id}/report`, {
       token: parties.agent.token,
-      body: { status: 'completed', summary: 'done', memories: [{ statement: 'mine' }] },
+      body: { status: 'completed', summary: 'done', memories: [{ statement: 'mine', page_derived: false }] },
     });
     const [suggestion] = await pendingSuggestions();
     const before = await snapshot();
@@ -157,7 +159,7 @@ describe('memories and suggestions refuse the wrong principals', () => {
 describe('memories and suggestions under racing writes', () => {
   it('answer a racing accept and reject of one suggestion with one winner, the other already_decided', async () => {
     const run = await newRun(parties.agent.token);
-    const memories = Array.from({ length: 6 }, (_, index) => ({ statement: `race fact ${index}` }));
+    const memories = Array.from({ length: 6 }, (_, index) => ({ statement: `race fact ${index}`, page_derived: false }));
     await call('POST', `/v1/runs/${run.id}/report`, { token: parties.agent.token, body: { status: 'completed', summary: 'done', memories } });
     for (const suggestion of await pendingSuggestions()) {
       const path = `/v1/memory-suggestions/${suggestion.id}/decision`;
@@ -184,7 +186,7 @@ describe('memories and suggestions under racing writes', () => {
       Array.from({ length: MAX_ACTIVE_MEMORIES - 3 }, (_, index) => insert.bind(`mem_race_${parties.owner.id}_${index}`, parties.owner.id, `fact ${index}`)),
     );
     const run = await newRun(parties.agent.token);
-    const memories = Array.from({ length: 6 }, (_, index) => ({ statement: `suggested ${index}` }));
+    const memories = Array.from({ length: 6 }, (_, index) => ({ statement: `suggested ${index}`, page_derived: false }));
     await call('POST', `/v1/runs/${run.id}/report`, { token: parties.agent.token, body: { status: 'completed', summary: 'done', memories } });
     const suggestions = await pendingSuggestions();
     const answers = await Promise.all([
@@ -220,7 +222,7 @@ describe('memories and suggestions under racing writes', () => {
       ),
     );
     const runs = await Promise.all([newRun(parties.agent.token), newRun(parties.secondAgent.token)]);
-    const memories = Array.from({ length: 8 }, (_, index) => ({ statement: `proposal ${index}` }));
+    const memories = Array.from({ length: 8 }, (_, index) => ({ statement: `proposal ${index}`, page_derived: false }));
     const answers = await Promise.all(
       runs.map((run, index) =>
         call<RunView>('POST', `/v1/runs/${run.id}/report`, {

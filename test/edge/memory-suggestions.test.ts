@@ -47,7 +47,7 @@ async function seedPending(ownerId: string, n: number): Promise<void> {
 describe('memory suggestions', () => {
   it('are recorded from a run report as pending suggestions, by the proposing agent, page-derived as said, and no memory is made', async () => {
     const { run, answer } = await reportWith([
-      { statement: 'The owner prefers morning deliveries.' },
+      { statement: 'The owner prefers morning deliveries.', page_derived: false },
       { statement: 'The shop closes at 6 pm.', page_derived: true },
     ]);
     expect(answer.status).toBe(200);
@@ -80,7 +80,7 @@ describe('memory suggestions', () => {
   });
 
   it('are accepted as active memories with source suggestion, in the owner\u2019s own words when given, or rejected; a decision is final', async () => {
-    await reportWith([{ statement: 'The owner likes window seats.' }, { statement: 'The owner reads the news at 7.' }, { statement: 'Ads say buy now.' }]);
+    await reportWith([{ statement: 'The owner likes window seats.', page_derived: false }, { statement: 'The owner reads the news at 7.', page_derived: false }, { statement: 'Ads say buy now.', page_derived: false }]);
     const byStatement = new Map((await pendingOf()).map((suggestion) => [suggestion.statement, suggestion]));
     const asIs = byStatement.get('The owner likes window seats.')!;
     const reworded = byStatement.get('The owner reads the news at 7.')!;
@@ -114,9 +114,9 @@ describe('memory suggestions', () => {
   it(`are kept only up to ${MAX_PENDING_SUGGESTIONS} pending per owner: a report keeps those that fit, still ends the run, and MCP says how many`, async () => {
     await seedPending(parties.owner.id, MAX_PENDING_SUGGESTIONS - 2);
     const { run: reported, answer } = await reportWith([
-      { statement: 'first fits' },
+      { statement: 'first fits', page_derived: false },
       { statement: 'second fits', page_derived: true },
-      { statement: 'third does not' },
+      { statement: 'third does not', page_derived: false },
     ]);
     expect([answer.status, answer.body.state]).toEqual([200, 'completed']);
     const fresh = (await suggestionRows(parties.owner.id)).filter((row) => row.run_id !== 'run_seed');
@@ -144,7 +144,7 @@ describe('memory suggestions', () => {
             run_id: run.id,
             status: 'partial',
             summary: 'half done',
-            memories: [{ statement: 'via MCP', page_derived: true }, { statement: 'no room' }],
+            memories: [{ statement: 'via MCP', page_derived: true }, { statement: 'no room', page_derived: false }],
           },
         },
       }),
@@ -159,17 +159,17 @@ describe('memory suggestions', () => {
   });
 
   it('are not recorded when the report is refused: a run already ended keeps no late proposals', async () => {
-    const { run } = await reportWith([{ statement: 'kept once' }]);
+    const { run } = await reportWith([{ statement: 'kept once', page_derived: false }]);
     const late = await callError('POST', `/v1/runs/${run.id}/report`, {
       token: parties.agent.token,
-      body: { status: 'completed', summary: 'again', memories: [{ statement: 'too late' }] },
+      body: { status: 'completed', summary: 'again', memories: [{ statement: 'too late', page_derived: false }] },
     });
     expect([late.status, late.body.error.code]).toEqual([409, 'run_not_active']);
     expect((await suggestionRows(parties.owner.id)).map((row) => row.statement)).toEqual(['kept once']);
   });
 
   it('accept within the active-memory cap only: at the cap the acceptance is quota_exceeded and the suggestion stays pending', async () => {
-    await reportWith([{ statement: 'one more fact' }]);
+    await reportWith([{ statement: 'one more fact', page_derived: false }]);
     const [suggestion] = await pendingOf();
     const insert = env.DB.prepare(
       "INSERT INTO memories (id, owner_id, statement, source, state, revision, created_at, updated_at) VALUES (?, ?, ?, 'owner', 'active', 1, 0, 0)",
