@@ -82,7 +82,12 @@ describe('memories refuse hostile input', () => {
     const run = await newRun(parties.agent.token);
     const before = await snapshot();
     const bodies = [
-      { memories: [{ statement: 'fine', page_derived: false }, { statement: HIDDEN.zeroWidthSpace, page_derived: false }] },
+      {
+        memories: [
+          { statement: 'fine', page_derived: false },
+          { statement: HIDDEN.zeroWidthSpace, page_derived: false },
+        ],
+      },
       { memories: [{ statement: HIDDEN.bidiOverride, page_derived: true }] },
       { memories: Array.from({ length: 9 }, (_, index) => ({ statement: `fact ${index}`, page_derived: false })) },
       { memories: [{ statement: 'x'.repeat(MAX_MEMORY_STATEMENT_CHARS + 1), page_derived: false }] },

@@ -80,7 +80,11 @@ describe('memory suggestions', () => {
   });
 
   it('are accepted as active memories with source suggestion, in the owner\u2019s own words when given, or rejected; a decision is final', async () => {
-    await reportWith([{ statement: 'The owner likes window seats.', page_derived: false }, { statement: 'The owner reads the news at 7.', page_derived: false }, { statement: 'Ads say buy now.', page_derived: false }]);
+    await reportWith([
+      { statement: 'The owner likes window seats.', page_derived: false },
+      { statement: 'The owner reads the news at 7.', page_derived: false },
+      { statement: 'Ads say buy now.', page_derived: false },
+    ]);
     const byStatement = new Map((await pendingOf()).map((suggestion) => [suggestion.statement, suggestion]));
     const asIs = byStatement.get('The owner likes window seats.')!;
     const reworded = byStatement.get('The owner reads the news at 7.')!;
@@ -144,7 +148,10 @@ describe('memory suggestions', () => {
             run_id: run.id,
             status: 'partial',
             summary: 'half done',
-            memories: [{ statement: 'via MCP', page_derived: true }, { statement: 'no room', page_derived: false }],
+            memories: [
+              { statement: 'via MCP', page_derived: true },
+              { statement: 'no room', page_derived: false },
+            ],
           },
         },
       }),
