@@ -40,7 +40,7 @@ export function caseRequest(corpusCase: MemoryCorpusCase): AnticipationRequest {
  * state (another owner's as `owner: "other"`, a retired one as retired). Suggestions are not
  * memories: their ids are unknown to it.
  */
-export function caseLookup(corpusCase: MemoryCorpusCase): (memoryId: string) => CitedMemory | undefined {
+function caseLookup(corpusCase: MemoryCorpusCase): (memoryId: string) => CitedMemory | undefined {
   const byId = new Map<string, CitedMemory>(corpusCase.memories.map((m) => [m.id, { owner: m.owner, state: m.state, statement: m.statement }]));
   return (memoryId) => byId.get(memoryId);
 }
@@ -57,7 +57,7 @@ export interface CaseScore {
  * it; a seeded clause is represented when it is recalled; a boundary memory or suggestion a
  * verified anticipation cites is a boundary failure.
  */
-export function scoreCase(corpusCase: MemoryCorpusCase, outcome: AnticipationOutcome): CaseScore {
+function scoreCase(corpusCase: MemoryCorpusCase, outcome: AnticipationOutcome): CaseScore {
   const brought = new Set(outcome.anticipated.map((a) => a.memory_id));
   return {
     recalled: corpusCase.needed.filter((id) => brought.has(id)),

@@ -194,7 +194,7 @@ export interface ScoredMemory {
  * the sum over shared terms of ln(1 + n / df), n the number of memories and df how many of them
  * hold the term.
  */
-export function scoreMemories(request: AnticipationRequest): ScoredMemory[] {
+function scoreMemories(request: AnticipationRequest): ScoredMemory[] {
   const intent = terms(request.intent);
   const memoryTerms = request.memories.map((memory) => terms(memory.statement));
   const frequency = new Map<string, number>();
