@@ -8,6 +8,7 @@ import { type DispatchPlan, type PlanContext, requireState, runPrechecks, sendIn
 import { dragPlan } from './drag.ts';
 import { fillFormPlan } from './form-fill.ts';
 import { firstLineOf, HostError } from './host-error.ts';
+import { timePhase } from './phase-clock.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, type SettleEntry, settle } from './settle.ts';
 import type { CapturedRevision } from './snapshot/captured-revision.ts';
@@ -92,7 +93,9 @@ export async function actOnPage(
     throw new HostError('page_changed', `observe again before acting: ${browser.revisions.invalidation}; nothing was dispatched`);
   }
   const page = await browser.page(deadline);
-  for (const { reference } of touchedElements(action)) await requireMatch(deadline, page, reference, action.revision);
+  await timePhase('target_check', async () => {
+    for (const { reference } of touchedElements(action)) await requireMatch(deadline, page, reference, action.revision);
+  });
 
   // Settling, then the capture, keep their share; the action's own checks get the rest.
   const reserve = Math.min(config.budgetMs + captureReserveMs(deadline), deadline.remainingMs() / 2);
@@ -105,9 +108,9 @@ export async function actOnPage(
   try {
     // The elements must still be what the call was decided (and approved) on, and reachable: an
     // inert target or a relabelled one fails here, before any wait for actionability.
-    await checkTargets(actionDeadline, browser, page, expectations);
+    await timePhase('target_check', () => checkTargets(actionDeadline, browser, page, expectations));
     const checksStarted = performance.now();
-    await runPrechecks(checks, plan)
+    await timePhase('actionability', () => runPrechecks(checks, plan))
       .catch((error: unknown) => {
         // A lease that ended while the prechecks waited is why they failed (its page was left).
         stillLeased();
@@ -122,11 +125,12 @@ export async function actOnPage(
     stillLeased();
     // Prechecks that waited (a disabled button enabling, an animation ending) gave the page time
     // to change the element: checked again right before the input.
-    if (performance.now() - checksStarted > RECHECK_AFTER_WAIT_MS) await checkTargets(actionDeadline, browser, page, expectations);
+    if (performance.now() - checksStarted > RECHECK_AFTER_WAIT_MS)
+      await timePhase('target_check', () => checkTargets(actionDeadline, browser, page, expectations));
     // Settling entry: just before the input, so what the input starts joins the request set.
     entry = enterSettling(browser.traffic, config);
     try {
-      await sendInput(actionDeadline, plan);
+      await timePhase('input', () => sendInput(actionDeadline, plan));
     } catch (error) {
       entry.requests.dispose();
       // The input may have changed the page: its earlier references are void until a fresh capture.
@@ -139,7 +143,7 @@ export async function actOnPage(
 
   const settleDeadline = deadline.leaving(captureReserveMs(deadline));
   try {
-    const report = await settle(settleDeadline, page, browser.traffic, entry, config);
+    const report = await timePhase('settle', () => settle(settleDeadline, page, browser.traffic, entry, config));
     return await captureRevision(deadline, browser, report);
   } catch (error) {
     browser.revisions.invalidate(`no usable observation followed an action: ${firstLineOf(error)}`);

@@ -3,6 +3,7 @@ import type { SettleReport } from '../shared/observation.ts';
 import { Deadline } from './deadline.ts';
 import { confineFrames } from './frame-confinement.ts';
 import { firstLineOf, HostError } from './host-error.ts';
+import { timePhase } from './phase-clock.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import type { CapturedRevision } from './snapshot/captured-revision.ts';
 import { markSnapshot, readReach } from './snapshot/marks.ts';
@@ -43,16 +44,18 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
   const capture = deadline.child(deadline.remainingMs());
   const reading = browser.trackCapture(
     // What a person cannot reach is read first: the page's own snapshot must be the last one taken (snapshot/marks.ts).
-    readReach(capture, page).then(async (reach) => {
-      const text = await page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) });
-      return { text, reach, title: await page.title() };
-    }),
+    timePhase('reach', () => readReach(capture, page)).then((reach) =>
+      timePhase('snapshot', async () => {
+        const text = await page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) });
+        return { text, reach, title: await page.title() };
+      }),
+    ),
   );
   try {
     const { text, reach, title } = await capture.race(reading);
     const url = page.url();
-    const confined = await capture.race(confineFrames(capture, page, text === '' ? [] : text.split('\n'), browser.confinement));
-    const { lines, incomplete } = await capture.race(markSnapshot(capture, page, confined.lines, reach, browser.closedRoots));
+    const confined = await timePhase('frames', () => capture.race(confineFrames(capture, page, text === '' ? [] : text.split('\n'), browser.confinement)));
+    const { lines, incomplete } = await timePhase('marks', () => capture.race(markSnapshot(capture, page, confined.lines, reach, browser.closedRoots)));
     return browser.revisions.record({ url, title, lines, frames: confined.frames, incomplete, settle });
   } catch (error) {
     capture.dispose();

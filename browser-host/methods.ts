@@ -17,6 +17,7 @@ import type { LiveViews } from './live-view.ts';
 import { navigatePage } from './navigation.ts';
 import { capturePictured, continueObservation, hostObservationOf, NOT_WAITED, type ObservationContext } from './observation.ts';
 import type { ObservationLog } from './observation-log.ts';
+import { notePhase } from './phase-clock.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import type { ProfileSnapshots } from './profile-snapshot/snapshots.ts';
 import { boxOf, takeScreenshot } from './screenshots.ts';
@@ -160,6 +161,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
   /** Shelves a screenshot of what an act or navigation left the page showing (see `ScreenshotShelf`). */
   const shelveScreenshot = (leaseId: string, browser: ProfileBrowser, captured: { revision: number }): void => {
     if (!config.screenshots.enabled) return;
+    const started = performance.now();
     browser.screenshots.shelve(
       leaseId,
       captured.revision,
@@ -167,6 +169,7 @@ export function methodHandlers(services: HostServices): MethodHandlers {
       () => browser.openPage,
       config.screenshots,
     );
+    notePhase('screenshot', performance.now() - started);
   };
 
   return {

@@ -3,6 +3,7 @@ import { captureReserveMs, captureRevision } from './capture.ts';
 import type { SettleConfig } from './config.ts';
 import type { Deadline } from './deadline.ts';
 import { firstLineOf, HostError } from './host-error.ts';
+import { timePhase } from './phase-clock.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, settle } from './settle.ts';
 import type { CapturedRevision } from './snapshot/captured-revision.ts';
@@ -88,7 +89,7 @@ export async function loadAndCapture(
   }
   const settleDeadline = deadline.leaving(captureReserveMs(deadline));
   try {
-    const report = await settle(settleDeadline, page, browser.traffic, entry, config);
+    const report = await timePhase('settle', () => settle(settleDeadline, page, browser.traffic, entry, config));
     return await captureRevision(deadline, browser, report);
   } finally {
     settleDeadline.dispose();

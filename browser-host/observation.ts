@@ -7,6 +7,7 @@ import type { ContinuationCursors } from './continuation-cursor.ts';
 import type { Deadline } from './deadline.ts';
 import { HostError } from './host-error.ts';
 import { isolatedWorldOf } from './page/isolated-world.ts';
+import { timePhase } from './phase-clock.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { observationScreenshot } from './screenshots.ts';
 import type { SiteCatalog } from './site-verification/catalog.ts';
@@ -67,7 +68,8 @@ export async function hostObservationOf(
   const window = observationOf(captured, 0, context);
   const page = browser.openPage;
   const trail = browser.traffic.trail();
-  const signal = page === undefined ? undefined : await signInSignal(deadline, page, captured, catalog, trail).catch(() => undefined);
+  const signal =
+    page === undefined ? undefined : await timePhase('sign_in', () => signInSignal(deadline, page, captured, catalog, trail)).catch(() => undefined);
   const { blocked, dialogs } = browser.events.drain();
   const downloads = browser.downloads.report();
   const observation: HostObservation = {
@@ -108,7 +110,7 @@ export async function capturePictured(
     const documentStart = (): Promise<number | undefined> => world.evaluate<number>(deadline, 'performance.timeOrigin').catch(() => undefined);
     const before = await documentStart();
     const captured = await captureRevision(deadline, browser, settle);
-    const picture = await observationScreenshot(page, deadline);
+    const picture = await timePhase('screenshot', () => observationScreenshot(page, deadline));
     const after = await documentStart();
     if (before !== undefined && before === after) return { captured, picture };
     if (attempt >= PICTURED_ATTEMPTS) {

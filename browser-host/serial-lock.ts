@@ -1,4 +1,5 @@
 import type { Deadline } from './deadline.ts';
+import { timePhase } from './phase-clock.ts';
 
 /**
  * Runs operations on one page one at a time, in arrival order. A caller whose deadline passes
@@ -27,7 +28,7 @@ export class SerialLock {
     this.#tail = previous.then(() => mine);
     this.#held += 1;
     try {
-      await deadline.race(previous, 'deadline_exceeded', 'ran out of time waiting for an earlier operation on this page');
+      await timePhase('queue', () => deadline.race(previous, 'deadline_exceeded', 'ran out of time waiting for an earlier operation on this page'));
       return await operation();
     } finally {
       this.#held -= 1;

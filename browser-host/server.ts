@@ -6,6 +6,7 @@ import { type HelloFrame, HOST_METHODS, type HostMethod, MAX_FRAME_BYTES, Reques
 import { newWireNonce, signHostHello, splitRequestFrame, verifyFrameToken, WIRE_NONCE_PATTERN, wireDigest } from '../shared/wire-auth.ts';
 import { toErrorDetail } from './host-error.ts';
 import type { MethodHandlers } from './methods.ts';
+import { withPhaseClock } from './phase-clock.ts';
 import type { WireConnection } from './wire-connection.ts';
 
 /** Where and as whom the wire server listens, and what it serves. */
@@ -70,7 +71,8 @@ export const AUTHENTICATION_TIMEOUT_MS = 10_000;
  * - a method outside `HOST_METHODS`: `unknown_method`;
  * - params failing the method's schema: `invalid_params`, naming the offending fields;
  * - otherwise the handler's result, checked against the method's result schema (`internal_error`
- *   if it does not conform), or its error as `{code, message}`.
+ *   if it does not conform), with the phases it went through (`timings`, see `PhaseClock`), or
+ *   its error as `{code, message}`.
  * The connection stays open after any of these, except that unauthenticated input is bounded
  * ({@link MAX_UNAUTHENTICATED_BYTES}, {@link AUTHENTICATION_TIMEOUT_MS}). Frames over
  * `MAX_FRAME_BYTES` (4 MiB) are refused by the WebSocket layer, which closes that connection
@@ -292,9 +294,11 @@ async function answer(
   if (!parsed.success) return { id, error: { code: 'invalid_params', message: `${method}: ${describe(parsed.error)}` } };
   try {
     const handler = options.handlers[method as HostMethod] as (params: unknown, connection: WireConnection) => Promise<unknown>;
-    const result = spec.result.safeParse(await handler(parsed.data, connection));
+    const { result: answer, clock } = await withPhaseClock(() => handler(parsed.data, connection));
+    const result = spec.result.safeParse(answer);
     if (!result.success) return { id, error: { code: 'internal_error', message: `${method} produced an invalid result: ${describe(result.error)}` } };
-    return { id, result: result.data };
+    const timings = clock.timings();
+    return Object.keys(timings).length > 0 ? { id, result: result.data, timings } : { id, result: result.data };
   } catch (error) {
     return { id, error: toErrorDetail(error) };
   }

@@ -15,7 +15,8 @@ import { BrowserAction, ContinuationCursor, ElementRef, HistoryMove, MAX_URL_LEN
  *   a token the host signed over that nonce, its id and a connection id (see `wire-auth.ts`);
  * - request (edge to host): `<token>\n{id, method, params}`; the token binds the body to the
  *   connection, the frame id and the method, and is checked before the body is parsed;
- * - response (host to edge): `{id, result}` or `{id, error: {code, message}}`.
+ * - response (host to edge): `{id, result, timings?}` (timings: {@link HostPhaseTimings}) or
+ *   `{id, error: {code, message}}`.
  *
  * There is deliberately no method that passes raw CDP or scripts through.
  */
@@ -276,8 +277,30 @@ export const RequestFrame = z.strictObject({
 });
 export type RequestFrame = z.infer<typeof RequestFrame>;
 
+/**
+ * Where a host operation's time went (issue 35), named as `npm run bench` prints them:
+ * `queue` (waiting for the page's turn), `target_check` (the act's expected target against the
+ * page), `actionability` (the trial that the element can take the input), `input` (the input
+ * itself), `settle` (bounded settling, ADR-0159), `reach` (modal dialogs and `inert` subtrees),
+ * `snapshot` (`page.ariaSnapshot({mode: 'ai'})` and the title), `frames` (frame confinement),
+ * `marks` (names from content, `[inert]` marks, closed shadow roots), `sign_in` (the sign-in
+ * signal), `screenshot` (the picture taken or handed off on the answer's path).
+ */
+export const HostPhase = z.enum(['queue', 'target_check', 'actionability', 'input', 'settle', 'reach', 'snapshot', 'frames', 'marks', 'sign_in', 'screenshot']);
+export type HostPhase = z.infer<typeof HostPhase>;
+
+/** Milliseconds per {@link HostPhase} of one answered operation (phases that ran concurrently each count whole). */
+export const HostPhaseTimings = z.partialRecord(
+  HostPhase,
+  z
+    .number()
+    .min(0)
+    .max(MAX_OPERATION_TIMEOUT_MS * 2),
+);
+export type HostPhaseTimings = z.infer<typeof HostPhaseTimings>;
+
 export const ResponseFrame = z.union([
-  z.strictObject({ id: z.int().min(0), result: z.unknown() }),
+  z.strictObject({ id: z.int().min(0), result: z.unknown(), timings: HostPhaseTimings.optional() }),
   z.strictObject({ id: z.int().min(0).nullable(), error: ErrorDetail }),
 ]);
 export type ResponseFrame = z.infer<typeof ResponseFrame>;

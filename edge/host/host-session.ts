@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { ErrorCode } from '../../shared/errors.ts';
 import { LiveViewNotification } from '../../shared/live-view.ts';
-import { HelloFrame, HOST_METHODS, type HostMethod, type HostParams, type HostResult, ResponseFrame } from '../../shared/protocol.ts';
+import { HelloFrame, HOST_METHODS, type HostMethod, type HostParams, type HostPhaseTimings, type HostResult, ResponseFrame } from '../../shared/protocol.ts';
 import { signRequestFrame, verifyHostHello } from '../../shared/wire-auth.ts';
 
 /**
@@ -68,6 +68,7 @@ export class HostSession {
   private closedReason: string | undefined;
   private readonly notificationListeners: Array<(notification: LiveViewNotification) => void> = [];
   private readonly closeListeners: Array<(reason: string) => void> = [];
+  private readonly timingListeners: Array<(method: HostMethod, timings: HostPhaseTimings) => void> = [];
 
   private constructor(
     private readonly socket: WireSocket,
@@ -149,6 +150,14 @@ export class HostSession {
     else this.closeListeners.push(listener);
   }
 
+  /**
+   * Calls `listener` with the host's phase timings (shared/protocol.ts `HostPhaseTimings`, ms) of
+   * each answered command that carries them, before the command's promise resolves.
+   */
+  onTimings(listener: (method: HostMethod, timings: HostPhaseTimings) => void): void {
+    this.timingListeners.push(listener);
+  }
+
   /** Closes the connection; pending commands fail with HostNoAnswer('connection_lost'). */
   close(): void {
     this.onClosed('the session was closed');
@@ -177,6 +186,8 @@ export class HostSession {
       return;
     }
     const result = (HOST_METHODS[pending.method].result as z.ZodType).safeParse(frame.data.result);
+    const timings = frame.data.timings;
+    if (result.success && timings !== undefined) for (const listener of this.timingListeners) listener(pending.method, timings);
     if (result.success) pending.resolve(result.data);
     else pending.reject(new HostNoAnswer('connection_lost', `the host answered ${pending.method} with a malformed result`));
   }

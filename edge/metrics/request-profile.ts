@@ -12,6 +12,8 @@ import type { HostConnector, HostSession } from '../host/host-session.ts';
 export class RequestProfile {
   readonly #started = performance.now();
   readonly #spans = new Map<string, { count: number; ms: number }>();
+  /** Spans inside others (the host's phases within its wire call): printed, not taken from `app`. */
+  readonly #nested = new Map<string, number>();
 
   /** Adds `ms` (and `count` occurrences) to span `name`. */
   add(name: string, ms: number, count = 1): void {
@@ -19,6 +21,11 @@ export class RequestProfile {
     span.count += count;
     span.ms += ms;
     this.#spans.set(name, span);
+  }
+
+  /** Adds `ms` to nested span `name`, one that lies inside another span (see `serverTiming`). */
+  addNested(name: string, ms: number): void {
+    this.#nested.set(name, (this.#nested.get(name) ?? 0) + ms);
   }
 
   /** Runs `work`, adding its duration (success or failure) to span `name`. */
@@ -32,8 +39,9 @@ export class RequestProfile {
   }
 
   /**
-   * The `Server-Timing` value: every span as `name;dur=ms;desc="count"`, then `app` (the request's
-   * time not in any span: connection waits overlap nothing else, so the spans add up) and `total`.
+   * The `Server-Timing` value: every span as `name;dur=ms;desc="count"`, then the nested spans as
+   * `name;dur=ms` (within the spans before them), then `app` (the request's time not in any span:
+   * connection waits overlap nothing else, so the spans add up) and `total`.
    */
   serverTiming(): string {
     const total = performance.now() - this.#started;
@@ -43,19 +51,25 @@ export class RequestProfile {
       inSpans += span.ms;
       parts.push(`${name};dur=${span.ms.toFixed(1)};desc="${span.count}"`);
     }
+    for (const [name, ms] of this.#nested) parts.push(`${name};dur=${ms.toFixed(1)}`);
     parts.push(`app;dur=${Math.max(0, total - inSpans).toFixed(1)}`, `total;dur=${total.toFixed(1)}`);
     return parts.join(', ');
   }
 }
 
 /**
- * `connector` with each wire call of its sessions timed into `profile` as `host.<method>` (the
- * connector itself times its upgrade and hello; see edge/host/fetch-upgrade-connector.ts).
+ * `connector` with each wire call of its sessions timed into `profile` as `host.<method>`, and the
+ * phases the host reported for it as nested spans `phase.<phase>` (the connector itself times its
+ * upgrade and hello; see edge/host/fetch-upgrade-connector.ts).
  */
 export function profiledConnector(connector: HostConnector, profile: RequestProfile): HostConnector {
   return {
     async connect(timeoutMs) {
-      return profiledSession(await connector.connect(timeoutMs), profile);
+      const session = await connector.connect(timeoutMs);
+      session.onTimings((_method, timings) => {
+        for (const [phase, ms] of Object.entries(timings)) profile.addNested(`phase.${phase}`, ms);
+      });
+      return profiledSession(session, profile);
     },
   };
 }
