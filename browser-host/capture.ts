@@ -6,6 +6,7 @@ import { firstLineOf, HostError } from './host-error.ts';
 import { timePhase } from './phase-clock.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import type { CapturedRevision } from './snapshot/captured-revision.ts';
+import { readElementCensus } from './snapshot/element-census.ts';
 import { markSnapshot, readReach } from './snapshot/marks.ts';
 
 /** How long a cancelled capture gets to wind down before the host answers anyway, in ms. */
@@ -27,7 +28,8 @@ export function captureReserveMs(deadline: Deadline): number {
  * and the URL, recorded as the page's next revision together with `settle`, the report of the
  * settling that preceded it, and the page's frames, content of frames outside the run's origins
  * withheld (see {@link confineFrames}), with names from content and `[inert]` marks written in
- * and what could not be observed listed (see {@link markSnapshot}).
+ * and what could not be observed listed (see {@link markSnapshot}), and the census of the elements
+ * later reads look for, taken in the same turn right before the snapshot (see {@link readElementCensus}).
  *
  * Capture cancellation (ADR-0159): if the capture fails or outlives the deadline, it is aborted
  * through its signal and joined (its Playwright calls awaited until they have finished, at most
@@ -44,19 +46,22 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
   const capture = deadline.child(deadline.remainingMs());
   const reading = browser.trackCapture(
     // What a person cannot reach is read first: the page's own snapshot must be the last one taken (snapshot/marks.ts).
-    timePhase('reach', () => readReach(capture, page)).then((reach) =>
+    timePhase('reach', async () => {
+      const census = await readElementCensus(capture, page);
+      return { census, reach: await readReach(capture, page, census) };
+    }).then(({ census, reach }) =>
       timePhase('snapshot', async () => {
         const text = await page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) });
-        return { text, reach, title: await page.title() };
+        return { text, reach, census, title: await page.title() };
       }),
     ),
   );
   try {
-    const { text, reach, title } = await capture.race(reading);
+    const { text, reach, census, title } = await capture.race(reading);
     const url = page.url();
     const confined = await timePhase('frames', () => capture.race(confineFrames(capture, page, text === '' ? [] : text.split('\n'), browser.confinement)));
     const { lines, incomplete } = await timePhase('marks', () => capture.race(markSnapshot(capture, page, confined.lines, reach, browser.closedRoots)));
-    return browser.revisions.record({ url, title, lines, frames: confined.frames, incomplete, settle });
+    return browser.revisions.record({ url, title, lines, frames: confined.frames, incomplete, settle, ...(census === undefined ? {} : { census }) });
   } catch (error) {
     capture.dispose();
     // Bounded: one still running after the grace period leaves the page invalidated, which is what matters.

@@ -69,10 +69,13 @@ async function checkOne(deadline: Deadline, browser: ProfileBrowser, page: Page,
   const lead = target.about === undefined ? reference : `${target.about} (${reference})`;
   const marker = `[ref=${reference}]`;
   // The node whose own ref it is: page text may contain "[ref=e4]" too.
-  const node = lines
-    .filter((candidate) => candidate.includes(marker))
-    .map(nodeOfSnapshotLine)
-    .find((candidate) => candidate?.ref === reference);
+  let line = -1;
+  let node: ReturnType<typeof nodeOfSnapshotLine>;
+  for (let index = 0; index < lines.length && node === undefined; index++) {
+    if (!(lines[index] as string).includes(marker)) continue;
+    const candidate = nodeOfSnapshotLine(lines[index] as string);
+    if (candidate?.ref === reference) [line, node] = [index, candidate];
+  }
   const shown = `the ${expected.role} ${JSON.stringify(expected.name)}`;
   if (node === undefined) {
     throw new HostError('target_changed', `${lead} is no longer ${shown}: it was relabelled, re-roled or removed; nothing was dispatched`);
@@ -86,7 +89,8 @@ async function checkOne(deadline: Deadline, browser: ProfileBrowser, page: Page,
       `${lead} (${shown}) is inert: behind a modal dialog or inside an inert part of the page, where no person can reach it; nothing was dispatched`,
     );
   }
-  const origin = await frameOriginOf(page, reference, Math.max(1, deadline.remainingMs()));
+  // An element outside every iframe of the snapshot is the main frame's: its origin needs no round trip.
+  const origin = insideIframe(lines, line) ? await frameOriginOf(page, reference, Math.max(1, deadline.remainingMs())) : httpOrigin(page.mainFrame().url());
   if (origin !== expected.frame_origin) {
     throw new HostError(
       'target_changed',
@@ -96,6 +100,23 @@ async function checkOne(deadline: Deadline, browser: ProfileBrowser, page: Page,
   if (browser.confinement.documentVerdict(`${origin}/`) !== undefined) {
     throw new HostError('outside_run_origins', `${lead} is inside a frame of ${origin}, outside the run's origins; nothing was dispatched`);
   }
+}
+
+/** Whether the node on `lines[line]` lies under an `iframe` node of the snapshot (its content is the frame's document). */
+function insideIframe(lines: readonly string[], line: number): boolean {
+  let depth = indentOf(lines[line] as string);
+  for (let index = line - 1; index >= 0 && depth > 0; index--) {
+    const ancestor = lines[index] as string;
+    const indent = indentOf(ancestor);
+    if (indent >= depth || !/^ *- /.test(ancestor)) continue;
+    depth = indent;
+    if (nodeOfSnapshotLine(ancestor)?.role === 'iframe') return true;
+  }
+  return false;
+}
+
+function indentOf(line: string): number {
+  return line.length - line.trimStart().length;
 }
 
 /** The origin of the frame holding the element; a local document (about:, srcdoc) has its parent's. */

@@ -1,4 +1,8 @@
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { ariaKeyOf, type MutableNode, nodeOfKey, yamlKey, yamlValue } from './aria-key.ts';
+import { readSnapshotLines } from './aria-line-reader.ts';
+
+export { ariaKeyOf };
 
 /**
  * A reader and writer for the text of Playwright's AI-mode aria snapshot
@@ -7,8 +11,9 @@ import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNo
  * text (`- paragraph [ref=e4]: Hello`), a key with a nested sequence of children and properties
  * (`- link [ref=e5]:` then `  - /url: /home`), or a text node (`- text: some text`); YAML quotes a
  * whole key or value when its characters need it (`- 'heading "Post #10" [level=2] [ref=e6]'`).
- * The YAML is read by the `yaml` package (the parser Playwright itself uses); only the node key's
- * own grammar (`role "name" [attribute=value] ...`) is read here. Nodes cut off by the window are
+ * Text in Playwright's own one-item-per-line form is read directly (shared/aria-line-reader.ts);
+ * any other text by the `yaml` package (the parser Playwright itself uses), the authority; the node
+ * key's own grammar (`role "name" [attribute=value] ...`) is read in shared/aria-key.ts. Nodes cut off by the window are
  * simply not there, which is the point (DESIGN.md section 7).
  */
 
@@ -34,17 +39,6 @@ export interface AriaNode {
   readonly line: number;
 }
 
-interface MutableNode {
-  role: string;
-  name: string | undefined;
-  attributes: Record<string, string>;
-  ref: string | undefined;
-  value: string | undefined;
-  props: Record<string, string>;
-  children: MutableNode[];
-  line: number;
-}
-
 /** A sequence item line: its indentation and what follows `- `. */
 const ITEM = /^( *)- /;
 /** Key of the synthetic ancestors that hold a window starting deeper than its later lines. */
@@ -62,11 +56,32 @@ export function parseAriaSnapshot(snapshot: string): AriaNode[] {
   const lines = snapshot.split('\n');
   const first = lines.findIndex((line) => ITEM.test(line));
   if (first < 0) return [];
+  const base = baseIndentOf(lines, first);
+  // Playwright's own form is read directly; anything else, by the YAML parser (shared/aria-line-reader.ts).
+  return readSnapshotLines(lines, first, base) ?? readWithYaml(lines, first, base);
+}
+
+/**
+ * {@link parseAriaSnapshot} by the YAML parser alone, whatever the text's form: the authority the
+ * direct reader is held equal to (test/edge/aria-snapshot-property.test.ts). Never throws.
+ */
+export function parseAriaSnapshotWithYaml(snapshot: string): AriaNode[] {
+  const lines = snapshot.split('\n');
+  const first = lines.findIndex((line) => ITEM.test(line));
+  if (first < 0) return [];
+  return readWithYaml(lines, first, baseIndentOf(lines, first));
+}
+
+function baseIndentOf(lines: readonly string[], first: number): number {
   let base = Number.POSITIVE_INFINITY;
   for (let index = first; index < lines.length; index++) {
     const indent = ITEM.exec(lines[index] ?? '')?.[1]?.length;
     if (indent !== undefined && indent < base) base = indent;
   }
+  return base;
+}
+
+function readWithYaml(lines: readonly string[], first: number, base: number): AriaNode[] {
   const firstIndent = ITEM.exec(lines[first] ?? '')?.[1]?.length ?? base;
   const ancestors: string[] = [];
   for (let depth = base; depth + 2 <= firstIndent; depth += 2) ancestors.push(`${' '.repeat(depth - base)}- ${ANCESTOR_KEY}:`);
@@ -152,55 +167,6 @@ function parseLineByLine(lines: readonly string[], first: number): AriaNode[] {
 }
 
 /**
- * Reads a node key, `role "name" [attribute] [attribute=value] ...`, as Playwright writes it (the
- * name is a JSON string literal), into a node at `line`; undefined when the key is not one.
- */
-function nodeOfKey(key: string, line: number): MutableNode | undefined {
-  const role = /^[a-zA-Z]+/.exec(key)?.[0];
-  if (!role) return undefined;
-  let rest = key.slice(role.length);
-  let name: string | undefined;
-  const quoted = /^ ("(?:[^"\\]|\\.)*")/.exec(rest);
-  if (quoted) {
-    try {
-      name = JSON.parse(quoted[1] ?? '""') as string;
-    } catch {
-      name = (quoted[1] ?? '').slice(1, -1).replace(/\\(.)/g, '$1');
-    }
-    rest = rest.slice(quoted[0].length);
-  }
-  const attributes: Record<string, string> = {};
-  let ref: string | undefined;
-  for (;;) {
-    const attribute = /^ \[([a-zA-Z-]+)(?:=([^\]]*))?\]/.exec(rest);
-    if (!attribute) break;
-    if (attribute[1] === 'ref') ref = attribute[2];
-    else attributes[attribute[1]!] = attribute[2] ?? 'true';
-    rest = rest.slice(attribute[0].length);
-  }
-  if (rest.trim() !== '') return undefined;
-  return { role, name, attributes, ref, value: undefined, props: {}, children: [], line };
-}
-
-/** Attributes Playwright writes after `[ref=...]`; every other one comes before it. */
-const AFTER_REF = new Set(['cursor', 'box']);
-
-/**
- * The key of `node` as Playwright writes it, before any YAML quoting:
- * `role "name" [states...] [ref=eN] [cursor=pointer]`.
- */
-export function ariaKeyOf(node: Pick<AriaNode, 'role' | 'name' | 'attributes' | 'ref'>): string {
-  let key = node.role;
-  if (node.name) key += ` ${JSON.stringify(node.name)}`;
-  const attribute = ([name, value]: [string, string]) => (value === 'true' ? ` [${name}]` : ` [${name}=${value}]`);
-  const entries = Object.entries(node.attributes);
-  for (const entry of entries) if (!AFTER_REF.has(entry[0])) key += attribute(entry);
-  if (node.ref !== undefined) key += ` [ref=${node.ref}]`;
-  for (const entry of entries) if (AFTER_REF.has(entry[0])) key += attribute(entry);
-  return key;
-}
-
-/**
  * The line of `node` itself at `depth` (two spaces each), exactly as Playwright's renderer writes
  * it: `- key`, `- key: value` or `- key:` (children and properties follow on their own lines).
  */
@@ -266,55 +232,6 @@ export function rewriteAriaLine(line: string, change: (node: AriaLineNode) => Ar
   const node = nodeOfKey(key, 0);
   if (node === undefined) return line;
   return `${indent}- ${yamlKey(ariaKeyOf(change(node)))}${suffix}`;
-}
-
-/** A key YAML-quoted as Playwright does it: single quotes, `'` doubled, only when needed. */
-function yamlKey(text: string): string {
-  return needsQuotes(text) ? `'${text.replace(/'/g, "''")}'` : text;
-}
-
-/** A value YAML-quoted as Playwright does it: double quotes with backslash escapes, only when needed. */
-function yamlValue(text: string): string {
-  if (!needsQuotes(text)) return text;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what must be escaped
-  const escaped = text.replace(/[\\"\x00-\x1f\x7f-\x9f]/g, (character) => {
-    switch (character) {
-      case '\\':
-        return '\\\\';
-      case '"':
-        return '\\"';
-      case '\b':
-        return '\\b';
-      case '\f':
-        return '\\f';
-      case '\n':
-        return '\\n';
-      case '\r':
-        return '\\r';
-      case '\t':
-        return '\\t';
-      default:
-        return `\\x${character.charCodeAt(0).toString(16).padStart(2, '0')}`;
-    }
-  });
-  return `"${escaped}"`;
-}
-
-/** When a plain YAML scalar would not read back as the same string (Playwright's rules). */
-function needsQuotes(text: string): boolean {
-  if (text.length === 0) return true;
-  if (/^\s|\s$/.test(text)) return true;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what YAML cannot carry plain
-  if (/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/.test(text)) return true;
-  if (/^-/.test(text)) return true;
-  if (/[\n:](\s|$)/.test(text)) return true;
-  if (/\s#/.test(text)) return true;
-  if (/[\n\r]/.test(text)) return true;
-  if (/^[&*\],?!>|@"'#%]/.test(text)) return true;
-  if (/[{}`]/.test(text)) return true;
-  if (/^\[/.test(text)) return true;
-  if (!Number.isNaN(Number(text)) || ['y', 'n', 'yes', 'no', 'true', 'false', 'on', 'off', 'null', '~'].includes(text.toLowerCase())) return true;
-  return /^[-+]?\.(inf|nan)$/i.test(text);
 }
 
 /** Every node of the forest, depth first, parents before children. */

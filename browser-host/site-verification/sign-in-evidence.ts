@@ -8,6 +8,7 @@ import type { Deadline } from '../deadline.ts';
 import { withCdpSession } from '../page/cdp-session.ts';
 import { attributeOf, type PiercedDomNode, walkPiercedDom } from '../page/pierced-dom.ts';
 import type { DocumentTrail } from '../page/traffic.ts';
+import { type ElementCensus, IDENTIFIER_FIELDS, PASSWORD_FIELDS } from '../snapshot/element-census.ts';
 
 /**
  * The evidence that a page asks for sign-in, read from what a person sees (issue 17; ADR-0164
@@ -48,14 +49,6 @@ export const REASON_WEIGHTS: Readonly<Record<SignInReasonCode, number>> = {
 /** A field offering passkeys weighs as much as an identifier form: the page asks for a credential now. */
 const PASSKEY_FIELD_WEIGHT = 2;
 
-/** An identifier field as the host reads it: visible inputs of these kinds. */
-const IDENTIFIER_FIELDS = [
-  'input[type=email]',
-  'input[autocomplete~=username i]',
-  'input[autocomplete~=email i]',
-  'input[autocomplete~=webauthn i]',
-  ...['username', 'login', 'email', 'identifier', 'userid'].flatMap((name) => [`input[name=${name} i]`, `input[id=${name} i]`]),
-].join(', ');
 /** Headings as the host reads them around a field: the nearest one before it in document order. */
 const NEAREST_HEADING = 'xpath=preceding::*[self::h1 or self::h2 or self::h3 or self::legend or @role="heading"][1]';
 /** Most buttons read per identifier field's form. */
@@ -82,6 +75,8 @@ export interface PageUnderAssessment {
   readonly trail?: DocumentTrail;
   /** True when the capture knows of closed shadow roots it could not open (declarative ones). */
   readonly closedShadowRoots?: boolean;
+  /** The capture's census (snapshot/element-census.ts): a field kind it counted none of is not looked for again. */
+  readonly census?: Pick<ElementCensus, 'passwordFields' | 'identifierFields'>;
 }
 
 /** The pieces seen, whether they make a wall, and the document the call asked for (a redirect's start). */
@@ -124,7 +119,9 @@ export async function assessSignIn(
   const read = deadline.remainingMs() >= MIN_READ_MS ? deadline.child(Math.min(DOM_READ_MS, deadline.remainingMs())) : undefined;
   try {
     const [password, forms] =
-      read === undefined ? [false, []] : await Promise.all([passwordFieldSeen(read, page, seen.closedShadowRoots === true), identifierForms(read, page)]);
+      read === undefined
+        ? [false, []]
+        : await Promise.all([passwordFieldSeen(read, page, seen.closedShadowRoots === true, seen.census), identifierForms(read, page, seen.census)]);
     if (password) reasons.push({ code: 'password_field', detail: 'a visible password field' });
     const titleReads = titleReadsAsSignIn(seen.title, words);
     const signInForm = forms.map((form) => ({ form, said: formSaysSignIn(form, words, titleReads) })).find((entry) => entry.said !== undefined);
@@ -218,8 +215,8 @@ export function trailReasons(seen: Pick<PageUnderAssessment, 'url' | 'trail'>): 
 }
 
 /** True when a visible password field is in the main frame or a same-origin frame: by locator, then (when there are declarative closed roots) by CDP. */
-async function passwordFieldSeen(deadline: Deadline, page: Page, closedRoots: boolean): Promise<boolean> {
-  const count = await deadline.race(page.locator('input[type=password]').filter({ visible: true }).count()).catch(() => 0);
+async function passwordFieldSeen(deadline: Deadline, page: Page, closedRoots: boolean, census: PageUnderAssessment['census']): Promise<boolean> {
+  const count = census?.passwordFields === 0 ? 0 : await deadline.race(page.locator(PASSWORD_FIELDS).filter({ visible: true }).count()).catch(() => 0);
   if (count > 0 || (await framedPasswordField(deadline, page))) return true;
   return closedRoots ? closedRootPasswordField(deadline, page) : false;
 }
@@ -243,7 +240,8 @@ function formSaysSignIn(form: IdentifierForm, words: SignInWords, titleReads: bo
  * the read. For each field: its kind and `autocomplete`, its nearest heading before it in document
  * order, and the buttons of its form (or, without a form element, of its third ancestor).
  */
-async function identifierForms(deadline: Deadline, page: Page): Promise<IdentifierForm[]> {
+async function identifierForms(deadline: Deadline, page: Page, census: PageUnderAssessment['census']): Promise<IdentifierForm[]> {
+  if (census?.identifierFields === 0) return [];
   const fields: Locator = page.locator(IDENTIFIER_FIELDS).filter({ visible: true });
   const count = Math.min(await deadline.race(fields.count()), MAX_IDENTIFIER_FIELDS);
   const forms = await Promise.all(Array.from({ length: count }, (_, index) => identifierFormOf(deadline, fields.nth(index)).catch(() => undefined)));

@@ -5,6 +5,7 @@ import { readPredicate } from '../../shared/predicate-evaluation.ts';
 import { MAX_URL_LENGTH } from '../../shared/tool-arguments.ts';
 import type { Deadline } from '../deadline.ts';
 import type { DocumentTrail } from '../page/traffic.ts';
+import type { ElementCensus } from '../snapshot/element-census.ts';
 import type { SiteCatalog } from './catalog.ts';
 import { assessSignIn, trailReasons } from './sign-in-evidence.ts';
 
@@ -51,7 +52,7 @@ export function challengeSeen(definition: SiteVerificationDefinition, page: { ur
 export async function signInSignal(
   deadline: Deadline,
   page: Page,
-  captured: { url: string; title: string; lines: readonly string[]; incomplete?: readonly string[] },
+  captured: { url: string; title: string; lines: readonly string[]; incomplete?: readonly string[]; census?: ElementCensus },
   catalog: SiteCatalog,
   trail?: DocumentTrail,
 ): Promise<SignInSignal | undefined> {
@@ -62,7 +63,7 @@ export async function signInSignal(
 async function decideSignIn(
   deadline: Deadline,
   page: Page,
-  captured: { url: string; title: string; lines: readonly string[]; incomplete?: readonly string[] },
+  captured: { url: string; title: string; lines: readonly string[]; incomplete?: readonly string[]; census?: ElementCensus },
   catalog: SiteCatalog,
   trail?: DocumentTrail,
 ): Promise<{ signal: SignInSignal | undefined; checked: boolean }> {
@@ -94,6 +95,7 @@ async function decideSignIn(
       lines: captured.lines,
       ...(trail !== undefined ? { trail } : {}),
       closedShadowRoots: captured.incomplete?.includes('closed_shadow_root') === true,
+      ...(captured.census !== undefined ? { census: captured.census } : {}),
     },
     catalog.words,
     known,

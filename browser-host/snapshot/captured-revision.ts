@@ -1,4 +1,5 @@
 import type { FrameSummary, IncompleteReason, SettleReport } from '../../shared/observation.ts';
+import type { ElementCensus } from './element-census.ts';
 
 /**
  * One full capture of the page: the revision it was given, the document's URL and title, the
@@ -15,6 +16,8 @@ export interface CapturedRevision {
   /** Why `lines` may hold less than a person sees (marks.ts); empty when nothing is known missing. */
   readonly incomplete: readonly IncompleteReason[];
   readonly settle: SettleReport;
+  /** What the capture counted right before its snapshot, when it could (element-census.ts): later reads it proves empty are skipped. */
+  readonly census?: ElementCensus;
 }
 
 /**

@@ -3,6 +3,7 @@ import { type AriaNode, nodeOfSnapshotLine, parseAriaSnapshot, rewriteAriaLine, 
 import type { IncompleteReason } from '../../shared/observation.ts';
 import type { Deadline } from '../deadline.ts';
 import { type PiercedDomNode, walkPiercedDom } from '../page/pierced-dom.ts';
+import { type ElementCensus, REACH_CANDIDATES } from './element-census.ts';
 
 /**
  * What a person sees that Playwright's AI-mode snapshot leaves implicit, written into the
@@ -82,15 +83,17 @@ function ownRefs(snapshot: string): string[] {
  * attribute (the common case); otherwise, for each modal dialog (at most 8), whether it is the one
  * on top (a hit test at its centre lands inside it: a dialog under another's backdrop is inert
  * too) and its own ref, and one AI-mode snapshot of each non-empty inert subtree (at most 64).
- * Call it right before the page's own `ariaSnapshot`. Never throws: a page that changes meanwhile
- * gets no modal marks (see {@link markInert}).
+ * Call it right before the page's own `ariaSnapshot`. With a `census` that counted no candidate
+ * (element-census.ts), nothing is read. Never throws: a page that changes meanwhile gets no
+ * modal marks (see {@link markInert}).
  */
-export async function readReach(deadline: Deadline, page: Page): Promise<PageReach> {
+export async function readReach(deadline: Deadline, page: Page, census?: ElementCensus): Promise<PageReach> {
   const timeout = Math.max(1, Math.min(deadline.remainingMs(), 2_000));
+  if (census?.reach === 0) return EVERYTHING_REACHABLE;
   try {
     // Raced against the deadline: a count has no timeout of its own, and a hung page must not
     // hold the capture (which is joined when cancelled) past it.
-    if ((await deadline.race(page.locator('dialog:modal, [aria-modal="true"], [inert]').count())) === 0) return EVERYTHING_REACHABLE;
+    if ((await deadline.race(page.locator(REACH_CANDIDATES).count())) === 0) return EVERYTHING_REACHABLE;
     const modals = page.locator('dialog:modal, [aria-modal="true"]:visible');
     const inertRoots = page.locator('[inert]:not(:empty)');
     const [modalCount, inertCount] = await deadline.race(Promise.all([modals.count(), inertRoots.count()]));
