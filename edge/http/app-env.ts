@@ -7,5 +7,7 @@ export interface AppEnv {
     ports: Ports;
     requestId: string;
     principal: Principal;
+    /** The proposal route counted this proposal already (its body was not JSON); unset elsewhere. */
+    proposalAdmitted?: boolean;
   };
 }

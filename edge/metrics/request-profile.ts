@@ -41,7 +41,9 @@ export class RequestProfile {
   /**
    * The `Server-Timing` value: every span as `name;dur=ms;desc="count"`, then the nested spans as
    * `name;dur=ms` (within the spans before them), then `app` (the request's time not in any span:
-   * connection waits overlap nothing else, so the spans add up) and `total`.
+   * connection waits overlap nothing else, so the spans add up, except a lease renewal sent with its
+   * command, edge/pipeline/lease.ts: its `host.lease.renew` lies within the command's span, so
+   * `app` comes out that much too low) and `total`.
    */
   serverTiming(): string {
     const total = performance.now() - this.#started;

@@ -9,13 +9,14 @@ import { type ProposalOutcome, proposeOnRun } from './propose.ts';
 /**
  * The one way a proposal enters the tool pipeline, for every caller that proposes: the HTTP
  * route `POST /v1/runs/{id}/tool-calls`, the MCP browser tools and the recipe runner.
- * In order: admission (the principal's and its owner's proposals per minute, counted before the
- * envelope is looked at, so malformed proposals count too), the envelope `{tool, version,
- * arguments}` validated by the shared {@link ProposeBody} schema (nesting depth included), then
- * {@link proposeOnRun} for the run `runId`.
+ * Every proposal is counted against the principal's and its owner's proposals per minute, well
+ * formed or not, and refused past them before anything else: the envelope `{tool, version,
+ * arguments}` is validated by the shared {@link ProposeBody} schema (nesting depth included); one
+ * that fails is counted by itself (a refusal past the rates wins over the schema's), a valid one
+ * with the first read of {@link proposeOnRun} for the run `runId` (one statement for both).
  * @param envelope the proposal as received (unparsed JSON value).
- * @param options.admitted the caller counted the proposal already: the HTTP route does it in its
- *   middleware, before the framework reads the body, so a body that is not even JSON counts too.
+ * @param options.admitted the caller counted the proposal already (the HTTP route counts a body
+ *   that is not JSON before the framework refuses it).
  * @returns the finished (200) or parked (202) call.
  * @throws DomainError('rate_limited') with Retry-After past the proposal rates;
  *   DomainError('invalid_arguments') with zod's wording for an envelope that fails its schema
@@ -28,8 +29,11 @@ export async function enterProposal(
   envelope: unknown,
   options: { readonly admitted?: boolean } = {},
 ): Promise<ProposalOutcome> {
-  if (options.admitted !== true) await admitProposal(ports, principal);
+  const admitted = options.admitted === true;
   const proposal = ProposeBody.safeParse(envelope);
-  if (!proposal.success) throw new DomainError('invalid_arguments', z.prettifyError(proposal.error));
-  return proposeOnRun(ports, principal, runId, proposal.data);
+  if (!proposal.success) {
+    if (!admitted) await admitProposal(ports, principal);
+    throw new DomainError('invalid_arguments', z.prettifyError(proposal.error));
+  }
+  return proposeOnRun(ports, principal, runId, proposal.data, { admit: !admitted });
 }

@@ -18,7 +18,7 @@ import { protectedPageOf } from '../sign-in/protected-page.ts';
 import { furtherElements } from './act-target.ts';
 import { atSignInWall, BLANK_PAGE, classifyFailure, type DispatchOutcome, inAgentTerms, onBlankPage, withheld } from './dispatch-outcome.ts';
 import { historyCommand } from './history.ts';
-import { giveBackReservation, leaseForDispatch } from './lease.ts';
+import { giveBackReservation, leaseForDispatch, sendOnLease } from './lease.ts';
 import { withPageFiles } from './page-files.ts';
 import { pointedCommand } from './points.ts';
 import { recordOutcome } from './record-outcome.ts';
@@ -59,15 +59,18 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
     const connection = await leaseForDispatch(ports, run, isWrite, deadline);
     ({ session, run } = connection);
     hostId = connection.host.id;
-    const { lease } = connection;
-    if (!lease.expiryRecorded) leaseExpiry = { leaseId: lease.lease_id, expiresAtMs: lease.expires_at_ms };
     const timeout = Math.max(100, deadline.upTo(MAX_OPERATION_TIMEOUT_MS));
     sent = true;
     const phases = call.phases as CallPhases;
     const { target } = phases;
-    const { observation, signIn, screenshot, downloads } = splitSignIn(
-      await sendCommand(session, lease.lease_id, commandOf(invocation, traits.command, phases), timeout, target, file),
+    const command = commandOf(invocation, traits.command, phases);
+    const connected = session;
+    // The command goes right behind a pipelined renewal (see ensureLease).
+    const { lease, answer } = await sendOnLease(ports, connection, connection.lease, isWrite, deadline, (leaseId) =>
+      sendCommand(connected, leaseId, command, timeout, target, file),
     );
+    if (!lease.expiryRecorded) leaseExpiry = { leaseId: lease.lease_id, expiresAtMs: lease.expires_at_ms };
+    const { observation, signIn, screenshot, downloads } = splitSignIn(answer);
     downloaded.push(...(downloads ?? []));
     if (traits.command.method !== 'page.observe') answered = { leaseId: lease.lease_id, revision: observation.revision, hostUrl: connection.host.url };
     outcome = {

@@ -11,6 +11,24 @@ import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { hostProfileId } from '../profiles/bindings.ts';
 
+/** The lease a dispatch holds: its id, generation and expiry (epoch ms, host clock). */
+export interface HeldLease {
+  readonly lease_id: string;
+  readonly generation: number;
+  readonly expires_at_ms: number;
+  /** The expiry is on record on the run; when false, the caller records it with the call's outcome. */
+  readonly expiryRecorded: boolean;
+}
+
+/**
+ * A lease from {@link ensureLease}: held, or (`renewal`) on record with a renewal sent and not yet
+ * answered; {@link sendOnLease} sends the call's command on it and settles the renewal.
+ */
+export interface DispatchLease extends HeldLease {
+  /** The renewal sent back to back with the command: its grant, or why it failed. */
+  readonly renewal?: Promise<{ readonly grant: LeaseGrant } | { readonly error: unknown }>;
+}
+
 /**
  * Makes sure the run holds a live lease on its profile's browser before a command is sent
  * (DESIGN.md section 6). An existing lease is renewed; when the host says it is gone, a read
@@ -19,6 +37,16 @@ import { hostProfileId } from '../profiles/bindings.ts';
  * (`lease_expires_at`: how long the profile stays in use, see `assertLeaseAvailable`): at once,
  * or, when the expiry on record outlasts the tool deadline, by the caller with the call's outcome
  * (`expiryRecorded: false`; see record-outcome.ts).
+ *
+ * Off the hot path (issue 35): when the expiry on record outlasts the tool deadline, the renewal
+ * is sent and not waited for (`renewal`); the command goes right behind it on the same session
+ * ({@link sendOnLease}). That keeps the lease rule whole: the lease cannot lapse on the host before
+ * the command's own lease check, which the host makes for every page operation when its turn
+ * comes (browser-host/methods.ts: `lease_lost` unless live, nothing dispatched), so a write is
+ * only ever carried out on the lease it was planned on, never on a fresh one; and when the host
+ * answers the renewal `lease_lost`, the lease is forgotten as here, a read goes again on a fresh
+ * lease and a write fails with the command's own `lease_lost`. Skipping renewals while the expiry
+ * leaves room was weighed and not taken: an idle run's lease would then lapse up to a TTL sooner.
  * @param deadline the dispatch's deadline: each lease command gets what is left of it.
  * @param host the host `session` is connected to (registry id and URL): a new lease is acquired
  *   there with the profile's placement (issue 32), and recorded as the run's lease host.
@@ -33,24 +61,25 @@ export async function ensureLease(
   forWrite: boolean,
   deadline: Deadline,
   host: { readonly id: string; readonly url: string },
-): Promise<LeaseGrant & { readonly expiryRecorded: boolean }> {
+): Promise<DispatchLease> {
+  if (run.leaseId !== null && run.leaseGeneration !== null && outlastsTheCall(ports, run)) {
+    const renewal = session.call('lease.renew', { lease_id: run.leaseId, ttl_ms: ports.config.leaseTtlMs }, deadline.remaining()).then(
+      (grant) => ({ grant }),
+      (error: unknown) => ({ error }),
+    );
+    return { lease_id: run.leaseId, generation: run.leaseGeneration, expires_at_ms: run.leaseExpiresAt ?? 0, expiryRecorded: false, renewal };
+  }
   if (run.leaseId !== null) {
     try {
       const renewed = await session.call('lease.renew', { lease_id: run.leaseId, ttl_ms: ports.config.leaseTtlMs }, deadline.remaining());
-      // The expiry on record outlasts any call (the tool deadline): the new one is recorded with
-      // the call's outcome, in its batch (one statement fewer per call).
-      if ((run.leaseExpiresAt ?? 0) - ports.clock.now() > ports.config.toolDeadlineMs) return { ...renewed, expiryRecorded: false };
       await ports.db
         .update(runs)
         .set({ leaseExpiresAt: renewed.expires_at_ms })
         .where(and(eq(runs.id, run.id), eq(runs.leaseId, renewed.lease_id)));
       return { ...renewed, expiryRecorded: true };
     } catch (error) {
-      if (!(error instanceof HostCallError) || error.code !== 'lease_lost') throw error;
-      await ports.db
-        .update(runs)
-        .set({ leaseId: null, leaseExpiresAt: null, updatedAt: ports.clock.now() })
-        .where(and(eq(runs.id, run.id), eq(runs.leaseId, run.leaseId)));
+      if (!isLeaseLost(error)) throw error;
+      await forgetLease(ports, run.id, run.leaseId);
       if (forWrite) throw error;
     }
   } else if (forWrite) {
@@ -69,6 +98,69 @@ export async function ensureLease(
     })
     .where(and(eq(runs.id, run.id), or(isNull(runs.leaseId), eq(runs.leaseId, run.leaseId ?? ''))));
   return { ...grant, expiryRecorded: true };
+}
+
+/**
+ * Whether the run's lease expiry on record outlasts any call (the tool deadline): its renewal then
+ * need not be waited for, and the new expiry is recorded with the call's outcome, in its batch (one
+ * statement fewer per call).
+ */
+function outlastsTheCall(ports: Ports, run: RunRow): boolean {
+  return (run.leaseExpiresAt ?? 0) - ports.clock.now() > ports.config.toolDeadlineMs;
+}
+
+function isLeaseLost(error: unknown): error is HostCallError {
+  return error instanceof HostCallError && error.code === 'lease_lost';
+}
+
+/** Forgets lease `leaseId` of run `runId` (the host no longer has it), only while the run still holds that lease. */
+async function forgetLease(ports: Ports, runId: string, leaseId: string): Promise<void> {
+  await ports.db
+    .update(runs)
+    .set({ leaseId: null, leaseExpiresAt: null, updatedAt: ports.clock.now() })
+    .where(and(eq(runs.id, runId), eq(runs.leaseId, leaseId)));
+}
+
+/**
+ * Sends a dispatch's one command (`command`, given the lease id) on `lease` from
+ * {@link ensureLease}, on the session it came with. A held lease: the command, as is. A pipelined
+ * renewal (`lease.renewal`): the command goes out without waiting for it; then, by the renewal's
+ * answer, a grant gives the lease its new expiry (recorded with the outcome); `lease_lost`
+ * forgets the lease (see {@link ensureLease}), and when the command was refused `lease_lost` too,
+ * a read is sent again once on a fresh lease while a write fails with that refusal (nothing was
+ * dispatched); any other failure of the renewal leaves the lease as on record (it outlasts the
+ * call). The command's own answer or error always stands: a write the host may have carried out is
+ * never sent again.
+ * @returns the lease the answer came on, and the answer.
+ * @throws whatever `command` throws, and for a read sent again whatever {@link ensureLease} throws.
+ */
+export async function sendOnLease<T>(
+  ports: Ports,
+  connection: { readonly session: HostSession; readonly run: RunRow; readonly host: { readonly id: string; readonly url: string } },
+  lease: DispatchLease,
+  forWrite: boolean,
+  deadline: Deadline,
+  command: (leaseId: string) => Promise<T>,
+): Promise<{ readonly lease: HeldLease; readonly answer: T }> {
+  const { renewal, ...held } = lease;
+  if (renewal === undefined) return { lease: held, answer: await command(held.lease_id) };
+  const answering = command(held.lease_id).then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+  const renewed = await renewal;
+  const answered = await answering;
+  const settled = (on: HeldLease) => {
+    if ('error' in answered) throw answered.error;
+    return { lease: on, answer: answered.value };
+  };
+  if ('grant' in renewed) return settled({ ...held, generation: renewed.grant.generation, expires_at_ms: renewed.grant.expires_at_ms });
+  if (!isLeaseLost(renewed.error)) return settled({ ...held, expiryRecorded: true });
+  await forgetLease(ports, connection.run.id, held.lease_id);
+  if (!('error' in answered) || forWrite || !isLeaseLost(answered.error)) return settled({ ...held, expiryRecorded: true });
+  const { session, run, host } = connection;
+  const fresh = await ensureLease(ports, session, { ...run, leaseId: null, leaseExpiresAt: null }, false, deadline, host);
+  return { lease: fresh, answer: await command(fresh.lease_id) };
 }
 
 /**

@@ -18,6 +18,7 @@ import { canonicalHash } from '../policy/canonical-hash.ts';
 import { decideForRun } from '../policy/decision-input.ts';
 import type { Ports } from '../ports.ts';
 import { reserveLease } from '../quotas/lease-availability.ts';
+import { proposalGates } from '../quotas/rates.ts';
 import { holdRun } from '../runs/lifecycle.ts';
 import { actTarget } from './act-target.ts';
 import { beginDispatch, type NewCall } from './begin-dispatch.ts';
@@ -69,10 +70,19 @@ export async function proposeToolCall(ports: Ports, principal: Principal, run: R
 /**
  * {@link proposeToolCall} on the run with id `runId`, read together with everything else the
  * proposal needs in one statement (see {@link loadProposalContext}).
- * @throws DomainError('not_found') when the principal's owner has no such run; else as
- *   {@link proposeToolCall}.
+ * @param options.admit count the proposal against the agent's and its owner's proposal rates
+ *   (quotas/rates.ts `proposalGates`) in that same statement.
+ * @throws DomainError('rate_limited') with Retry-After past the rates (with `admit`; nothing
+ *   counted, read or stored); DomainError('not_found') when the principal's owner has no such
+ *   run; else as {@link proposeToolCall}.
  */
-export async function proposeOnRun(ports: Ports, principal: Principal, runId: string, body: ProposeBody): Promise<ProposalOutcome> {
+export async function proposeOnRun(
+  ports: Ports,
+  principal: Principal,
+  runId: string,
+  body: ProposeBody,
+  options: { readonly admit?: boolean } = {},
+): Promise<ProposalOutcome> {
   const now = ports.clock.now();
   const argumentsHash = await canonicalHash({ tool: body.tool, version: body.version, arguments: body.arguments });
   const { reference, revision } = (body.arguments ?? {}) as { reference?: unknown; revision?: unknown };
@@ -80,7 +90,7 @@ export async function proposeOnRun(ports: Ports, principal: Principal, runId: st
     body.tool === 'browser.act' && typeof reference === 'string' && reference.length <= 32 && Number.isSafeInteger(revision)
       ? { tool: body.tool, reference, revision: revision as number }
       : undefined;
-  const context = await loadProposalContext(ports, principal, runId, argumentsHash, act);
+  const context = await loadProposalContext(ports, principal, runId, argumentsHash, act, options.admit === true ? proposalGates(ports, principal) : undefined);
   const loadedRun = context.run;
   const base = {
     runId: loadedRun.id,

@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Principal } from '../auth/principal.ts';
 import { newId } from '../db/ids.ts';
 import { rowsChanged } from '../db/rows-changed.ts';
@@ -24,7 +24,7 @@ export function secondsUntil(now: number, atMs: number): number {
 }
 
 /** One rate a request must fit: its window's key, its limit per window, and what it counts (for the message). */
-interface Gate {
+export interface Gate {
   readonly key: string;
   readonly limit: number;
   readonly what: string;
@@ -36,14 +36,14 @@ function hasRoom(gate: Gate, now: number) {
 }
 
 /**
- * Counts one admission in every gate, or in none, in one statement: an upsert of every gate's
- * window whose rows are selected only while all gates have room (SQLite reads that selection
- * whole before it writes, as the selection reads the table written), restarting a window that
- * ended. Rows changed: one per gate when admitted, none when refused.
- * @throws DomainError('rate_limited') naming the full gate, with Retry-After until its window ends.
+ * The admission of `gates` at `now` as one statement: an upsert of every gate's window whose rows
+ * are selected only while all gates have room (SQLite reads that selection whole before it
+ * writes, as the selection reads the table written), restarting a window that ended. It changes
+ * (and, with `returning`, returns) one row per gate when admitted, none when refused.
+ * @param returning what the statement returns, e.g. sql`rate_windows.key`: the proposal's first
+ *   read rides on its admission (edge/pipeline/proposal-context.ts).
  */
-async function admit(ports: Ports, gates: readonly [Gate, ...Gate[]]): Promise<void> {
-  const now = ports.clock.now();
+export function admissionStatement(gates: readonly [Gate, ...Gate[]], now: number, returning?: SQL): SQL {
   const token = newId('adm');
   const allHaveRoom = sql.join(
     gates.map((gate) => hasRoom(gate, now)),
@@ -54,14 +54,33 @@ async function admit(ports: Ports, gates: readonly [Gate, ...Gate[]]): Promise<v
     sql` union all `,
   );
   const ended = sql`rate_windows.window_start <= ${now - WINDOW_MS}`;
-  const counted = await ports.db.run(sql`
+  return sql`
     insert into rate_windows (key, window_start, count, token)
     select gate.key, ${now}, 1, ${token} from (${keys}) as gate where ${allHaveRoom}
     on conflict (key) do update set
       count = case when ${ended} then 1 else rate_windows.count + 1 end,
       window_start = case when ${ended} then ${now} else rate_windows.window_start end,
-      token = excluded.token`);
+      token = excluded.token${returning === undefined ? sql`` : sql` returning ${returning}`}`;
+}
+
+/**
+ * Counts one admission in every gate, or in none, in one statement (see {@link admissionStatement}).
+ * @throws DomainError('rate_limited') naming the full gate, with Retry-After until its window ends.
+ */
+async function admit(ports: Ports, gates: readonly [Gate, ...Gate[]]): Promise<void> {
+  const now = ports.clock.now();
+  const counted = await ports.db.run(admissionStatement(gates, now));
   if (rowsChanged(counted as RunResult) === gates.length) return;
+  await refuseAdmission(ports, gates, now);
+}
+
+/**
+ * The refusal of an admission at `now` that counted nothing: reads the gates' windows to name the
+ * full one.
+ * @throws DomainError('rate_limited') naming the full gate, with Retry-After until its window
+ *   ends (1 s when a window ended between the admission and this read).
+ */
+export async function refuseAdmission(ports: Ports, gates: readonly [Gate, ...Gate[]], now: number): Promise<never> {
   const windows = await ports.db
     .select()
     .from(rateWindows)
@@ -96,14 +115,23 @@ export async function admitRunCreation(ports: Ports, principal: Principal): Prom
 }
 
 /**
+ * The gates a proposal must fit: the agent's and its owner's proposals per minute (the first, the
+ * agent's, is the row the proposal's first read rides on: edge/pipeline/proposal-context.ts).
+ */
+export function proposalGates(ports: Ports, principal: Principal): readonly [Gate, ...Gate[]] {
+  const quotas = ports.config.quotas;
+  return [
+    { key: `agent:${principal.id}:proposals`, limit: quotas.proposalsPerMinutePerAgent, what: 'proposals by this agent' },
+    { key: `owner:${principal.ownerId}:proposals`, limit: quotas.proposalsPerMinutePerOwner, what: "proposals on this owner's runs" },
+  ];
+}
+
+/**
  * Before a proposal is looked at, even before its body is parsed (so malformed proposals count
- * too): the agent's and its owner's proposals per minute.
+ * too): the agent's and its owner's proposals per minute. A well-formed proposal is counted with
+ * its first read instead (edge/pipeline/agent-entry.ts).
  * @throws DomainError('rate_limited') with Retry-After.
  */
 export async function admitProposal(ports: Ports, principal: Principal): Promise<void> {
-  const quotas = ports.config.quotas;
-  return admit(ports, [
-    { key: `agent:${principal.id}:proposals`, limit: quotas.proposalsPerMinutePerAgent, what: 'proposals by this agent' },
-    { key: `owner:${principal.ownerId}:proposals`, limit: quotas.proposalsPerMinutePerOwner, what: "proposals on this owner's runs" },
-  ]);
+  return admit(ports, proposalGates(ports, principal));
 }

@@ -8,9 +8,9 @@ import type { Ports } from '../../edge/ports.ts';
 import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
-// D1 statements per request: a proposal reads everything it needs in one statement and writes
-// in one batch, so it sends at most 5 statements (X-D1-Statements counts each statement of a
-// batch). Counted on the real D1 through the Workers app; the host is a stand-in.
+// D1 statements per request: a proposal is admitted and reads everything it needs in one
+// statement and writes in one batch, so it sends at most 4 statements (X-D1-Statements counts
+// each statement of a batch). Counted on the real D1 through the Workers app; the host is a stand-in.
 
 const parties = partiesForEachTest();
 const ORIGIN = 'http://127.0.0.1:8125';
@@ -42,7 +42,7 @@ function stack() {
 }
 
 describe('D1 statements per request', () => {
-  it('a proposal that dispatches and one that parks for the owner each send at most 5, once the run is under way', async () => {
+  it('a proposal that dispatches and one that parks for the owner each send at most 4, once the run is under way', async () => {
     const { post, revision } = stack();
     const run = await post('/v1/runs', parties.owner.token, { profile_id: 'budget', intent: 'count statements', origins: [ORIGIN] });
     const propose = (tool: string, args: unknown) =>
@@ -51,11 +51,11 @@ describe('D1 statements per request', () => {
 
     const observed = await propose('browser.observe', {});
     expect(observed).toMatchObject({ status: 200, body: { state: 'succeeded' } });
-    expect(observed.statements).toBeLessThanOrEqual(5);
+    expect(observed.statements).toBeLessThanOrEqual(4);
 
     const parked = await propose('browser.act', { action: 'click', revision: revision(), reference: 'e2' });
     expect(parked).toMatchObject({ status: 202, body: { state: 'waiting_for_approval' } });
-    expect(parked.statements).toBeLessThanOrEqual(5);
+    expect(parked.statements).toBeLessThanOrEqual(4);
 
     const approved = await post(`/v1/approvals/${parked.body.approval_id}/decision`, parties.owner.token, { decision: 'approve' });
     expect(approved).toMatchObject({ status: 200, body: { tool_call: { state: 'succeeded' } } });

@@ -1,4 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { z } from 'zod';
 import { IdParam, ProposeBody, ToolCallView, WaitQuery } from '../../../shared/api.ts';
@@ -14,12 +15,21 @@ import { AUTH_ERRORS, errorResponses, jsonBody, jsonResponse, newRouter } from '
 const security = [{ bearer: [] }];
 
 /**
- * Middleware: the agent entry's admission (edge/pipeline/agent-entry.ts), counting the proposal
- * against the agent's and its owner's per-minute rates (429 `rate_limited` past them) before the
- * framework reads and validates the body.
+ * Middleware: the agent entry's admission (edge/pipeline/agent-entry.ts) for a body that is not
+ * JSON, counting the proposal against the agent's and its owner's per-minute rates (429
+ * `rate_limited` past them) before the framework refuses it. A JSON body is counted by the agent
+ * entry (a valid proposal with its first read, one statement for both) or, when the schema
+ * refuses it, by the route's validation hook: every proposal counts once, malformed or not.
  */
 const proposalAdmission = createMiddleware<AppEnv>(async function proposalAdmission(c, next) {
-  await admitProposal(c.var.ports, c.var.principal);
+  const json = await c.req.json().then(
+    () => true,
+    () => false,
+  );
+  if (!json) {
+    await admitProposal(c.var.ports, c.var.principal);
+    c.set('proposalAdmitted', true);
+  }
   await next();
 });
 
@@ -67,20 +77,32 @@ const read = createRoute({
   responses: { 200: jsonResponse(ToolCallView, 'the call'), ...errorResponses(...AUTH_ERRORS, 'not_found') },
 });
 
+/**
+ * The refusal of a proposal the route's schemas reject. It still counts against the proposal rates
+ * (see {@link proposalAdmission}), and a refusal past them wins.
+ * @throws DomainError('rate_limited') with Retry-After; else DomainError(`code`, `message`).
+ */
+async function refuseInput(c: Context<AppEnv>, code: 'invalid_arguments' | 'invalid_request', message: string): Promise<never> {
+  if (c.var.proposalAdmitted !== true) {
+    await admitProposal(c.var.ports, c.var.principal);
+    c.set('proposalAdmitted', true);
+  }
+  throw new DomainError(code, message);
+}
+
 /** Tool call endpoints. A proposal whose envelope fails its schema is `invalid_arguments`. */
 export const toolCallRoutes = newRouter()
   .openapi(
     propose,
     async (c) => {
-      const outcome = await enterProposal(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json'), { admitted: true });
+      const outcome = await enterProposal(c.var.ports, c.var.principal, c.req.valid('param').id, c.req.valid('json'), {
+        admitted: c.var.proposalAdmitted === true,
+      });
       const view = toolCallView(outcome.call, outcome.approvalId, c.var.ports.config.resultBudgetBytes);
       return outcome.status === 202 ? c.json(view, 202) : c.json(view, 200);
     },
-    (result) => {
-      if (!result.success) {
-        const code = result.target === 'json' ? 'invalid_arguments' : 'invalid_request';
-        throw new DomainError(code, z.prettifyError(result.error));
-      }
+    (result, c) => {
+      if (!result.success) return refuseInput(c, result.target === 'json' ? 'invalid_arguments' : 'invalid_request', z.prettifyError(result.error));
       return undefined;
     },
   )
