@@ -33,8 +33,8 @@ const CALL_TIMEOUT_MS = 15_000;
 /** How long starting the server and the MCP handshake may take, in ms. */
 const CONNECT_TIMEOUT_MS = 20_000;
 /** The whole measurement's budget beyond the rounds, in ms, plus {@link ROUND_BUDGET_MS} per round. */
-const BASE_BUDGET_MS = 30_000;
-const ROUND_BUDGET_MS = 2_000;
+const BASE_BUDGET_MS = 15_000;
+const ROUND_BUDGET_MS = 1_500;
 /** How much of the server's stderr is kept for an error message, in characters. */
 const STDERR_TAIL_CHARS = 4_000;
 
@@ -64,7 +64,7 @@ export interface PlaywrightMcpClickOptions {
  *
  * The server and its Chromium are always stopped before this returns or throws (the MCP client
  * closes stdin, then SIGTERM, then SIGKILL after 2 s each). Every request has a timeout
- * (15 s; 20 s to connect) and the whole measurement a budget of 30 s + 2 s per click.
+ * (15 s; 20 s to connect) and the whole measurement a budget of 15 s + 1.5 s per click (50 s for 23).
  *
  * @returns the `browser_click` round trips of the `rounds` timed clicks, in ms, in order.
  * @throws Error when the server does not start, a tool answers with an error, the button is not
