@@ -52,7 +52,8 @@ export async function captureRevision(deadline: Deadline, browser: ProfileBrowse
     }).then(({ census, reach }) =>
       timePhase('snapshot', async () => {
         const text = await page.ariaSnapshot({ mode: 'ai', signal: capture.signal, timeout: Math.max(1, capture.remainingMs()) });
-        return { text, reach, census, title: await page.title() };
+        // The census read the title in the same round trip; only without one is it read again.
+        return { text, reach, census, title: census?.title ?? (await page.title()) };
       }),
     ),
   );

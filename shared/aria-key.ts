@@ -21,31 +21,45 @@ export interface MutableNode {
  * name is a JSON string literal), into a node at `line`; undefined when the key is not one.
  */
 export function nodeOfKey(key: string, line: number): MutableNode | undefined {
-  const role = /^[a-zA-Z]+/.exec(key)?.[0];
+  const role = ROLE.exec(key)?.[0];
   if (!role) return undefined;
-  let rest = key.slice(role.length);
+  let position = role.length;
   let name: string | undefined;
-  const quoted = /^ ("(?:[^"\\]|\\.)*")/.exec(rest);
+  QUOTED_NAME.lastIndex = position;
+  const quoted = QUOTED_NAME.exec(key);
   if (quoted) {
-    try {
-      name = JSON.parse(quoted[1] ?? '""') as string;
-    } catch {
-      name = (quoted[1] ?? '').slice(1, -1).replace(/\\(.)/g, '$1');
+    const literal = quoted[1] as string;
+    // Without a backslash the literal is its own text (what JSON.parse or the fallback below give).
+    if (!literal.includes('\\')) name = literal.slice(1, -1);
+    else {
+      try {
+        name = JSON.parse(literal) as string;
+      } catch {
+        name = literal.slice(1, -1).replace(/\\(.)/g, '$1');
+      }
     }
-    rest = rest.slice(quoted[0].length);
+    position += quoted[0].length;
   }
   const attributes: Record<string, string> = {};
   let ref: string | undefined;
   for (;;) {
-    const attribute = /^ \[([a-zA-Z-]+)(?:=([^\]]*))?\]/.exec(rest);
+    ATTRIBUTE.lastIndex = position;
+    const attribute = ATTRIBUTE.exec(key);
     if (!attribute) break;
     if (attribute[1] === 'ref') ref = attribute[2];
-    else attributes[attribute[1]!] = attribute[2] ?? 'true';
-    rest = rest.slice(attribute[0].length);
+    else attributes[attribute[1] as string] = attribute[2] ?? 'true';
+    position += attribute[0].length;
   }
-  if (rest.trim() !== '') return undefined;
+  if (position < key.length && key.slice(position).trim() !== '') return undefined;
   return { role, name, attributes, ref, value: undefined, props: {}, children: [], line };
 }
+
+/** A key's role: its leading letters. */
+const ROLE = /^[a-zA-Z]+/;
+/** A key's name, a JSON string literal after one space, read where the role ends (sticky). */
+const QUOTED_NAME = / ("(?:[^"\\]|\\.)*")/y;
+/** One bracketed attribute after one space, read where the last part ended (sticky). */
+const ATTRIBUTE = / \[([a-zA-Z-]+)(?:=([^\]]*))?\]/y;
 
 /** Attributes Playwright writes after `[ref=...]`; every other one comes before it. */
 const AFTER_REF = new Set(['cursor', 'box']);
@@ -99,6 +113,9 @@ export function yamlValue(text: string): string {
 
 /** When a plain YAML scalar would not read back as the same string (Playwright's rules). */
 export function needsQuotes(text: string): boolean {
+  // Most keys and values: a letter, then only characters no rule below looks at (the rules
+  // about numbers and keywords aside), and no trailing space.
+  if (PLAIN_BY_CHARACTERS.test(text) && !text.endsWith(' ')) return !Number.isNaN(Number(text)) || KEYWORDS.has(text.toLowerCase());
   if (text.length === 0) return true;
   if (/^\s|\s$/.test(text)) return true;
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what YAML cannot carry plain
@@ -110,6 +127,11 @@ export function needsQuotes(text: string): boolean {
   if (/^[&*\],?!>|@"'#%]/.test(text)) return true;
   if (/[{}`]/.test(text)) return true;
   if (/^\[/.test(text)) return true;
-  if (!Number.isNaN(Number(text)) || ['y', 'n', 'yes', 'no', 'true', 'false', 'on', 'off', 'null', '~'].includes(text.toLowerCase())) return true;
+  if (!Number.isNaN(Number(text)) || KEYWORDS.has(text.toLowerCase())) return true;
   return /^[-+]?\.(inf|nan)$/i.test(text);
 }
+
+/** Words YAML would read as something other than a string. */
+const KEYWORDS: ReadonlySet<string> = new Set(['y', 'n', 'yes', 'no', 'true', 'false', 'on', 'off', 'null', '~']);
+/** A letter, then letters, digits and punctuation that none of {@link needsQuotes}'s character rules concern. */
+const PLAIN_BY_CHARACTERS = /^[A-Za-z][\p{L}\p{N} "'=./[\]()_,;!?&*%@+|>$^-]*$/u;

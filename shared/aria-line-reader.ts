@@ -41,24 +41,30 @@ interface OpenItem {
  * when any line is outside the direct form. Pure; never throws.
  */
 export function readSnapshotLines(lines: readonly string[], first: number, base: number): MutableNode[] | undefined {
-  const roots: MutableNode[] = [];
-  const open: OpenItem[] = [];
+  // Each line read once: its depth and its item's text.
+  const items: Array<{ readonly line: number; readonly depth: number; readonly text: string }> = [];
   for (let index = first; index < lines.length; index++) {
     const line = lines[index] as string;
-    if (line.trim() === '') continue;
     const match = ITEM.exec(line);
-    if (match === null) return undefined;
+    if (match === null) {
+      if (line.trim() === '') continue;
+      return undefined;
+    }
     const indent = (match[1] as string).length - base;
     if (indent < 0 || indent % 2 !== 0) return undefined;
-    const depth = indent / 2;
+    items.push({ line: index, depth: indent / 2, text: match[2] as string });
+  }
+  const roots: MutableNode[] = [];
+  const open: OpenItem[] = [];
+  for (let position = 0; position < items.length; position++) {
+    const { line, depth, text } = items[position] as (typeof items)[number];
     while (open.length > 0 && (open[open.length - 1] as OpenItem).depth >= depth) open.pop();
     const parent = open[open.length - 1];
     if (parent !== undefined && (parent.depth !== depth - 1 || !parent.opens)) return undefined;
-    const item = itemTextOf(match[2] as string);
+    const item = itemTextOf(text);
     if (item === undefined) return undefined;
-    const next = nextItemDepth(lines, index + 1, base);
-    const hasChildren = next !== undefined && next > depth;
-    const placed = placeItem(item, index, parent, hasChildren);
+    const next = items[position + 1];
+    const placed = placeItem(item, line, parent, next !== undefined && next.depth > depth);
     if (placed.node !== undefined) (parent === undefined ? roots : (parent.holder?.children ?? [])).push(placed.node);
     open.push({ depth, holder: placed.holder, opens: item.colon && item.value === undefined });
   }
@@ -89,17 +95,6 @@ function placeItem(item: ItemText, line: number, parent: OpenItem | undefined, h
   if (node === undefined) return {};
   if (scalar !== undefined && scalar !== '') node.value = scalar;
   return { node, holder: hasChildren ? node : undefined };
-}
-
-/** The depth of the next item line from `from` (blank lines skipped), undefined at the end or on a line that is not an item. */
-function nextItemDepth(lines: readonly string[], from: number, base: number): number | undefined {
-  for (let index = from; index < lines.length; index++) {
-    const line = lines[index] as string;
-    if (line.trim() === '') continue;
-    const match = ITEM.exec(line);
-    return match === null ? undefined : ((match[1] as string).length - base) / 2;
-  }
-  return undefined;
 }
 
 /** One item's text (after `- `) read, or undefined when it is not in the direct form. */

@@ -236,9 +236,18 @@ export function rewriteAriaLine(line: string, change: (node: AriaLineNode) => Ar
 
 /** Every node of the forest, depth first, parents before children. */
 export function* walkAria(nodes: readonly AriaNode[]): Generator<AriaNode> {
-  for (const node of nodes) {
+  yield* walkDepthFirst(nodes, () => true);
+}
+
+/** The nodes of the forest `enter` accepts, depth first, parents before children; a refused node's subtree is skipped. Iterative: deep trees cost no nested generators. */
+function* walkDepthFirst(nodes: readonly AriaNode[], enter: (node: AriaNode) => boolean): Generator<AriaNode> {
+  const pending: AriaNode[] = [];
+  for (let index = nodes.length - 1; index >= 0; index--) pending.push(nodes[index] as AriaNode);
+  while (pending.length > 0) {
+    const node = pending.pop() as AriaNode;
+    if (!enter(node)) continue;
     yield node;
-    yield* walkAria(node.children);
+    for (let index = node.children.length - 1; index >= 0; index--) pending.push(node.children[index] as AriaNode);
   }
 }
 
@@ -252,11 +261,7 @@ export function isInert(node: AriaNode): boolean {
  * its whole subtree are left out.
  */
 export function* walkReachable(nodes: readonly AriaNode[]): Generator<AriaNode> {
-  for (const node of nodes) {
-    if (isInert(node)) continue;
-    yield node;
-    yield* walkReachable(node.children);
-  }
+  yield* walkDepthFirst(nodes, (node) => !isInert(node));
 }
 
 /**

@@ -28,17 +28,34 @@ export interface ElementCensus {
   readonly reach: number;
   readonly passwordFields: number;
   readonly identifierFields: number;
+  /** The document's title as the census read it (`document.title`, as `page.title()` reads it). */
+  readonly title: string;
 }
 
-/** The census expression: counts each selector over the document and every shadow root reachable from it. */
+/**
+ * The census expression: one walk over the document and every shadow root reachable from it;
+ * where the walk saw an element a selector could match (an `input`; a `dialog`, an `inert` or an
+ * `aria-modal` attribute), that root's count is the selector's own `querySelectorAll`, else 0.
+ * The document's title comes with it.
+ */
 const CENSUS_SCRIPT = `(() => {
-  const selectors = ${JSON.stringify({ reach: REACH_CANDIDATES, passwordFields: PASSWORD_FIELDS, identifierFields: IDENTIFIER_FIELDS })};
-  const census = { reach: 0, passwordFields: 0, identifierFields: 0 };
+  const census = { reach: 0, passwordFields: 0, identifierFields: 0, title: document.title };
   const roots = [document];
   for (let index = 0; index < roots.length; index++) {
     const root = roots[index];
-    for (const name of Object.keys(selectors)) census[name] += root.querySelectorAll(selectors[name]).length;
-    for (const element of root.querySelectorAll('*')) if (element.shadowRoot) roots.push(element.shadowRoot);
+    let inputs = false;
+    let limitsReach = false;
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+    for (let element = walker.nextNode(); element !== null; element = walker.nextNode()) {
+      if (element.shadowRoot) roots.push(element.shadowRoot);
+      if (element.localName === 'input') inputs = true;
+      if (element.localName === 'dialog' || element.hasAttribute('inert') || element.hasAttribute('aria-modal')) limitsReach = true;
+    }
+    if (limitsReach) census.reach += root.querySelectorAll(${JSON.stringify(REACH_CANDIDATES)}).length;
+    if (inputs) {
+      census.passwordFields += root.querySelectorAll(${JSON.stringify(PASSWORD_FIELDS)}).length;
+      census.identifierFields += root.querySelectorAll(${JSON.stringify(IDENTIFIER_FIELDS)}).length;
+    }
   }
   return census;
 })()`;
@@ -52,7 +69,8 @@ export async function readElementCensus(deadline: Deadline, page: Page): Promise
   try {
     const census = await isolatedWorldOf(page).evaluate<ElementCensus>(deadline, CENSUS_SCRIPT);
     const counts = [census?.reach, census?.passwordFields, census?.identifierFields];
-    return counts.every((count) => Number.isInteger(count) && (count as number) >= 0) ? census : undefined;
+    const counted = counts.every((count) => Number.isInteger(count) && (count as number) >= 0);
+    return counted && typeof census.title === 'string' ? census : undefined;
   } catch {
     return undefined;
   }

@@ -56,7 +56,7 @@ afterAll(async () => {
 async function census(name: string) {
   // A new document each time, so the host's init script runs in it before the page's own.
   await page.goto('about:blank');
-  await page.setContent(`<!doctype html><html lang="en"><body>${PAGES[name]}</body></html>`, { waitUntil: 'load' });
+  await page.setContent(`<!doctype html><html lang="en"><head><title>${name[0]?.toUpperCase()}${name.slice(1)}</title></head><body>${PAGES[name]}</body></html>`, { waitUntil: 'load' });
   const deadline = Deadline.after(5_000);
   try {
     return await readElementCensus(deadline, page);
@@ -69,6 +69,7 @@ describe('the element census', () => {
   it.each(Object.keys(PAGES))('counts on the %s page exactly what the locator counts it stands for find', async (name) => {
     const counted = await census(name);
     expect(counted).toEqual({
+      title: expect.any(String),
       reach: await page.locator(REACH_CANDIDATES).count(),
       passwordFields: await page.locator(PASSWORD_FIELDS).count(),
       identifierFields: await page.locator(IDENTIFIER_FIELDS).count(),
@@ -76,9 +77,9 @@ describe('the element census', () => {
   });
 
   it('reaches into open and host-opened closed shadow roots, counts hidden fields, and leaves iframes to their own reads', async () => {
-    expect(await census('fields')).toEqual({ reach: 1, passwordFields: 3, identifierFields: 4 });
-    expect(await census('reach')).toEqual({ reach: 3, passwordFields: 0, identifierFields: 0 });
-    expect(await census('empty')).toEqual({ reach: 0, passwordFields: 0, identifierFields: 0 });
+    expect(await census('fields')).toMatchObject({ reach: 1, passwordFields: 3, identifierFields: 4 });
+    expect(await census('reach')).toMatchObject({ reach: 3, passwordFields: 0, identifierFields: 0 });
+    expect(await census('empty')).toEqual({ reach: 0, passwordFields: 0, identifierFields: 0, title: 'Empty' });
   });
 
   it('answers nothing, rather than a wrong zero, when the page cannot be read in time', async () => {
