@@ -26,6 +26,27 @@ describe('the host re-checks an act target right before the input', () => {
     expect(fixtures.hits('save')).toBe(0);
   });
 
+  test('a relabelled target that is also covered fails target_changed, not not_actionable: the target check decides before the trial, which is aborted', async ({
+    client,
+    lease,
+    fixtures,
+  }) => {
+    const page = await navigate(client, lease.lease_id, fixtures.url('confinement/relabel.html?cover_after_ms=600'));
+    const reference = refOf(page.snapshot, 'button', 'Save draft');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const response = await client.request('page.act', {
+      lease_id: lease.lease_id,
+      action: { action: 'click', revision: page.revision, reference },
+      target: { role: 'button', name: 'Save draft', frame_origin: fixtures.origin },
+      timeout_ms: 15_000,
+    });
+    expect(response).toMatchObject({ error: { code: 'target_changed' } });
+    expect(fixtures.hits('delete')).toBe(0);
+    // Nothing of the aborted trial is left on the page: the next observe and act go as usual.
+    const again = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 15_000 });
+    expect(again.snapshot).toContain('Delete everything');
+  });
+
   test('an unchanged target passes the check and the act runs once', async ({ client, lease, fixtures }) => {
     const before = fixtures.hits('save');
     const page = await navigate(client, lease.lease_id, fixtures.url('confinement/relabel.html'));
