@@ -56,7 +56,10 @@ afterAll(async () => {
 async function census(name: string) {
   // A new document each time, so the host's init script runs in it before the page's own.
   await page.goto('about:blank');
-  await page.setContent(`<!doctype html><html lang="en"><head><title>${name[0]?.toUpperCase()}${name.slice(1)}</title></head><body>${PAGES[name]}</body></html>`, { waitUntil: 'load' });
+  await page.setContent(
+    `<!doctype html><html lang="en"><head><title>${name[0]?.toUpperCase()}${name.slice(1)}</title></head><body>${PAGES[name]}</body></html>`,
+    { waitUntil: 'load' },
+  );
   const deadline = Deadline.after(5_000);
   try {
     return await readElementCensus(deadline, page);
