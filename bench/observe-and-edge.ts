@@ -84,7 +84,7 @@ interface ModeFigures {
 
 /** The whole system (wrangler dev and the host, `headless` or headed) against the two pages. */
 async function measureSystem(headless: boolean): Promise<Omit<ModeFigures, 'raw' | 'rawQuiet' | 'directClick' | 'mcpClicks'>> {
-  const stack = await startLocalStack({ database: 'fresh', headless, edgeVars: { D1_STATEMENT_COUNTER: '1' } });
+  const stack = await startLocalStack({ database: 'fresh', headless, edgeVars: { D1_STATEMENT_COUNTER: '1' }, hostVars: { HOST_PHASE_TIMINGS: '1' } });
   try {
     const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
     const send = async (token: string, path: string, body: unknown, pick: (answer: unknown) => unknown = (answer) => answer): Promise<CallFigures> => {

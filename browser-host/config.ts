@@ -104,6 +104,12 @@ export interface HostConfig {
   readonly actionabilityMs: number;
   /** Screenshots for the owner's console (`HOST_SCREENSHOTS`, `HOST_SCREENSHOT_QUALITY`). */
   readonly screenshots: ScreenshotConfig;
+  /**
+   * Whether answers carry where their time went (`HOST_PHASE_TIMINGS=1`; shared/protocol.ts
+   * `HostPhaseTimings`): for benchmarks and profiling. Off by default, so an edge older than
+   * issue 35, whose frame schema has no `timings`, keeps reading this host's answers.
+   */
+  readonly phaseTimings?: boolean;
 }
 
 /** Invalid configuration: the message names the variable and what it must be. */
@@ -185,6 +191,7 @@ const EnvSchema = z.object({
   NODE_ENV: z.string().optional(),
   HOST_SCREENSHOTS: flag.default(DEFAULT_SCREENSHOT_CONFIG.enabled),
   HOST_SCREENSHOT_QUALITY: integer(10, 95).default(DEFAULT_SCREENSHOT_CONFIG.quality),
+  HOST_PHASE_TIMINGS: flag.default(false),
   DISPLAY: z.string().optional(),
 });
 
@@ -212,7 +219,8 @@ const EnvSchema = z.object({
  * "Confinement"): `HOST_EGRESS_ALLOW` and `HOST_EGRESS_DENY` (comma-separated origins; default
  * none), `HOST_SIGN_IN_ORIGINS` (comma-separated origins a sign-in window may go to, such as
  * identity providers; default any origin on a public address) and `HOST_ACTIONABILITY_MS` (default 5,000 ms, 100-60,000); for the owner's console's
- * screenshots: `HOST_SCREENSHOTS=0` (default on) and `HOST_SCREENSHOT_QUALITY` (JPEG, default 60, 10-95).
+ * screenshots: `HOST_SCREENSHOTS=0` (default on) and `HOST_SCREENSHOT_QUALITY` (JPEG, default 60, 10-95);
+ * for benchmarks: `HOST_PHASE_TIMINGS=1` (default off: answers carry their phase timings).
  * @throws ConfigError naming every invalid variable or unknown flag, or a catalog file that cannot
  *   be read or does not validate.
  */
@@ -267,5 +275,6 @@ export function parseHostConfig(env: Readonly<Record<string, string | undefined>
     egress: { allow: e.HOST_EGRESS_ALLOW, deny: e.HOST_EGRESS_DENY, ...(e.HOST_SIGN_IN_ORIGINS === undefined ? {} : { signIn: e.HOST_SIGN_IN_ORIGINS }) },
     actionabilityMs: e.HOST_ACTIONABILITY_MS,
     screenshots: { enabled: e.HOST_SCREENSHOTS, quality: e.HOST_SCREENSHOT_QUALITY },
+    phaseTimings: e.HOST_PHASE_TIMINGS,
   };
 }

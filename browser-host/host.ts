@@ -203,7 +203,14 @@ export async function startBrowserHost(config: HostConfig): Promise<BrowserHost>
 
   let server: WireServer;
   try {
-    server = await startWireServer({ bind: config.bind, port: config.port, sharedSecret: config.sharedSecret, hostId: config.hostId, handlers });
+    server = await startWireServer({
+      bind: config.bind,
+      port: config.port,
+      sharedSecret: config.sharedSecret,
+      hostId: config.hostId,
+      handlers,
+      phaseTimings: config.phaseTimings === true,
+    });
     hostPorts.push(server.port);
   } catch (error) {
     await display?.close();

@@ -17,6 +17,8 @@ export interface WireServerOptions {
   readonly sharedSecret: string;
   readonly hostId: string;
   readonly handlers: MethodHandlers;
+  /** Whether answers carry their phase timings (`HOST_PHASE_TIMINGS=1`, see `HostConfig.phaseTimings`). */
+  readonly phaseTimings?: boolean;
 }
 
 /** Most bytes a connection may have queued unsent before notifications on it are held back. */
@@ -71,8 +73,8 @@ export const AUTHENTICATION_TIMEOUT_MS = 10_000;
  * - a method outside `HOST_METHODS`: `unknown_method`;
  * - params failing the method's schema: `invalid_params`, naming the offending fields;
  * - otherwise the handler's result, checked against the method's result schema (`internal_error`
- *   if it does not conform), with the phases it went through (`timings`, see `PhaseClock`), or
- *   its error as `{code, message}`.
+ *   if it does not conform), with the phases it went through when `phaseTimings` is on
+ *   (`timings`, see `PhaseClock`), or its error as `{code, message}`.
  * The connection stays open after any of these, except that unauthenticated input is bounded
  * ({@link MAX_UNAUTHENTICATED_BYTES}, {@link AUTHENTICATION_TIMEOUT_MS}). Frames over
  * `MAX_FRAME_BYTES` (4 MiB) are refused by the WebSocket layer, which closes that connection
@@ -259,7 +261,7 @@ function serveConnection(socket: WebSocket, request: IncomingMessage, options: W
 async function answer(
   text: string,
   auth: ConnectionAuth,
-  options: Pick<WireServerOptions, 'sharedSecret' | 'handlers'>,
+  options: Pick<WireServerOptions, 'sharedSecret' | 'handlers' | 'phaseTimings'>,
   connection: WireConnection,
 ): Promise<ResponseFrame> {
   // Authentication comes before the body is parsed: an unauthenticated peer learns nothing about
@@ -294,10 +296,12 @@ async function answer(
   if (!parsed.success) return { id, error: { code: 'invalid_params', message: `${method}: ${describe(parsed.error)}` } };
   try {
     const handler = options.handlers[method as HostMethod] as (params: unknown, connection: WireConnection) => Promise<unknown>;
-    const { result: answer, clock } = await withPhaseClock(() => handler(parsed.data, connection));
+    const { result: answer, clock } = options.phaseTimings
+      ? await withPhaseClock(() => handler(parsed.data, connection))
+      : { result: await handler(parsed.data, connection), clock: undefined };
     const result = spec.result.safeParse(answer);
     if (!result.success) return { id, error: { code: 'internal_error', message: `${method} produced an invalid result: ${describe(result.error)}` } };
-    const timings = clock.timings();
+    const timings = clock?.timings() ?? {};
     return Object.keys(timings).length > 0 ? { id, result: result.data, timings } : { id, result: result.data };
   } catch (error) {
     return { id, error: toErrorDetail(error) };

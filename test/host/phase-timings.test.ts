@@ -4,10 +4,13 @@ import type { Observation } from '../../shared/observation.ts';
 import { HostPhase, type HostPhaseTimings } from '../../shared/protocol.ts';
 import { hostTest } from '../support/host-fixture.ts';
 
-// Where a host operation's time went travels with its answer (issue 35): each phase it passed
-// through, in ms, under the names `npm run bench` prints; methods that touch no page carry none.
+// Where a host operation's time went travels with its answer when the host is asked to
+// (`HOST_PHASE_TIMINGS=1`; issue 35): each phase it passed through, in ms, under the names
+// `npm run bench` prints; methods that touch no page carry none. Off by default, so an edge
+// whose frame schema has no `timings` keeps reading a newer host's answers.
 
-const test = hostTest();
+const test = hostTest({ phaseTimings: true });
+const quiet = hostTest();
 
 function timingsOf(frame: unknown): HostPhaseTimings {
   const timings = (frame as { timings?: HostPhaseTimings }).timings;
@@ -55,5 +58,11 @@ describe('phase timings on the wire', () => {
     const renewed = await client.request('lease.renew', { lease_id: lease.lease_id, ttl_ms: 60_000 });
     expect(renewed).toHaveProperty('result');
     expect(renewed).not.toHaveProperty('timings');
+  });
+
+  quiet('a host not asked for timings answers without them', async ({ client, lease, fixtures }) => {
+    const navigated = await client.request('page.navigate', { lease_id: lease.lease_id, url: fixtures.url('button.html'), timeout_ms: 20_000 });
+    expect(navigated).toHaveProperty('result');
+    expect(navigated).not.toHaveProperty('timings');
   });
 });
