@@ -5,6 +5,7 @@ import { DomainError } from '../domain-error.ts';
 import { type HostSession, HostUnreachable } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { hostProfileId } from '../profiles/bindings.ts';
+import type { EarlyConnection } from './early-connection.ts';
 import { noteFailedCheck } from './health.ts';
 import { type PlacedHost, placeProfile } from './placement.ts';
 
@@ -28,17 +29,21 @@ export interface HostConnection {
  * is forgotten (its next write fails `lease_lost`; a read acquires a lease on the new host) and
  * the run's reservation moves with it.
  * @param timeoutMs for each connection attempt, in ms.
+ * @param early a session to the run's lease host opened before the call was recorded (see
+ *   early-connection.ts): taken as the first attempt when it is to that host and it opened.
  * @returns the connection and the run as it is afterwards (its lease fields may have changed).
  * @throws HostUnreachable when no host can be reached or the fleet has no healthy host (nothing
  *   was sent either way).
  */
-export async function connectForRun(ports: Ports, run: RunRow, timeoutMs: number): Promise<HostConnection & { readonly run: RunRow }> {
+export async function connectForRun(ports: Ports, run: RunRow, timeoutMs: number, early?: EarlyConnection): Promise<HostConnection & { readonly run: RunRow }> {
   const profile = await hostProfileId(run.ownerId, run.profileId);
   const first =
     run.leaseHostId !== null && run.leaseHostUrl !== null
       ? { id: run.leaseHostId, url: run.leaseHostUrl }
       : await placeProfile(ports, profile).catch(asUnreachable);
   const target = 'hostId' in first ? { id: first.hostId, url: first.url } : first;
+  const opened = early !== undefined && early.host.id === target.id && early.host.url === target.url ? await early.take() : undefined;
+  if (opened !== undefined) return { session: opened, host: target, run };
   const reached = await reach(ports, target, timeoutMs);
   if (reached) return { session: reached, host: target, run };
   const placed = await placeProfile(ports, profile, { avoid: target.id }).catch(asUnreachable);

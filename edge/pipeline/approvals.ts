@@ -6,6 +6,7 @@ import { rowsChanged } from '../db/rows-changed.ts';
 import { type ApprovalRow, approvals, policyProfiles, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
+import { dialEarly } from '../fleet/early-connection.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
 import { approvalStance, decideForRun } from '../policy/decision-input.ts';
 import type { Ports } from '../ports.ts';
@@ -139,8 +140,15 @@ async function decide(ports: Ports, principal: Principal, approvalId: string, de
       approval: { approval_id: approval.id, decision: 'approved' as const, at: iso(now) },
     },
   };
-  const started = await beginDispatch(ports, run, approved, invocation, { by: 'approval', approval, owner: principal, policyHash: current.policy_hash });
-  const finished = await dispatchCall(ports, { ...run, state: 'running' }, started, invocation);
+  // The host's connection opens while the approval is recorded; nothing is sent on it before.
+  const early = dialEarly(ports, run);
+  let finished: ToolCallRow;
+  try {
+    const started = await beginDispatch(ports, run, approved, invocation, { by: 'approval', approval, owner: principal, policyHash: current.policy_hash });
+    finished = await dispatchCall(ports, { ...run, state: 'running' }, started, invocation, early);
+  } finally {
+    early?.discard();
+  }
   // beginDispatch moved it from pending to approved, or threw.
   return {
     approval: { ...approval, state: 'approved', decidedBy: principal.id, decidedAt: now, policyHash: current.policy_hash },

@@ -10,6 +10,7 @@ import { callTraits, type ToolCommand, type ToolInvocation } from '../../shared/
 import { keepScreenshot } from '../artifacts/screenshots.ts';
 import type { RunRow, ToolCallRow } from '../db/schema.ts';
 import { Deadline, HOST_ANSWER_MARGIN_MS } from '../deadline.ts';
+import type { EarlyConnection } from '../fleet/early-connection.ts';
 import { HostCallError, type HostSession } from '../host/host-session.ts';
 import type { Ports } from '../ports.ts';
 import { awaitCondition, ConditionDeadlineExceeded } from '../postcondition/await-condition.ts';
@@ -33,10 +34,17 @@ import { uploadFileFor } from './upload-target.ts';
  * act or navigation answered, the host's picture of the page it left is kept for the owner in
  * the background (issue 15), never delaying the answer. An upload carries the bytes of the run's
  * attached file it names; an observe's screenshot and the page's downloads are kept as run
- * artifacts and reported in the observation (issue 33, see `withPageFiles`).
+ * artifacts and reported in the observation (issue 33, see `withPageFiles`). `early`: a session to
+ * the run's lease host opened while the call was being recorded (fleet/early-connection.ts).
  * @returns the call row as stored afterwards.
  */
-export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: ToolCallRow, invocation: ToolInvocation): Promise<ToolCallRow> {
+export async function dispatchCall(
+  ports: Ports,
+  reservedRun: RunRow,
+  call: ToolCallRow,
+  invocation: ToolInvocation,
+  early?: EarlyConnection,
+): Promise<ToolCallRow> {
   let run = reservedRun;
   const traits = callTraits(invocation);
   const { isWrite } = traits;
@@ -56,7 +64,7 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
   try {
     // An upload sets one of the run's attached files: read before anything is sent (issue 33).
     const file = await uploadFileFor(ports, run, traits.command);
-    const connection = await leaseForDispatch(ports, run, isWrite, deadline);
+    const connection = await leaseForDispatch(ports, run, isWrite, deadline, early);
     ({ session, run } = connection);
     hostId = connection.host.id;
     const timeout = Math.max(100, deadline.upTo(MAX_OPERATION_TIMEOUT_MS));
@@ -100,6 +108,8 @@ export async function dispatchCall(ports: Ports, reservedRun: RunRow, call: Tool
     await giveBackReservation(ports, run.id);
   } finally {
     session?.close();
+    // A session opened early that the dispatch did not take (it failed first, or went elsewhere).
+    early?.discard();
   }
   const served = hostId === undefined ? outcome : { ...outcome, hostId };
   const recorded = await recordOutcome(ports, run, call, leaseExpiry ? { ...served, leaseExpiry } : served, startedAt, isWrite);

@@ -2,6 +2,7 @@ import { and, eq, isNull, or } from 'drizzle-orm';
 import type { LeaseGrant } from '../../shared/protocol.ts';
 import { type RunRow, runs } from '../db/schema.ts';
 import { Deadline, HOST_CONNECT_MS } from '../deadline.ts';
+import type { EarlyConnection } from '../fleet/early-connection.ts';
 import { noteReportedHostId } from '../fleet/health.ts';
 import { connectForRun } from '../fleet/host-connection.ts';
 import { placementGrantOf, placementOf } from '../fleet/placement.ts';
@@ -167,12 +168,13 @@ export async function sendOnLease<T>(
  * Connects to the host of `run`'s lease, or its profile's placement (edge/fleet/host-connection.ts),
  * and makes sure the run holds a live lease there (see {@link ensureLease}). A host that answers
  * `host_draining` (it began draining by itself, e.g. its pod is stopping) is marked draining and
- * the profile moves to another host within the same call: nothing was sent.
+ * the profile moves to another host within the same call: nothing was sent. `early`: a session
+ * opened while the call was recorded, taken as the first connection attempt (see connectForRun).
  * @returns the session (the caller closes it), the host, the run as it is now and the lease.
  * @throws whatever {@link connectForRun} and {@link ensureLease} throw.
  */
-export async function leaseForDispatch(ports: Ports, run: RunRow, forWrite: boolean, deadline: Deadline) {
-  const connection = await connectForRun(ports, run, deadline.upTo(HOST_CONNECT_MS));
+export async function leaseForDispatch(ports: Ports, run: RunRow, forWrite: boolean, deadline: Deadline, early?: EarlyConnection) {
+  const connection = await connectForRun(ports, run, deadline.upTo(HOST_CONNECT_MS), early);
   try {
     return { ...connection, lease: await ensureLease(ports, connection.session, connection.run, forWrite, deadline, connection.host) };
   } catch (error) {

@@ -12,6 +12,7 @@ import { newId } from '../db/ids.ts';
 import { approvals, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
+import { dialEarly } from '../fleet/early-connection.ts';
 import { coveringGrant } from '../grants/grants.ts';
 import { notifyOwner } from '../notifications/webhooks.ts';
 import { canonicalHash } from '../policy/canonical-hash.ts';
@@ -238,22 +239,34 @@ export async function proposeOnRun(
       context.grantCandidates,
     );
     if (grant) {
-      // About to dispatch: a call that needs a new lease takes it only if the profile is free and the owner under its browser quota.
-      const reserved = await reserveLease(ports, run);
-      const covered = { ...decided, phases: { ...decided.phases, decision: { ...decision, grant_id: grant.id } } };
-      const started = await beginDispatch(ports, run, covered, invocation, { by: 'grant', grant }).catch((error: unknown) => {
-        // The grant ran out between the look-up and the batch: ask the owner instead.
-        if (error instanceof DomainError && error.code === 'already_decided') return undefined;
-        throw error;
-      });
-      if (started) return { status: 200, call: await dispatchCall(ports, reserved, started, invocation), approvalId: null };
+      // The host's connection opens while the call is recorded; nothing is sent on it before.
+      const early = dialEarly(ports, run);
+      try {
+        // About to dispatch: a call that needs a new lease takes it only if the profile is free and the owner under its browser quota.
+        const reserved = await reserveLease(ports, run);
+        const covered = { ...decided, phases: { ...decided.phases, decision: { ...decision, grant_id: grant.id } } };
+        const started = await beginDispatch(ports, run, covered, invocation, { by: 'grant', grant }).catch((error: unknown) => {
+          // The grant ran out between the look-up and the batch: ask the owner instead.
+          if (error instanceof DomainError && error.code === 'already_decided') return undefined;
+          throw error;
+        });
+        if (started) return { status: 200, call: await dispatchCall(ports, reserved, started, invocation, early), approvalId: null };
+      } finally {
+        early?.discard();
+      }
     }
     return park(ports, run, decided, decision, argumentsHash, context.ownerHasWebhook, pictured);
   }
 
-  const reserved = await reserveLease(ports, run);
-  const call = await beginDispatch(ports, run, decided, invocation, { by: 'policy' });
-  return { status: 200, call: await dispatchCall(ports, reserved, call, invocation), approvalId: null };
+  // The host's connection opens while the call is recorded; nothing is sent on it before.
+  const early = dialEarly(ports, run);
+  try {
+    const reserved = await reserveLease(ports, run);
+    const call = await beginDispatch(ports, run, decided, invocation, { by: 'policy' });
+    return { status: 200, call: await dispatchCall(ports, reserved, call, invocation, early), approvalId: null };
+  } finally {
+    early?.discard();
+  }
 }
 
 /** Longest JSON of a rejected proposal's arguments kept whole, in characters; past it, an excerpt. */
