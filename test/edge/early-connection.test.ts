@@ -89,8 +89,13 @@ describe('the connection opened while a call is recorded', () => {
     const run = await post('/v1/runs', parties.owner.token, { profile_id: 'early-refused', intent: 'connect early', origins: [ORIGIN] });
     const propose = () => post(`/v1/runs/${run.body.id}/tool-calls`, parties.agent.token, { tool: 'browser.observe', version: '1.4.0', arguments: {} });
     expect(
-      (await post(`/v1/runs/${run.body.id}/tool-calls`, parties.agent.token, { tool: 'browser.navigate', version: '1.4.0', arguments: { url: `${ORIGIN}/page` } }))
-        .status,
+      (
+        await post(`/v1/runs/${run.body.id}/tool-calls`, parties.agent.token, {
+          tool: 'browser.navigate',
+          version: '1.4.0',
+          arguments: { url: `${ORIGIN}/page` },
+        })
+      ).status,
     ).toBe(200);
 
     let release!: () => void;
