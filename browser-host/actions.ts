@@ -3,7 +3,7 @@ import type { ExpectedElement, ExpectedTarget, UploadFile } from '../shared/prot
 import type { BrowserAction } from '../shared/tool-arguments.ts';
 import { captureReserveMs, captureRevision } from './capture.ts';
 import type { SettleConfig } from './config.ts';
-import { Deadline } from './deadline.ts';
+import type { Deadline } from './deadline.ts';
 import { type DispatchPlan, type PlanContext, requireState, runPrechecks, sendInput, stepsAbout } from './dispatch-plan.ts';
 import { dragPlan } from './drag.ts';
 import { fillFormPlan } from './form-fill.ts';
@@ -17,8 +17,6 @@ import { uploadPlan } from './upload.ts';
 
 /** How much earlier than the deadline Playwright's action timeout fires, in ms. */
 const PLAYWRIGHT_TIMEOUT_MARGIN_MS = 100;
-/** How long an aborted trial gets to wind down before the act answers anyway, in ms. */
-const TRIAL_JOIN_MS = 1_000;
 /** Prechecks that took longer than this, in ms, waited for the page: the targets are checked again. */
 const RECHECK_AFTER_WAIT_MS = 250;
 
@@ -61,8 +59,7 @@ export interface ActRequest {
  *    `config.actionabilityMs` (and the deadline), else `not_actionable` with Playwright's reason
  *    ("element is not visible", "<div id=cover> intercepts pointer events", ...), or
  *    `action_failed` when the action cannot apply to an element at all (a value a field cannot
- *    take, an upload on anything but a file input); steps 4 and 5 run together, and a failure of
- *    step 4 is the answer whatever step 5 says (its prechecks are then aborted);
+ *    take, an upload on anything but a file input);
  * 6. `stillLeased` must not throw: the lease is checked once more right before the input, so a
  *    run cancelled while the prechecks waited sends nothing (`lease_lost`);
  * 7. when the prechecks waited (over 250 ms), the target checks of step 4 run again;
@@ -106,39 +103,23 @@ export async function actOnPage(
   // The prechecks get at most `actionabilityMs` of it, the input whatever is left.
   const checks = actionDeadline.child(config.actionabilityMs);
   let phase = checks;
-  // Aborts the prechecks when the target check fails first, so nothing is left polling the page.
-  const trial = new AbortController();
-  const plan = dispatchPlan(
-    { page, timeout: () => Math.max(1, phase.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS), signal: trial.signal },
-    action,
-    request.file,
-  );
+  const plan = dispatchPlan({ page, timeout: () => Math.max(1, phase.remainingMs() - PLAYWRIGHT_TIMEOUT_MARGIN_MS) }, action, request.file);
   let entry: SettleEntry;
   try {
-    // The target check and the prechecks run together (neither sends input; issue 35: the trial's
-    // animation frames and the check's snapshot overlap), and the target check decides first: the
-    // elements must still be what the call was decided (and approved) on, and reachable, so an
-    // inert target or a relabelled one fails `target_changed` or `not_actionable` whatever the
-    // trial would have said, and its trial is aborted and joined before the answer.
+    // The elements must still be what the call was decided (and approved) on, and reachable: an
+    // inert target or a relabelled one fails here, before any wait for actionability.
+    await timePhase('target_check', () => checkTargets(actionDeadline, browser, page, expectations));
     const checksStarted = performance.now();
-    const prechecks = timePhase('actionability', () => runPrechecks(checks, plan)).finally(() => {
-      checks.dispose();
-      phase = actionDeadline;
-    });
-    // Handled below, after the target check: a precheck that fails first must not go unhandled meanwhile.
-    prechecks.catch(() => {});
-    try {
-      await timePhase('target_check', () => checkTargets(actionDeadline, browser, page, expectations));
-    } catch (error) {
-      trial.abort();
-      await Deadline.waitAtMost(TRIAL_JOIN_MS, prechecks);
-      throw error;
-    }
-    await prechecks.catch((error: unknown) => {
-      // A lease that ended while the prechecks waited is why they failed (its page was left).
-      stillLeased();
-      throw error;
-    });
+    await timePhase('actionability', () => runPrechecks(checks, plan))
+      .catch((error: unknown) => {
+        // A lease that ended while the prechecks waited is why they failed (its page was left).
+        stillLeased();
+        throw error;
+      })
+      .finally(() => {
+        checks.dispose();
+        phase = actionDeadline;
+      });
     // The prechecks may have waited (a disabled button, say) while the run was cancelled and its
     // lease released: the last moment to refuse, with nothing sent.
     stillLeased();
@@ -245,7 +226,7 @@ async function requireMatch(deadline: Deadline, page: Page, reference: string, r
 
 /** The two phases of `action` (see {@link DispatchPlan}); `file` is an upload's. */
 function dispatchPlan(context: PlanContext, action: BrowserAction, file: UploadFile | undefined): DispatchPlan {
-  const { page, timeout, signal } = context;
+  const { page, timeout } = context;
   if (action.action === 'drag') return dragPlan(context, action);
   if (action.action === 'fill_form') return fillFormPlan(context, action);
   // Checked by expectationsOf before anything else.
@@ -256,15 +237,15 @@ function dispatchPlan(context: PlanContext, action: BrowserAction, file: UploadF
     precheck: stepsAbout(about, ...precheck),
     input: stepsAbout(about, ...input),
   });
-  const visible = () => target.waitFor({ state: 'visible', timeout: timeout(), signal });
+  const visible = () => target.waitFor({ state: 'visible', timeout: timeout() });
   switch (action.action) {
     case 'click':
-      return plan([() => target.click({ trial: true, timeout: timeout(), signal })], [() => target.click({ force: true, timeout: timeout() })]);
+      return plan([() => target.click({ trial: true, timeout: timeout() })], [() => target.click({ force: true, timeout: timeout() })]);
     case 'hover':
-      return plan([() => target.hover({ trial: true, timeout: timeout(), signal })], [() => target.hover({ force: true, timeout: timeout() })]);
+      return plan([() => target.hover({ trial: true, timeout: timeout() })], [() => target.hover({ force: true, timeout: timeout() })]);
     case 'type':
       return plan(
-        [visible, requireState('editable', () => target.isEditable({ timeout: timeout(), signal }))],
+        [visible, requireState('editable', () => target.isEditable({ timeout: timeout() }))],
         [
           () => target.fill(action.text, { force: true, timeout: timeout() }),
           ...(action.submit === true ? [() => target.press('Enter', { timeout: timeout() })] : []),
@@ -276,13 +257,13 @@ function dispatchPlan(context: PlanContext, action: BrowserAction, file: UploadF
       return plan([], [() => target.press(action.key, { timeout: timeout() })]);
     case 'select':
       return plan(
-        [visible, requireState('enabled', () => target.isEnabled({ timeout: timeout(), signal }))],
+        [visible, requireState('enabled', () => target.isEnabled({ timeout: timeout() }))],
         [() => target.selectOption(action.value, { force: true, timeout: timeout() })],
       );
     case 'check':
-      return plan([() => target.check({ trial: true, timeout: timeout(), signal })], [() => target.check({ force: true, timeout: timeout() })]);
+      return plan([() => target.check({ trial: true, timeout: timeout() })], [() => target.check({ force: true, timeout: timeout() })]);
     case 'uncheck':
-      return plan([() => target.uncheck({ trial: true, timeout: timeout(), signal })], [() => target.uncheck({ force: true, timeout: timeout() })]);
+      return plan([() => target.uncheck({ trial: true, timeout: timeout() })], [() => target.uncheck({ force: true, timeout: timeout() })]);
     case 'scroll':
       // The wheel is the action. The pointer is only placed, and never by scrolling the element
       // into view: that would undo the scrolls before this one.

@@ -24,15 +24,10 @@ export interface DispatchPlan {
   readonly input: readonly PlanStep[];
 }
 
-/**
- * What a plan is built with: the page, the Playwright timeout for each step, in ms, and `signal`,
- * which every precheck passes to Playwright (never an input step): it aborts prechecks that need
- * not finish (the act's target check failed meanwhile, see actions.ts).
- */
+/** What a plan is built with: the page and the Playwright timeout for each step, in ms. */
 export interface PlanContext {
   readonly page: Page;
   readonly timeout: () => number;
-  readonly signal: AbortSignal;
 }
 
 /** A state the element must be in for the action (editable, enabled) that it is not in: `not_actionable`. */

@@ -23,12 +23,12 @@ const DROP_PAUSE_MS = 60;
  * either pointer events or native drag and drop get what a person's drag makes.
  */
 export function dragPlan(context: PlanContext, action: Extract<BrowserAction, { action: 'drag' }>): DispatchPlan {
-  const { page, timeout, signal } = context;
+  const { page, timeout } = context;
   const source = page.getByRef(action.reference);
   const destination = page.getByRef(action.to_reference);
   const about = `drag from ${action.reference} to ${action.to_reference}`;
   return {
-    precheck: [{ about, run: () => source.dragTo(destination, { trial: true, timeout: timeout(), signal }) }],
+    precheck: [{ about, run: () => source.dragTo(destination, { trial: true, timeout: timeout() }) }],
     input: [{ about, run: () => pointerDrag(page, source, destination, timeout) }],
   };
 }

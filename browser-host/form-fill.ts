@@ -32,7 +32,7 @@ type FillForm = Extract<BrowserAction, { action: 'fill_form' }>;
  * `submit_key` pressed on the last field.
  */
 export function fillFormPlan(context: PlanContext, action: FillForm): DispatchPlan {
-  const { page, timeout, signal } = context;
+  const { page, timeout } = context;
   const precheck: PlanStep[] = [];
   const input: PlanStep[] = [];
   const fields = action.fields.map((field) => ({ field, target: page.getByRef(field.reference) }));
@@ -43,7 +43,7 @@ export function fillFormPlan(context: PlanContext, action: FillForm): DispatchPl
       about,
       run: async () => {
         kind.found = await fieldKind(target, field);
-        for (const step of fieldPrechecks(target, field, kind.found, timeout, signal)) await step();
+        for (const step of fieldPrechecks(target, field, kind.found, timeout)) await step();
       },
     });
     input.push({ about, run: () => fillField(target, field, kind.found ?? 'text', timeout()) });
@@ -51,7 +51,7 @@ export function fillFormPlan(context: PlanContext, action: FillForm): DispatchPl
   if (action.submit_reference !== undefined) {
     const submit = page.getByRef(action.submit_reference);
     const about = `fill_form submit (${action.submit_reference})`;
-    precheck.push({ about, run: () => submit.click({ trial: true, timeout: timeout(), signal }) });
+    precheck.push({ about, run: () => submit.click({ trial: true, timeout: timeout() }) });
     input.push({ about, run: () => submit.click({ force: true, timeout: timeout() }) });
   }
   const last = fields.at(-1);
@@ -78,13 +78,13 @@ async function fieldKind(target: Locator, field: FormField): Promise<FieldKind> 
 }
 
 /** The checks, sending no input, that `target` can take `field.value` now. */
-function fieldPrechecks(target: Locator, field: FormField, kind: FieldKind, timeout: () => number, signal: AbortSignal): (() => Promise<unknown>)[] {
-  const visible = () => target.waitFor({ state: 'visible', timeout: timeout(), signal });
+function fieldPrechecks(target: Locator, field: FormField, kind: FieldKind, timeout: () => number): (() => Promise<unknown>)[] {
+  const visible = () => target.waitFor({ state: 'visible', timeout: timeout() });
   switch (kind) {
     case 'select':
       return [
         visible,
-        requireState('enabled', () => target.isEnabled({ timeout: timeout(), signal })),
+        requireState('enabled', () => target.isEnabled({ timeout: timeout() })),
         async () => {
           if ((await optionsNamed(target, String(field.value)).count()) === 0) {
             throw new NotApplicable(`the select has no option with the value or label ${JSON.stringify(field.value)}`);
@@ -92,11 +92,11 @@ function fieldPrechecks(target: Locator, field: FormField, kind: FieldKind, time
         },
       ];
     case 'checkbox':
-      return [() => target.setChecked(field.value === true, { trial: true, timeout: timeout(), signal })];
+      return [() => target.setChecked(field.value === true, { trial: true, timeout: timeout() })];
     case 'radio':
-      return [() => target.check({ trial: true, timeout: timeout(), signal })];
+      return [() => target.check({ trial: true, timeout: timeout() })];
     case 'text':
-      return [visible, requireState('editable', () => target.isEditable({ timeout: timeout(), signal }))];
+      return [visible, requireState('editable', () => target.isEditable({ timeout: timeout() }))];
   }
 }
 

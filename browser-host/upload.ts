@@ -13,7 +13,7 @@ export const FILE_INPUT = ':scope:is(input[type=file i])';
  * need not be visible: pages often hide it behind a styled label.
  */
 export function uploadPlan(context: PlanContext, action: Extract<BrowserAction, { action: 'upload' }>, file: UploadFile): DispatchPlan {
-  const { page, timeout, signal } = context;
+  const { page, timeout } = context;
   const target = page.getByRef(action.reference);
   const about = `upload of ${file.file_id} on ${action.reference}`;
   return {
@@ -22,7 +22,7 @@ export function uploadPlan(context: PlanContext, action: Extract<BrowserAction, 
       async () => {
         if ((await target.locator(FILE_INPUT).count()) === 0) throw new NotApplicable('the element is not a file input');
       },
-      requireState('enabled', () => target.isEnabled({ timeout: timeout(), signal })),
+      requireState('enabled', () => target.isEnabled({ timeout: timeout() })),
     ),
     input: stepsAbout(about, () =>
       target.setInputFiles({ name: file.name, mimeType: file.mime_type, buffer: Buffer.from(file.data_base64, 'base64') }, { timeout: timeout() }),
