@@ -16,6 +16,8 @@ import { type MutableNode, needsQuotes, nodeOfKey } from './aria-key.ts';
 
 /** A sequence item line: its indentation and what follows `- `. */
 const ITEM = /^( *)- (.*)$/;
+/** A line the direct reader skips as blank: spaces alone. */
+const BLANK = /^ *$/;
 /** YAML's limit on an implicit key, in characters. */
 const MAX_IMPLICIT_KEY = 1024;
 
@@ -47,7 +49,9 @@ export function readSnapshotLines(lines: readonly string[], first: number, base:
     const line = lines[index] as string;
     const match = ITEM.exec(line);
     if (match === null) {
-      if (line.trim() === '') continue;
+      // Blank only when spaces alone: what String.prototype.trim also drops (a tab, a carriage
+      // return, a no-break or em space) YAML may read as content or an error.
+      if (BLANK.test(line)) continue;
       return undefined;
     }
     const indent = (match[1] as string).length - base;

@@ -136,6 +136,22 @@ describe('the direct snapshot reader against the YAML parser', () => {
     );
   });
 
+  it('leaves a line blank to JavaScript but not to YAML (an em space, a no-break space, a carriage return) to the YAML parser', () => {
+    // String.prototype.trim drops these; YAML reads them as content (a value continued onto
+    // the line) or as an error (the whole text then read line by line).
+    const samples = [
+      '- paragraph [ref=e1]: b\n   \u2003',
+      '- paragraph [ref=e1]:\n     \u00a0',
+      '- button [ref=e1] x:\n \u2003\n  - text: child',
+      '- button [ref=e1] x:\n\r\n  - text: child',
+      '- button [ref=e1] x:\n  \ufeff\n  - text: child',
+    ];
+    for (const sample of samples) {
+      const read = readers(sample);
+      expect(read.direct, JSON.stringify(sample)).toEqual(read.yaml);
+    }
+  });
+
   it('reads Playwright-style lines with every escape and quoting form as the YAML parser does', () => {
     const sample = [
       '- heading "Post 10: \\"quoted\\"" [level=2] [ref=e1]',
