@@ -47,6 +47,32 @@ describe('the host re-checks an act target right before the input', () => {
     expect(again.snapshot).toContain('Delete everything');
   });
 
+  test('a refused act leaves the page unscrolled: the trial, which scrolls its element into view, starts only once the target check passed', async ({
+    client,
+    lease,
+    fixtures,
+  }) => {
+    const page = await navigate(client, lease.lease_id, fixtures.url('confinement/far-below-framed.html'));
+    const reference = refOf(page.snapshot, 'button', 'Save draft');
+    const [scrolled, saved] = [fixtures.hits('scrolled'), fixtures.hits('save')];
+    for (const target of [
+      { role: 'button', name: 'Delete everything', frame_origin: fixtures.origin },
+      { role: 'button', name: 'Save draft', frame_origin: 'https://widgets.example' },
+    ]) {
+      const response = await client.request('page.act', {
+        lease_id: lease.lease_id,
+        action: { action: 'click', revision: page.revision, reference },
+        target,
+        timeout_ms: 15_000,
+      });
+      expect(response).toMatchObject({ error: { code: 'target_changed' } });
+    }
+    // The frame reports its first scroll; give a stray one time to arrive.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(fixtures.hits('scrolled')).toBe(scrolled);
+    expect(fixtures.hits('save')).toBe(saved);
+  });
+
   test('an unchanged target passes the check and the act runs once', async ({ client, lease, fixtures }) => {
     const before = fixtures.hits('save');
     const page = await navigate(client, lease.lease_id, fixtures.url('confinement/relabel.html'));
