@@ -39,6 +39,10 @@ export interface ElementCensus {
  * The document's title comes with it.
  */
 const CENSUS_SCRIPT = `(() => {
+  // The element's own accessors, not its properties: a form's named fields shadow those (<input name=hasAttribute>).
+  const hasAttribute = Element.prototype.hasAttribute;
+  const localNameOf = Object.getOwnPropertyDescriptor(Element.prototype, 'localName').get;
+  const shadowRootOf = Object.getOwnPropertyDescriptor(Element.prototype, 'shadowRoot').get;
   const census = { reach: 0, passwordFields: 0, identifierFields: 0, title: document.title };
   const roots = [document];
   for (let index = 0; index < roots.length; index++) {
@@ -47,9 +51,11 @@ const CENSUS_SCRIPT = `(() => {
     let limitsReach = false;
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
     for (let element = walker.nextNode(); element !== null; element = walker.nextNode()) {
-      if (element.shadowRoot) roots.push(element.shadowRoot);
-      if (element.localName === 'input') inputs = true;
-      if (element.localName === 'dialog' || element.hasAttribute('inert') || element.hasAttribute('aria-modal')) limitsReach = true;
+      const shadowRoot = shadowRootOf.call(element);
+      if (shadowRoot) roots.push(shadowRoot);
+      const name = localNameOf.call(element);
+      if (name === 'input') inputs = true;
+      if (name === 'dialog' || hasAttribute.call(element, 'inert') || hasAttribute.call(element, 'aria-modal')) limitsReach = true;
     }
     if (limitsReach) census.reach += root.querySelectorAll(${JSON.stringify(REACH_CANDIDATES)}).length;
     if (inputs) {

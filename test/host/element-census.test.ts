@@ -27,6 +27,9 @@ const PAGES: Record<string, string> = {
       const nested = closed.firstElementChild.attachShadow({ mode: 'open' });
       nested.innerHTML = '<input id="Email"><div inert><button>Hidden</button></div>';
     </script>`,
+  shadowing: `
+    <form id="f"><input name="hasAttribute"><input name="localName"><input name="shadowRoot" type="password"><input name="email"></form>
+    <form inert><input name="querySelectorAll"></form>`,
   reach: `
     <div inert><a href="#">Out of reach</a></div>
     <dialog id="d"><p>Modal</p></dialog><div role="dialog" aria-modal="true">Sheet</div>
@@ -82,6 +85,8 @@ describe('the element census', () => {
   it('reaches into open and host-opened closed shadow roots, counts hidden fields, and leaves iframes to their own reads', async () => {
     expect(await census('fields')).toMatchObject({ reach: 1, passwordFields: 3, identifierFields: 4 });
     expect(await census('reach')).toMatchObject({ reach: 3, passwordFields: 0, identifierFields: 0 });
+    // A form's named fields shadow its own properties; the census reads through them.
+    expect(await census('shadowing')).toMatchObject({ reach: 1, passwordFields: 1, identifierFields: 1 });
     expect(await census('empty')).toEqual({ reach: 0, passwordFields: 0, identifierFields: 0, title: 'Empty' });
   });
 
