@@ -14,34 +14,43 @@ import type { Ports } from '../ports.ts';
 export interface EarlyConnection {
   /** The host dialled: the run's lease host when the attempt began. */
   readonly host: { readonly id: string; readonly url: string };
-  /** The authenticated session, or undefined when this attempt failed (the dispatch then connects as usual). Once. */
-  take(): Promise<HostSession | undefined>;
+  /**
+   * The attempt's outcome, once: the authenticated session, or the error it failed with (the
+   * dispatch counts it as its first connection attempt: see fleet/host-connection.ts `reach`).
+   * Undefined when it was already taken or discarded.
+   */
+  take(): Promise<{ readonly session: HostSession } | { readonly error: unknown }> | undefined;
   /** Closes the session unless it was taken (the call was refused, or went elsewhere). Idempotent. */
   discard(): void;
 }
 
 /**
  * Starts {@link EarlyConnection} to `run`'s lease host, or answers undefined when none is on
- * record. Never rejects: a failed attempt is only a session that is not there.
+ * record. Never rejects: a failed attempt is an outcome the dispatch reads.
  */
 export function dialEarly(ports: Ports, run: RunRow): EarlyConnection | undefined {
   if (run.leaseHostId === null || run.leaseHostUrl === null) return undefined;
-  const opening = ports
+  const opening: Promise<{ readonly session: HostSession } | { readonly error: unknown }> = ports
     .dial(run.leaseHostUrl)
     .connect(HOST_CONNECT_MS)
-    .catch(() => undefined);
+    .then(
+      (session) => ({ session }),
+      (error: unknown) => ({ error }),
+    );
   let state: 'open' | 'taken' | 'discarded' = 'open';
   return {
     host: { id: run.leaseHostId, url: run.leaseHostUrl },
     take() {
-      if (state !== 'open') return Promise.resolve(undefined);
+      if (state !== 'open') return undefined;
       state = 'taken';
       return opening;
     },
     discard() {
       if (state !== 'open') return;
       state = 'discarded';
-      void opening.then((session) => session?.close());
+      void opening.then((opened) => {
+        if ('session' in opened) opened.session.close();
+      });
     },
   };
 }

@@ -37,14 +37,13 @@ export interface HostConnection {
  */
 export async function connectForRun(ports: Ports, run: RunRow, timeoutMs: number, early?: EarlyConnection): Promise<HostConnection & { readonly run: RunRow }> {
   const profile = await hostProfileId(run.ownerId, run.profileId);
-  const first =
+  const recorded =
     run.leaseHostId !== null && run.leaseHostUrl !== null
       ? { id: run.leaseHostId, url: run.leaseHostUrl }
       : await placeProfile(ports, profile).catch(asUnreachable);
-  const target = 'hostId' in first ? { id: first.hostId, url: first.url } : first;
-  const opened = early !== undefined && early.host.id === target.id && early.host.url === target.url ? await early.take() : undefined;
-  if (opened !== undefined) return { session: opened, host: target, run };
-  const reached = await reach(ports, target, timeoutMs);
+  const target = 'hostId' in recorded ? { id: recorded.hostId, url: recorded.url } : recorded;
+  const first = early !== undefined && early.host.id === target.id && early.host.url === target.url ? early.take() : undefined;
+  const reached = await reach(ports, target, timeoutMs, first);
   if (reached) return { session: reached, host: target, run };
   const placed = await placeProfile(ports, profile, { avoid: target.id }).catch(asUnreachable);
   const moved: RunRow = { ...run, leaseId: null, leaseGeneration: null, leaseHostId: placed.hostId, leaseHostUrl: placed.url };
@@ -77,14 +76,25 @@ export async function connectToProfileHost(
 
 /**
  * Connects to `host`, trying a second time when the first attempt fails and the host is not yet
- * unreachable on record.
+ * unreachable on record. `first`: the outcome of a first attempt already made (an early
+ * connection, early-connection.ts), counted as such.
  * @returns the session, or undefined when the host is unreachable now (the profile should move).
  * @throws HostUnreachable when the host failed but is not (yet) counted unreachable.
  */
-async function reach(ports: Ports, host: { id: string; url: string }, timeoutMs: number): Promise<HostSession | undefined> {
+async function reach(
+  ports: Ports,
+  host: { id: string; url: string },
+  timeoutMs: number,
+  first?: Promise<{ readonly session: HostSession } | { readonly error: unknown }>,
+): Promise<HostSession | undefined> {
   let lastError: HostUnreachable | undefined;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
+      if (attempt === 0 && first !== undefined) {
+        const opened = await first;
+        if ('error' in opened) throw opened.error;
+        return opened.session;
+      }
       return await ports.dial(host.url).connect(timeoutMs);
     } catch (error) {
       if (!(error instanceof HostUnreachable)) throw error;

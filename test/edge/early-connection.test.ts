@@ -1,8 +1,8 @@
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../edge/app.ts';
-import type { HostConnector, HostSession } from '../../edge/host/host-session.ts';
-import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
+import { type HostConnector, type HostSession, HostUnreachable } from '../../edge/host/host-session.ts';
+import { partiesForEachTest, poster, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
 // The host's connection for a call opens while the call is being recorded (issue 35:
@@ -57,14 +57,7 @@ function stack() {
     },
   };
   const app = createApp(() => workerdPorts(counting));
-  const post = async (path: string, token: string, body: unknown) => {
-    const response = await app.request(`http://edge.test${path}`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-  };
+  const post = poster(app);
   return { post, opened, recordedWhenSent, hold: (until: Promise<void>) => (holdObserve = until) };
 }
 
@@ -116,5 +109,40 @@ describe('the connection opened while a call is recorded', () => {
     expect(refused.length).toBeGreaterThan(0);
     await expect.poll(() => refused.every((session) => session.closed)).toBe(true);
     for (const session of refused) expect(session.commands).toEqual([]);
+  });
+
+  it("that fails counts as the first of the host's two connection attempts, never a third", async () => {
+    let revision = 0;
+    const host = scriptedHost(async (method, params) => {
+      if (method === 'lease.acquire' || method === 'lease.renew') {
+        return { lease_id: 'lease_early0000002', profile_id: String(params.profile_id), generation: 1, expires_at_ms: Date.now() + 300_000 };
+      }
+      if (method.startsWith('page.')) return { ...hostPage(`${ORIGIN}/page`, ++revision), snapshot: '- button "Go" [ref=e2]' };
+      return { released: true };
+    });
+    const down = new Set<string>();
+    const attempts: string[] = [];
+    const ports = workerdPorts(host.connector);
+    const app = createApp(() => ({
+      ...ports,
+      dial: (url: string): HostConnector => ({
+        async connect(timeoutMs) {
+          attempts.push(url);
+          if (down.has(url)) throw new HostUnreachable(`cannot reach ${url}`);
+          return host.connector.connect(timeoutMs);
+        },
+      }),
+    }));
+    const post = poster(app);
+    const run = await post('/v1/runs', parties.owner.token, { profile_id: 'early-down', intent: 'connect early', origins: [ORIGIN] });
+    const propose = (tool: string, args: unknown) =>
+      post(`/v1/runs/${run.body.id}/tool-calls`, parties.agent.token, { tool, version: '1.4.0', arguments: args });
+    expect((await propose('browser.navigate', { url: `${ORIGIN}/page` })).status).toBe(200);
+    const leaseHost = attempts.at(-1) as string;
+
+    down.add(leaseHost);
+    attempts.length = 0;
+    await propose('browser.observe', {});
+    expect(attempts.filter((url) => url === leaseHost)).toHaveLength(2);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../edge/app.ts';
 import { HostCallError } from '../../edge/host/host-session.ts';
-import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
+import { partiesForEachTest, poster, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
 // A run's lease renewal is sent back to back with the call's command when the expiry on record
@@ -30,14 +30,7 @@ function stack() {
     return { released: true };
   });
   const app = createApp(() => workerdPorts(host.connector));
-  const post = async (path: string, token: string, body: unknown) => {
-    const response = await app.request(`http://edge.test${path}`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-  };
+  const post = poster(app);
   const sent = (method: string) => host.calls.filter((call) => call.method === method).map((call) => String(call.params.lease_id ?? ''));
   return { post, sent, revision: () => revision, forgetLeases: () => live.clear(), calls: host.calls };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../edge/app.ts';
 import type { Ports } from '../../edge/ports.ts';
-import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
+import { partiesForEachTest, poster, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
 // The one read of a proposal (edge/pipeline/proposal-context.ts) on a run whose stored results
@@ -23,14 +23,7 @@ describe('a proposal on a run with large stored results', () => {
       return { released: true };
     });
     const app = createApp(() => ({ ...workerdPorts(host.connector), config: { ...workerdPorts().config, resultBudgetBytes: 1_000_000 } }) satisfies Ports);
-    const post = async (path: string, token: string, body: unknown) => {
-      const response = await app.request(`http://edge.test${path}`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-    };
+    const post = poster(app);
     const run = await post('/v1/runs', parties.owner.token, { profile_id: 'large', intent: 'save', origins: [ORIGIN] });
     const propose = (tool: string, args: unknown) =>
       post(`/v1/runs/${run.body.id}/tool-calls`, parties.agent.token, { tool, version: '1.4.0', arguments: args });

@@ -5,7 +5,7 @@ import { createApp } from '../../edge/app.ts';
 import * as schema from '../../edge/db/schema.ts';
 import { countStatements } from '../../edge/db/statement-counter.ts';
 import type { Ports } from '../../edge/ports.ts';
-import { partiesForEachTest, workerdPorts } from './support/edge-client.ts';
+import { partiesForEachTest, poster, workerdPorts } from './support/edge-client.ts';
 import { hostPage, scriptedHost } from './support/fake-host.ts';
 
 // D1 statements per request: a proposal is admitted and reads everything it needs in one
@@ -30,14 +30,7 @@ function stack() {
     const counter = countStatements(env.DB);
     return { ...workerdPorts(host.connector), db: drizzle(counter.db, { schema }), statementsSent: counter.count } satisfies Ports;
   });
-  const post = async (path: string, token: string, body: unknown) => {
-    const response = await app.request(`http://edge.test${path}`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: response.status, statements: Number(response.headers.get('X-D1-Statements')), body: (await response.json()) as Record<string, unknown> };
-  };
+  const post = poster(app);
   return { post, revision: () => revision };
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect } from 'vitest';
 import { refOf } from '../../scripts/aria-refs.ts';
 import type { Observation } from '../../shared/observation.ts';
+import type { FixtureServer } from '../support/fixture-server.ts';
 import type { HostClient } from '../support/host-client.ts';
 import { hostTest } from '../support/host-fixture.ts';
 
@@ -10,39 +11,36 @@ function navigate(client: HostClient, leaseId: string, url: string): Promise<Obs
   return client.call('page.navigate', { lease_id: leaseId, url, timeout_ms: 15_000 });
 }
 
+/** Observes the relabel page with `query`, waits `waitMs` for it to change, then clicks "Save draft" as observed. */
+async function clickSaveDraftAfterChange(client: HostClient, leaseId: string, fixtures: FixtureServer, query: string, waitMs: number) {
+  const page = await navigate(client, leaseId, fixtures.url(`confinement/relabel.html?${query}`));
+  const reference = refOf(page.snapshot, 'button', 'Save draft');
+  await new Promise((resolve) => setTimeout(resolve, waitMs));
+  return client.request('page.act', {
+    lease_id: leaseId,
+    action: { action: 'click', revision: page.revision, reference },
+    target: { role: 'button', name: 'Save draft', frame_origin: fixtures.origin },
+    timeout_ms: 15_000,
+  });
+}
+
 describe('the host re-checks an act target right before the input', () => {
   test('a button relabelled and rewired after the observation fails target_changed and its new handler never runs', async ({ client, lease, fixtures }) => {
-    const page = await navigate(client, lease.lease_id, fixtures.url('confinement/relabel.html?rewire_after_ms=800'));
-    const reference = refOf(page.snapshot, 'button', 'Save draft');
-    await new Promise((resolve) => setTimeout(resolve, 1_200));
-    const response = await client.request('page.act', {
-      lease_id: lease.lease_id,
-      action: { action: 'click', revision: page.revision, reference },
-      target: { role: 'button', name: 'Save draft', frame_origin: fixtures.origin },
-      timeout_ms: 15_000,
-    });
+    const response = await clickSaveDraftAfterChange(client, lease.lease_id, fixtures, 'rewire_after_ms=800', 1_200);
     expect(response).toMatchObject({ error: { code: 'target_changed' } });
     expect(fixtures.hits('delete')).toBe(0);
     expect(fixtures.hits('save')).toBe(0);
   });
 
-  test('a relabelled target that is also covered fails target_changed, not not_actionable: the target check decides before the trial, which is aborted', async ({
+  test('a relabelled target that is also covered fails target_changed, not not_actionable: the target check decides before the trial', async ({
     client,
     lease,
     fixtures,
   }) => {
-    const page = await navigate(client, lease.lease_id, fixtures.url('confinement/relabel.html?cover_after_ms=600'));
-    const reference = refOf(page.snapshot, 'button', 'Save draft');
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const response = await client.request('page.act', {
-      lease_id: lease.lease_id,
-      action: { action: 'click', revision: page.revision, reference },
-      target: { role: 'button', name: 'Save draft', frame_origin: fixtures.origin },
-      timeout_ms: 15_000,
-    });
+    const response = await clickSaveDraftAfterChange(client, lease.lease_id, fixtures, 'cover_after_ms=600', 1_000);
     expect(response).toMatchObject({ error: { code: 'target_changed' } });
     expect(fixtures.hits('delete')).toBe(0);
-    // Nothing of the aborted trial is left on the page: the next observe and act go as usual.
+    // The page is left as it was for the next observe.
     const again = await client.call('page.observe', { lease_id: lease.lease_id, timeout_ms: 15_000 });
     expect(again.snapshot).toContain('Delete everything');
   });

@@ -244,3 +244,18 @@ export function workerdPorts(host?: HostConnector): Ports {
     }),
   };
 }
+
+/**
+ * A JSON POST to `app` (a `createApp` over stand-in ports) as the holder of `token`: the status,
+ * the body parsed, and the answer's D1 statement count (`X-D1-Statements`, 0 when not counted).
+ */
+export function poster(app: { request(input: string, init: RequestInit): Response | Promise<Response> }) {
+  return async (path: string, token: string, body: unknown) => {
+    const response = await app.request(`http://edge.test${path}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, statements: Number(response.headers.get('X-D1-Statements')), body: (await response.json()) as Record<string, unknown> };
+  };
+}
