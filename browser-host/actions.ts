@@ -12,6 +12,7 @@ import { timePhase } from './phase-clock.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, type SettleEntry, settle } from './settle.ts';
 import type { CapturedRevision } from './snapshot/captured-revision.ts';
+import { readReach } from './snapshot/marks.ts';
 import { checkTargets, type TargetExpectation } from './target-check.ts';
 import { uploadPlan } from './upload.ts';
 
@@ -93,8 +94,13 @@ export async function actOnPage(
     throw new HostError('page_changed', `observe again before acting: ${browser.revisions.invalidation}; nothing was dispatched`);
   }
   const page = await browser.page(deadline);
-  await timePhase('target_check', async () => {
-    for (const { reference } of touchedElements(action)) await requireMatch(deadline, page, reference, action.revision);
+  // The target check's reach read goes out beside the reference matches: both only read the page,
+  // and the snapshot the check resolves references against still comes after both.
+  const reach = expectations.length > 0 ? browser.trackCapture(readReach(deadline, page)) : undefined;
+  await timePhase('target_check', () => requireMatches(deadline, page, touchedElements(action), action.revision)).catch(async (error: unknown) => {
+    // No capture outlives its operation: the reach read (which never throws) is joined first.
+    await reach;
+    throw error;
   });
 
   // Settling, then the capture, keep their share; the action's own checks get the rest.
@@ -108,7 +114,7 @@ export async function actOnPage(
   try {
     // The elements must still be what the call was decided (and approved) on, and reachable: an
     // inert target or a relabelled one fails here, before any wait for actionability.
-    await timePhase('target_check', () => checkTargets(actionDeadline, browser, page, expectations));
+    await timePhase('target_check', () => checkTargets(actionDeadline, browser, page, expectations, reach));
     const checksStarted = performance.now();
     await timePhase('actionability', () => runPrechecks(checks, plan))
       .catch((error: unknown) => {
@@ -211,6 +217,17 @@ function expectationsOf(action: BrowserAction, request: ActRequest): TargetExpec
     if (expected !== undefined) expectations.push({ reference, expected, ...(manyElements ? { about } : {}) });
   }
   return expectations;
+}
+
+/**
+ * Every touched element's reference must match an element of the page; the matches are read at
+ * once, and the first element in order that fails decides the error.
+ * @throws HostError('action_failed') as {@link requireMatch}
+ */
+async function requireMatches(deadline: Deadline, page: Page, touched: readonly TouchedElement[], revision: number): Promise<void> {
+  const matched = await Promise.allSettled(touched.map(({ reference }) => requireMatch(deadline, page, reference, revision)));
+  const failed = matched.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
 }
 
 /** @throws HostError('action_failed') when `reference` matches no element of the page. */

@@ -34,20 +34,27 @@ export function checkTarget(deadline: Deadline, browser: ProfileBrowser, page: P
  * to elements that changed, so the revision's other references keep working. Sends no input.
  * Names from content and `[inert]` marks are written in first, as a capture writes them
  * (snapshot/marks.ts). The first element that fails decides the error, its message led by its
- * `about` when given.
+ * `about` when given. `startedReach`: that reach read when the caller started it already
+ * (`readReach` of this page, begun no earlier than the act's reference matches); else it is read here.
  * @throws HostError('target_changed') when an element is gone, relabelled, re-roled or now in
  *   another frame; HostError('not_actionable') when it is now inert (behind a modal dialog);
  *   HostError('outside_run_origins') when its frame is not of the run's origins;
  *   HostError('action_failed') when the check itself fails; nothing is sent in any case.
  */
-export async function checkTargets(deadline: Deadline, browser: ProfileBrowser, page: Page, targets: readonly TargetExpectation[]): Promise<void> {
+export async function checkTargets(
+  deadline: Deadline,
+  browser: ProfileBrowser,
+  page: Page,
+  targets: readonly TargetExpectation[],
+  startedReach?: Promise<PageReach>,
+): Promise<void> {
   if (targets.length === 0) return;
   const timeout = Math.max(1, deadline.remainingMs());
   let text: string;
   let reach: PageReach;
   try {
     // What a person cannot reach first: the snapshot getByRef resolves against must be the last one (snapshot/marks.ts).
-    const reading = readReach(deadline, page).then(async (found) => ({
+    const reading = (startedReach ?? readReach(deadline, page)).then(async (found) => ({
       found,
       text: await page.ariaSnapshot({ mode: 'ai', timeout, signal: deadline.signal }),
     }));
