@@ -3,11 +3,18 @@
  * Each capability owns its tables (`edge/<capability>/tables.ts`); this file re-exports them all,
  * and drizzle-kit generates the migrations from it into `drizzle/`, applied with
  * `wrangler d1 migrations apply`. Invariants the database itself enforces (see the custom
- * migration `drizzle/0001_guards.sql`):
+ * migrations `drizzle/0001_guards.sql`, `0003_grant_guard.sql`, `0022_decision_and_outcome_triggers.sql`):
  * - at most one active call (waiting for approval or dispatching) per run: a partial unique index;
  * - a call can only become active while its run is `running`: a trigger;
  * - an effect watermark can only be written for a call that is `dispatching`, once: a trigger and
- *   a unique index.
+ *   a unique index;
+ * - a grant use is charged only while the grant is live: a trigger;
+ * - a run waiting for approval runs again when its approval is decided (pending to approved or
+ *   denied), in the deciding statement: the trigger `runs_resume_when_approval_decided`; a run
+ *   that already ended is never resumed;
+ * - an effect still `committed` ends in its call's state (succeeded, failed, uncertain; finished
+ *   at the call's update time) when the call leaves `dispatching`, in the call's statement: the
+ *   trigger `effects_finish_with_their_call`. The edge sends no statement of its own for these.
  */
 
 export * from '../artifacts/tables.ts';

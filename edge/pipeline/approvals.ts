@@ -2,8 +2,8 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
 import { parseInvocation, type ToolInvocation, ToolName, ToolVersion } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
-import { rowsChanged } from '../db/rows-changed.ts';
-import { type ApprovalRow, approvals, policyProfiles, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { changedItsRow } from '../db/rows-changed.ts';
+import { type ApprovalRow, approvals, policyProfiles, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import { dialEarly } from '../fleet/early-connection.ts';
@@ -46,9 +46,10 @@ export async function listApprovals(
 
 /**
  * The owner decides a pending approval once. Approve: the approval is revalidated against the
- * exact arguments hash and the current policy hash, then one batch moves approval, call and run
- * and commits the effect watermark; only the request whose batch wins dispatches, so an approved
- * call dispatches exactly once. Deny: the call ends `denied` with a result the agent can read.
+ * exact arguments hash and the current policy hash, then one batch moves approval and call (the
+ * run resumes by trigger) and commits the effect watermark; only the request whose batch wins
+ * dispatches, so an approved call dispatches exactly once. Deny: the call ends `denied` with a
+ * result the agent can read, and the run resumes the same way.
  * Then, when the run is bound to a reviewed recipe, its runner is kicked to go on (issue 19,
  * edge/recipes/scheduling.ts `kickRecipeRuns`), after `beforeResume`: what must land before the
  * run goes on (the console's "approve and allow the same" grant), given the decided approval.
@@ -105,7 +106,7 @@ async function decide(ports: Ports, principal: Principal, approvalId: string, de
   // A recipe-bound run's runner goes on once the call is decided (issue 19).
   const recipeBound = run.recipeId !== null;
   if (decision === 'deny') {
-    return { ...(await settleDenied(ports, principal, approval, call, run, phases, now, 'the owner denied this call')), recipeBound };
+    return { ...(await settleDenied(ports, principal, approval, call, phases, now, 'the owner denied this call')), recipeBound };
   }
 
   const invocation = revalidatedInvocation(call, approval, await canonicalHash({ tool: call.tool, version: call.version, arguments: call.arguments }));
@@ -123,7 +124,6 @@ async function decide(ports: Ports, principal: Principal, approvalId: string, de
       principal,
       approval,
       call,
-      run,
       { ...phases, decision: current },
       now,
       `the policy changed and now denies this call: ${current.reason}`,
@@ -169,12 +169,17 @@ function revalidatedInvocation(call: ToolCallRow, approval: ApprovalRow, argumen
   return parsed.invocation;
 }
 
+/**
+ * Denies a pending approval and its parked call in one batch of conditional updates, so only one
+ * decision can win; the run goes from waiting to running in the approval's statement, by the
+ * database's trigger `runs_resume_when_approval_decided` (drizzle/0022_decision_and_outcome_triggers.sql).
+ * @throws DomainError('already_decided') when the approval was decided concurrently.
+ */
 async function settleDenied(
   ports: Ports,
   principal: Principal,
   approval: ApprovalRow,
   call: ToolCallRow,
-  run: RunRow,
   phases: CallPhases,
   now: number,
   message: string,
@@ -196,11 +201,7 @@ async function settleDenied(
       .update(toolCalls)
       .set(denied)
       .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'waiting_for_approval'))),
-    ports.db
-      .update(runs)
-      .set({ state: 'running', updatedAt: now })
-      .where(and(eq(runs.id, run.id), eq(runs.state, 'waiting_for_approval'))),
   ]);
-  if (rowsChanged(changed) !== 1) throw new DomainError('already_decided', 'the approval was decided concurrently');
+  if (!changedItsRow(changed)) throw new DomainError('already_decided', 'the approval was decided concurrently');
   return { approval: { ...approval, state: 'denied', decidedBy: principal.id, decidedAt: now }, call: { ...call, ...denied } as ToolCallRow };
 }

@@ -4,8 +4,8 @@ import { callTraits, type ToolInvocation } from '../../shared/tools.ts';
 import type { Principal } from '../auth/principal.ts';
 import { translateConstraint } from '../db/constraints.ts';
 import { newId } from '../db/ids.ts';
-import { rowsChanged } from '../db/rows-changed.ts';
-import { type ApprovalRow, approvals, effects, type GrantRow, grants, grantUses, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { changedItsRow } from '../db/rows-changed.ts';
+import { type ApprovalRow, approvals, effects, type GrantRow, grants, grantUses, type RunRow, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import { DomainError } from '../domain-error.ts';
 import type { Ports } from '../ports.ts';
@@ -24,10 +24,11 @@ export type DispatchWarrant =
  * steps 4-5), for both ways a call gets there: a new call (allowed by policy, or covered by a
  * grant, which is charged exactly one use in the same batch, whatever the outcome later) is
  * inserted; a parked call the owner approved is moved by conditional updates of the approval
- * (pending to approved), the call (waiting to dispatching) and the run (waiting to running), so
- * only one decision can win. For an external write the effect watermark is committed in the same
- * batch; the database refuses it unless this batch moved the call. The call's deadline starts
- * now (`toolDeadlineMs`).
+ * (pending to approved) and the call (waiting to dispatching), so only one decision can win; the
+ * run goes from waiting to running in the approval's statement, by the database's trigger
+ * `runs_resume_when_approval_decided` (drizzle/0022_decision_and_outcome_triggers.sql). For an
+ * external write the effect watermark is committed in the same batch; the database refuses it
+ * unless this batch moved the call. The call's deadline starts now (`toolDeadlineMs`).
  * @param call the new call (`phases` holding its decision), or the parked call with the phases
  *   it should have once approved.
  * @returns the call row as it now stands in the database.
@@ -64,10 +65,6 @@ export async function beginDispatch(ports: Ports, run: RunRow, call: NewCall, in
             .update(toolCalls)
             .set({ state: row.state, deadlineAt: row.deadlineAt, policyHash: row.policyHash, phases: row.phases, updatedAt: now })
             .where(and(eq(toolCalls.id, row.id), eq(toolCalls.state, 'waiting_for_approval'))),
-          ports.db
-            .update(runs)
-            .set({ state: 'running', updatedAt: now })
-            .where(and(eq(runs.id, run.id), eq(runs.state, 'waiting_for_approval'))),
         ]
       : [
           ports.db.insert(toolCalls).values(row),
@@ -87,7 +84,7 @@ export async function beginDispatch(ports: Ports, run: RunRow, call: NewCall, in
   } catch (error) {
     throw translateConstraint(error);
   }
-  if (warrant.by === 'approval' && rowsChanged(results[0] as Parameters<typeof rowsChanged>[0]) !== 1) {
+  if (warrant.by === 'approval' && !changedItsRow(results[0] as Parameters<typeof changedItsRow>[0])) {
     throw new DomainError('already_decided', 'the approval was decided concurrently');
   }
   return row;

@@ -2,8 +2,8 @@ import { and, eq, gt, sql } from 'drizzle-orm';
 import type { CallPhases } from '../../shared/api.ts';
 import type { Observation, OmittedObservation } from '../../shared/observation.ts';
 import { canonicalPageUrl, shownUrlsOf } from '../../shared/page-url.ts';
-import { rowsChanged } from '../db/rows-changed.ts';
-import { effects, grants, grantUses, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
+import { changedItsRow } from '../db/rows-changed.ts';
+import { grants, grantUses, type RunRow, runs, type ToolCallRow, toolCalls } from '../db/schema.ts';
 import { iso } from '../db/timestamps.ts';
 import type { Ports, RunResult } from '../ports.ts';
 import { BLANK_PAGE, type DispatchOutcome } from './dispatch-outcome.ts';
@@ -12,8 +12,11 @@ import { projectObservation } from './projection.ts';
 /**
  * Records how a dispatch ended in one batch, only while the call is still `dispatching`: the
  * call's state, result (whole, or the omission marker past {@link MAX_STORED_RESULT_BYTES}),
- * error and phases (dispatch, settle, postcondition); the effect's outcome for a write; the
- * run's latest page; a grant use given back when the host guarantees nothing was sent. A result that cannot be stored still leaves the outcome recorded.
+ * error and phases (dispatch, settle, postcondition); the run's latest page; a grant use given
+ * back when the host guarantees nothing was sent. A write's effect ends in the call's state
+ * (`finished_at` its update time) in the call's own statement, by the database's trigger
+ * `effects_finish_with_their_call` (drizzle/0022_decision_and_outcome_triggers.sql). A result
+ * that cannot be stored still leaves the outcome recorded (and the effect with it).
  * @param startedAt epoch ms at which the dispatch began.
  * @returns the call row as stored afterwards.
  */
@@ -70,14 +73,6 @@ export async function recordOutcome(
       .update(toolCalls)
       .set(update)
       .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
-    ...(isWrite
-      ? [
-          ports.db
-            .update(effects)
-            .set({ state: outcome.state, finishedAt: now })
-            .where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
-        ]
-      : []),
     ...(page !== undefined
       ? [
           ports.db
@@ -100,27 +95,22 @@ export async function recordOutcome(
   try {
     const results = await ports.db.batch(statements as unknown as Parameters<typeof ports.db.batch>[0]);
     // The call row is what this batch made it, unless something else moved it first.
-    if (rowsChanged(results[refunds.length] as RunResult) === 1) return { ...call, ...update };
+    if (changedItsRow(results[refunds.length] as RunResult)) return { ...call, ...update };
   } catch (error) {
     // The outcome must be recorded whatever the result looked like: keep the state, drop the rest.
     console.error(`[${ports.requestId}] recording the outcome of ${call.id} failed; recording it without its result`, error);
-    await ports.db.batch([
-      ports.db
-        .update(toolCalls)
-        .set({
-          state: outcome.state,
-          result: null,
-          errorCode: outcome.error?.code ?? null,
-          errorMessage: outcome.error?.message ?? null,
-          retryable: outcome.retryable,
-          updatedAt: now,
-        })
-        .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching'))),
-      ports.db
-        .update(effects)
-        .set({ state: outcome.state, finishedAt: now })
-        .where(and(eq(effects.toolCallId, call.id), eq(effects.state, 'committed'))),
-    ]);
+    // One statement: the effect follows the call by trigger, as in the batch above.
+    await ports.db
+      .update(toolCalls)
+      .set({
+        state: outcome.state,
+        result: null,
+        errorCode: outcome.error?.code ?? null,
+        errorMessage: outcome.error?.message ?? null,
+        retryable: outcome.retryable,
+        updatedAt: now,
+      })
+      .where(and(eq(toolCalls.id, call.id), eq(toolCalls.state, 'dispatching')));
   }
   return (await ports.db.select().from(toolCalls).where(eq(toolCalls.id, call.id)).get()) ?? { ...call, ...update };
 }

@@ -53,6 +53,11 @@ export const toolCalls = sqliteTable(
   ],
 );
 
+/**
+ * The owner's decision on a parked call. Deciding it (pending to approved or denied) resumes its
+ * run, when still `waiting_for_approval`, in the same statement, by the trigger
+ * `runs_resume_when_approval_decided` (drizzle/0022_decision_and_outcome_triggers.sql).
+ */
 export const approvals = sqliteTable(
   'approvals',
   {
@@ -75,7 +80,13 @@ export const approvals = sqliteTable(
   (t) => [index('approvals_owner_state_idx').on(t.ownerId, t.state, t.createdAt)],
 );
 
-/** The effect ledger: one watermark per external-write call, written before dispatch. */
+/**
+ * The effect ledger: one watermark per external-write call, written `committed` before dispatch
+ * (edge/pipeline/begin-dispatch.ts). It ends in its call's state (succeeded, failed, uncertain;
+ * `finished_at` the call's update time) when the call leaves `dispatching`, by the trigger
+ * `effects_finish_with_their_call` (drizzle/0022_decision_and_outcome_triggers.sql), never by a
+ * statement of the edge's.
+ */
 export const effects = sqliteTable('effects', {
   id: text('id').primaryKey(),
   toolCallId: text('tool_call_id')

@@ -2,7 +2,7 @@ import process from 'node:process';
 import { and, count, eq, sql } from 'drizzle-orm';
 import { translateConstraint } from '../../edge/db/constraints.ts';
 import { rowsChanged } from '../../edge/db/rows-changed.ts';
-import { effects, grants, grantUses, messages, type RunRow, runs, toolCalls } from '../../edge/db/schema.ts';
+import { approvals, effects, grants, grantUses, messages, type RunRow, runs, toolCalls } from '../../edge/db/schema.ts';
 import { openSqliteDatabase } from '../../edge/db/sqlite.ts';
 import { DomainError } from '../../edge/domain-error.ts';
 
@@ -28,8 +28,13 @@ export interface BatchSemanticsReport {
   foreignKeyRefused: boolean;
   /** The same conditional transition twice: rows changed each time. */
   conditionalUpdate: [number, number];
-  /** A batch that succeeds: both writes visible. */
-  committedBatch: { effects: number; callState: string | undefined };
+  /** A batch that succeeds: both writes visible, and the effect ended with its call (a trigger). */
+  committedBatch: { effects: number; callState: string | undefined; effectState: string | undefined };
+  /**
+   * A pending approval decided: the run that waited for it runs again (a trigger), and the
+   * deciding update counts its own row only (libSQL leaves out rows its triggers changed).
+   */
+  decisionResumesRun: { runState: string | undefined; rowsChanged: number };
   /**
    * Eight concurrent batches each charging one use of a three-use grant (the grant guard reads
    * `uses`, the same batch increments it): how many were charged, the final count, and how many
@@ -132,6 +137,27 @@ export async function exerciseBatchSemantics(path: string, migrationsFolder: str
     ]);
     const [effectsCommitted] = await db.select({ n: count() }).from(effects);
     const active = await db.select({ state: toolCalls.state }).from(toolCalls).where(eq(toolCalls.id, 'call_active')).get();
+    const finished = await db.select({ state: effects.state }).from(effects).where(eq(effects.id, 'eff_2')).get();
+
+    await db.insert(runs).values(run('run_c', 'running'));
+    await db.insert(toolCalls).values(call('call_parked', 'run_c', 'waiting_for_approval'));
+    await db.update(runs).set({ state: 'waiting_for_approval' }).where(eq(runs.id, 'run_c'));
+    await db.insert(approvals).values({
+      id: 'apr_1',
+      toolCallId: 'call_parked',
+      runId: 'run_c',
+      ownerId: 'prn_owner',
+      state: 'pending',
+      argumentsHash: 'h',
+      policyHash: 'p',
+      createdAt: now,
+    });
+    const decided = await db
+      .update(approvals)
+      .set({ state: 'approved', decidedAt: now + 1 })
+      .where(and(eq(approvals.id, 'apr_1'), eq(approvals.state, 'pending')))
+      .run();
+    const resumed = await db.select({ state: runs.state }).from(runs).where(eq(runs.id, 'run_c')).get();
 
     await db.insert(grants).values({
       id: 'grt_1',
@@ -174,7 +200,8 @@ export async function exerciseBatchSemantics(path: string, migrationsFolder: str
       inactiveRunGuard,
       foreignKeyRefused,
       conditionalUpdate,
-      committedBatch: { effects: effectsCommitted?.n ?? -1, callState: active?.state },
+      committedBatch: { effects: effectsCommitted?.n ?? -1, callState: active?.state, effectState: finished?.state },
+      decisionResumesRun: { runState: resumed?.state, rowsChanged: rowsChanged(decided) },
       concurrentGrantCharges: {
         charged: outcomes.filter((outcome) => outcome.status === 'fulfilled').length,
         uses: grant?.uses,

@@ -19,7 +19,13 @@ const scratch = mkdtempSync(join(tmpdir(), 'sqlite-semantics-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const expected: BatchSemanticsReport = {
-  triggers: ['effects_require_dispatching_call', 'grant_uses_require_live_grant', 'tool_calls_active_requires_running_run'],
+  triggers: [
+    'effects_finish_with_their_call',
+    'effects_require_dispatching_call',
+    'grant_uses_require_live_grant',
+    'runs_resume_when_approval_decided',
+    'tool_calls_active_requires_running_run',
+  ],
   // Every migration drizzle-kit wrote (drizzle/meta/_journal.json), recorded once.
   migrationsRecorded: (JSON.parse(readFileSync(join(migrations, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] }).entries.length,
   refusedByTrigger: { error: 'already_decided', runRevision: null, callsWritten: 0 },
@@ -27,7 +33,8 @@ const expected: BatchSemanticsReport = {
   inactiveRunGuard: 'run_not_active',
   foreignKeyRefused: true,
   conditionalUpdate: [1, 0],
-  committedBatch: { effects: 1, callState: 'succeeded' },
+  committedBatch: { effects: 1, callState: 'succeeded', effectState: 'succeeded' },
+  decisionResumesRun: { runState: 'running', rowsChanged: 1 },
   concurrentGrantCharges: { charged: 3, uses: 3, refusedAsExhausted: 5 },
 };
 

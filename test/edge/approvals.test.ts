@@ -138,3 +138,87 @@ describe('approvals bind to the arguments and the policy', () => {
     expect(await env.DB.prepare('SELECT count(*) AS n FROM approvals WHERE run_id = ?').bind(runId).first()).toEqual({ n: 1 });
   });
 });
+
+describe('a decision resumes the run that waits for it, and only that run', () => {
+  it('the owner approves: the run runs again, as when denying', async () => {
+    const run = await newRun();
+    const parked = await parkedClick(run.id);
+    const decided = await call<DecisionResponse>('POST', `/v1/approvals/${parked.approval_id}/decision`, {
+      token: parties.owner.token,
+      body: { decision: 'approve' },
+    });
+    expect(decided.status).toBe(200);
+    expect(await row('SELECT state FROM runs WHERE id = ?', run.id)).toEqual({ state: 'running' });
+  });
+
+  it('an approval and a denial racing: one wins, the run runs again once, and call and approval agree', async () => {
+    const run = await newRun();
+    const parked = await parkedClick(run.id);
+    const answers = await Promise.all(
+      (['approve', 'deny'] as const).map((decision) =>
+        call<DecisionResponse | ErrorBody>('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.owner.token, body: { decision } }),
+      ),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    const loser = answers.find((a) => a.status === 409)!.body;
+    expect('error' in loser ? loser.error.code : loser).toBe('already_decided');
+    expect(await row('SELECT state FROM runs WHERE id = ?', run.id)).toEqual({ state: 'running' });
+    const approval = await row('SELECT state FROM approvals WHERE id = ?', parked.approval_id);
+    const stored = await row('SELECT state FROM tool_calls WHERE id = ?', parked.id);
+    const effects = await row('SELECT count(*) AS n FROM effects WHERE tool_call_id = ?', parked.id);
+    expect([approval?.state, stored?.state, effects?.n]).toEqual(approval?.state === 'approved' ? ['approved', 'failed', 1] : ['denied', 'denied', 0]);
+  });
+
+  it('a decision after the run was cancelled resumes nothing', async () => {
+    const run = await newRun();
+    const parked = await parkedClick(run.id);
+    await call('POST', `/v1/runs/${run.id}/cancel`, { token: parties.owner.token });
+    for (const decision of ['approve', 'deny']) {
+      const late = await callError('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.owner.token, body: { decision } });
+      expect([late.status, late.body.error.code]).toEqual([409, 'already_decided']);
+    }
+    expect(await row('SELECT state FROM runs WHERE id = ?', run.id)).toEqual({ state: 'cancelled' });
+  });
+
+  it('a decision after the run passed its deadline ends it instead of resuming it', async () => {
+    const run = await newRun();
+    const parked = await parkedClick(run.id);
+    await env.DB.prepare('UPDATE runs SET deadline_at = ? WHERE id = ?')
+      .bind(Date.now() - 1_000, run.id)
+      .run();
+    const late = await callError('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.owner.token, body: { decision: 'approve' } });
+    expect(late.body.error.code).toBe('run_not_active');
+    const again = await callError('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.owner.token, body: { decision: 'deny' } });
+    expect(again.body.error.code).toBe('already_decided');
+    expect(await row('SELECT state FROM runs WHERE id = ?', run.id)).toEqual({ state: 'deadline_exceeded' });
+    expect(await row('SELECT state FROM approvals WHERE id = ?', parked.approval_id)).toEqual({ state: 'cancelled' });
+    expect(await row('SELECT count(*) AS n FROM effects WHERE tool_call_id = ?', parked.id)).toEqual({ n: 0 });
+  });
+
+  it('the database resumes a waiting run when its approval goes from pending to approved or denied, at the decision time', async () => {
+    for (const state of ['approved', 'denied']) {
+      const run = await newRun();
+      const parked = await parkedClick(run.id);
+      const decidedAt = Date.now() + 7;
+      await env.DB.prepare("UPDATE approvals SET state = ?, decided_at = ? WHERE id = ? AND state = 'pending'")
+        .bind(state, decidedAt, parked.approval_id)
+        .run();
+      expect(await row('SELECT state, updated_at FROM runs WHERE id = ?', run.id)).toEqual({ state: 'running', updated_at: decidedAt });
+    }
+  });
+
+  it('the database never resumes a run that ended, nor one whose approval was not pending', async () => {
+    for (const ended of ['cancelled', 'deadline_exceeded']) {
+      const run = await newRun();
+      const parked = await parkedClick(run.id);
+      await env.DB.prepare('UPDATE runs SET state = ? WHERE id = ?').bind(ended, run.id).run();
+      await env.DB.prepare("UPDATE approvals SET state = 'approved', decided_at = ? WHERE id = ?").bind(Date.now(), parked.approval_id).run();
+      expect(await row('SELECT state FROM runs WHERE id = ?', run.id)).toEqual({ state: ended });
+    }
+    const run = await newRun();
+    const parked = await parkedClick(run.id);
+    await env.DB.prepare("UPDATE approvals SET state = 'cancelled', decided_at = ? WHERE id = ?").bind(Date.now(), parked.approval_id).run();
+    await env.DB.prepare("UPDATE approvals SET state = 'approved', decided_at = ? WHERE id = ?").bind(Date.now(), parked.approval_id).run();
+    expect(await row('SELECT state FROM runs WHERE id = ?', run.id)).toEqual({ state: 'waiting_for_approval' });
+  });
+});
