@@ -82,9 +82,24 @@ describe('a schedule whose pass failed', () => {
     expect(await fireDueSchedules(ports, due + 5_000)).toEqual([]);
     lock(false);
     const fired = await fireDueSchedules(ports, due + MINUTE_MS);
-    expect(fired.map((run) => run.id)).toEqual([`run_${scheduleId.slice('sch_'.length)}_${due / MINUTE_MS}`]);
+    // Only this schedule's runs: others may be due then too (around 07:00 UTC, the daily 07:00 schedule above).
+    expect(fired.filter((run) => run.scheduleId === scheduleId).map((run) => run.id)).toEqual([`run_${scheduleId.slice('sch_'.length)}_${due / MINUTE_MS}`]);
     await fireDueSchedules(ports, due + 2 * MINUTE_MS);
     expect(await runsOf(scheduleId)).toHaveLength(1);
+  });
+
+  it('fires each of several schedules that missed the same minute once, at the next pass', async () => {
+    const due = (Math.floor(Date.now() / MINUTE_MS) + 1) * MINUTE_MS;
+    const scheduleIds = [await scheduleAt(due), await scheduleAt(due)];
+    const { ports, lock } = portsWithLockableDatabase();
+    lock(true);
+    expect(await fireDueSchedules(ports, due + 5_000)).toEqual([]);
+    lock(false);
+    const fired = await fireDueSchedules(ports, due + MINUTE_MS);
+    const ours = fired.filter((run) => scheduleIds.includes(run.scheduleId ?? ''));
+    expect(ours.map((run) => run.id).sort()).toEqual(scheduleIds.map((id) => `run_${id.slice('sch_'.length)}_${due / MINUTE_MS}`).sort());
+    await fireDueSchedules(ports, due + 2 * MINUTE_MS);
+    for (const id of scheduleIds) expect(await runsOf(id)).toHaveLength(1);
   });
 
   it('is not fired later than 15 minutes after its minute, nor for a minute before it was created', async () => {
