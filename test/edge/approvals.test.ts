@@ -222,3 +222,32 @@ describe('a decision resumes the run that waits for it, and only that run', () =
     expect(await row('SELECT state FROM runs WHERE id = ?', run.id)).toEqual({ state: 'waiting_for_approval' });
   });
 });
+
+describe('decisions racing a cancel never leave the run and its approval apart', () => {
+  it('two approvals, a denial and a cancel at once: no 5xx, at most one dispatch, and an ended run stays ended', async () => {
+    for (let round = 0; round < 3; round++) {
+      const run = await newRun();
+      const parked = await parkedClick(run.id);
+      const decide = (decision: 'approve' | 'deny') =>
+        call<DecisionResponse | ErrorBody>('POST', `/v1/approvals/${parked.approval_id}/decision`, { token: parties.owner.token, body: { decision } });
+      const [cancel, ...decisions] = await Promise.all([
+        call('POST', `/v1/runs/${run.id}/cancel`, { token: parties.owner.token }),
+        decide('approve'),
+        decide('approve'),
+        decide('deny'),
+      ]);
+      for (const answer of [cancel, ...decisions]) expect(answer.status).toBeLessThan(500);
+      expect(decisions.filter((a) => a.status === 200).length).toBeLessThanOrEqual(1);
+      const approval = await row('SELECT state FROM approvals WHERE id = ?', parked.approval_id);
+      const stored = await row('SELECT state FROM tool_calls WHERE id = ?', parked.id);
+      const effects = await row('SELECT count(*) AS n FROM effects WHERE tool_call_id = ?', parked.id);
+      const ended = await row('SELECT state FROM runs WHERE id = ?', run.id);
+      // The cancel ends the run whichever came first; the decision that won (if any) agrees with its call.
+      expect(ended).toEqual({ state: 'cancelled' });
+      expect(stored?.state).not.toBe('waiting_for_approval');
+      if (approval?.state === 'approved') expect([stored?.state === 'dispatching', effects?.n]).toEqual([false, 1]);
+      else expect([approval?.state, effects?.n]).toEqual([approval?.state === 'denied' ? 'denied' : 'cancelled', 0]);
+      if (approval?.state === 'cancelled') expect(stored).toEqual({ state: 'cancelled' });
+    }
+  });
+});
