@@ -12,7 +12,7 @@ import { timePhase } from './phase-clock.ts';
 import type { ProfileBrowser } from './profile-browser.ts';
 import { enterSettling, type SettleEntry, settle } from './settle.ts';
 import type { CapturedRevision } from './snapshot/captured-revision.ts';
-import { readReach } from './snapshot/marks.ts';
+import { countReachCandidates } from './snapshot/marks.ts';
 import { checkTargets, type TargetExpectation } from './target-check.ts';
 import { uploadPlan } from './upload.ts';
 
@@ -94,12 +94,13 @@ export async function actOnPage(
     throw new HostError('page_changed', `observe again before acting: ${browser.revisions.invalidation}; nothing was dispatched`);
   }
   const page = await browser.page(deadline);
-  // The target check's reach read goes out beside the reference matches: both only read the page,
-  // and the snapshot the check resolves references against still comes after both.
-  const reach = expectations.length > 0 ? browser.trackCapture(readReach(deadline, page)) : undefined;
+  // The target check's first reach read, a count that takes no snapshot, goes out beside the
+  // reference matches; its subtree snapshots (which replace what getByRef resolves against) and
+  // the page snapshot the check resolves references against come only after the matches.
+  const candidates = expectations.length > 0 ? browser.trackCapture(countReachCandidates(deadline, page)) : undefined;
   await timePhase('target_check', () => requireMatches(deadline, page, touchedElements(action), action.revision)).catch(async (error: unknown) => {
-    // No capture outlives its operation: the reach read (which never throws) is joined first.
-    await reach;
+    // No capture outlives its operation: the count (which never rejects) is joined first.
+    await candidates;
     throw error;
   });
 
@@ -114,7 +115,7 @@ export async function actOnPage(
   try {
     // The elements must still be what the call was decided (and approved) on, and reachable: an
     // inert target or a relabelled one fails here, before any wait for actionability.
-    await timePhase('target_check', () => checkTargets(actionDeadline, browser, page, expectations, reach));
+    await timePhase('target_check', () => checkTargets(actionDeadline, browser, page, expectations, candidates));
     const checksStarted = performance.now();
     await timePhase('actionability', () => runPrechecks(checks, plan))
       .catch((error: unknown) => {

@@ -34,8 +34,8 @@ export function checkTarget(deadline: Deadline, browser: ProfileBrowser, page: P
  * to elements that changed, so the revision's other references keep working. Sends no input.
  * Names from content and `[inert]` marks are written in first, as a capture writes them
  * (snapshot/marks.ts). The first element that fails decides the error, its message led by its
- * `about` when given. `startedReach`: that reach read when the caller started it already
- * (`readReach` of this page, begun no earlier than the act's reference matches); else it is read here.
+ * `about` when given. `reachCandidates`: the reach read's first count when the caller began it
+ * already (`countReachCandidates` of this page, beside the act's reference matches).
  * @throws HostError('target_changed') when an element is gone, relabelled, re-roled or now in
  *   another frame; HostError('not_actionable') when it is now inert (behind a modal dialog);
  *   HostError('outside_run_origins') when its frame is not of the run's origins;
@@ -46,7 +46,7 @@ export async function checkTargets(
   browser: ProfileBrowser,
   page: Page,
   targets: readonly TargetExpectation[],
-  startedReach?: Promise<PageReach>,
+  reachCandidates?: Promise<number | undefined>,
 ): Promise<void> {
   if (targets.length === 0) return;
   const timeout = Math.max(1, deadline.remainingMs());
@@ -54,7 +54,7 @@ export async function checkTargets(
   let reach: PageReach;
   try {
     // What a person cannot reach first: the snapshot getByRef resolves against must be the last one (snapshot/marks.ts).
-    const reading = (startedReach ?? readReach(deadline, page)).then(async (found) => ({
+    const reading = readReach(deadline, page, undefined, reachCandidates).then(async (found) => ({
       found,
       text: await page.ariaSnapshot({ mode: 'ai', timeout, signal: deadline.signal }),
     }));

@@ -79,21 +79,34 @@ function ownRefs(snapshot: string): string[] {
 }
 
 /**
+ * The first read of {@link readReach}, on its own: how many elements may put parts of the page
+ * out of reach (modal dialogs, `inert` subtrees), by one locator count, which takes no snapshot,
+ * so it may run beside reads that resolve references against the page's last snapshot (an act's
+ * reference matches). Raced against the deadline (a count has no timeout of its own, and a hung
+ * page must not hold a capture past it). Never rejects: undefined when it could not be read.
+ */
+export function countReachCandidates(deadline: Deadline, page: Page): Promise<number | undefined> {
+  return deadline.race(page.locator(REACH_CANDIDATES).count()).catch(() => undefined);
+}
+
+/**
  * Reads {@link PageReach}: one locator count when the page has no modal dialog and no `inert`
  * attribute (the common case); otherwise, for each modal dialog (at most 8), whether it is the one
  * on top (a hit test at its centre lands inside it: a dialog under another's backdrop is inert
  * too) and its own ref, and one AI-mode snapshot of each non-empty inert subtree (at most 64).
  * Call it right before the page's own `ariaSnapshot`. With a `census` that counted no candidate
- * (element-census.ts), nothing is read. Never throws: a page that changes meanwhile gets no
- * modal marks (see {@link markInert}).
+ * (element-census.ts), nothing is read; with `candidates` (a {@link countReachCandidates} begun
+ * earlier), its count stands for the first one, and undefined there reads as everything
+ * reachable, as a failed count does here. The subtree snapshots replace what `getByRef` resolves
+ * against, so nothing that resolves references may run beside them. Never throws: a page that
+ * changes meanwhile gets no modal marks (see {@link markInert}).
  */
-export async function readReach(deadline: Deadline, page: Page, census?: ElementCensus): Promise<PageReach> {
+export async function readReach(deadline: Deadline, page: Page, census?: ElementCensus, candidates?: Promise<number | undefined>): Promise<PageReach> {
   const timeout = Math.max(1, Math.min(deadline.remainingMs(), 2_000));
   if (census?.reach === 0) return EVERYTHING_REACHABLE;
   try {
-    // Raced against the deadline: a count has no timeout of its own, and a hung page must not
-    // hold the capture (which is joined when cancelled) past it.
-    if ((await deadline.race(page.locator(REACH_CANDIDATES).count())) === 0) return EVERYTHING_REACHABLE;
+    const counted = candidates === undefined ? await deadline.race(page.locator(REACH_CANDIDATES).count()) : await candidates;
+    if (counted === undefined || counted === 0) return EVERYTHING_REACHABLE;
     const modals = page.locator('dialog:modal, [aria-modal="true"]:visible');
     const inertRoots = page.locator('[inert]:not(:empty)');
     const [modalCount, inertCount] = await deadline.race(Promise.all([modals.count(), inertRoots.count()]));
