@@ -115,7 +115,7 @@ export function yamlValue(text: string): string {
 export function needsQuotes(text: string): boolean {
   // Most keys and values: a letter, then only characters no rule below looks at (the rules
   // about numbers and keywords aside), and no trailing space.
-  if (PLAIN_BY_CHARACTERS.test(text) && !text.endsWith(' ')) return !Number.isNaN(Number(text)) || KEYWORDS.has(text.toLowerCase());
+  if (PLAIN_BY_CHARACTERS.test(text) && !text.endsWith(' ')) return !Number.isNaN(Number(text)) || isKeyword(text);
   if (text.length === 0) return true;
   if (/^\s|\s$/.test(text)) return true;
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what YAML cannot carry plain
@@ -127,11 +127,18 @@ export function needsQuotes(text: string): boolean {
   if (/^[&*\],?!>|@"'#%]/.test(text)) return true;
   if (/[{}`]/.test(text)) return true;
   if (/^\[/.test(text)) return true;
-  if (!Number.isNaN(Number(text)) || KEYWORDS.has(text.toLowerCase())) return true;
+  if (!Number.isNaN(Number(text)) || isKeyword(text)) return true;
   return /^[-+]?\.(inf|nan)$/i.test(text);
 }
 
 /** Words YAML would read as something other than a string. */
 const KEYWORDS: ReadonlySet<string> = new Set(['y', 'n', 'yes', 'no', 'true', 'false', 'on', 'off', 'null', '~']);
+/** The longest of {@link KEYWORDS}, in characters. */
+const LONGEST_KEYWORD = 5;
+
+/** Whether `text` is one of {@link KEYWORDS} in any letter case; longer text is never lowered to check. */
+function isKeyword(text: string): boolean {
+  return text.length <= LONGEST_KEYWORD && KEYWORDS.has(text.toLowerCase());
+}
 /** A letter, then letters, digits and punctuation that none of {@link needsQuotes}'s character rules concern. */
 const PLAIN_BY_CHARACTERS = /^[A-Za-z][\p{L}\p{N} "'=./[\]()_,;!?&*%@+|>$^-]*$/u;

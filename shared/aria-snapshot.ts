@@ -53,7 +53,18 @@ const ANCESTOR_KEY = 'window-ancestor';
  * line costs only itself. Never throws.
  */
 export function parseAriaSnapshot(snapshot: string): AriaNode[] {
-  const lines = snapshot.split('\n');
+  return parseLines(snapshot.split('\n'));
+}
+
+/**
+ * {@link parseAriaSnapshot} of the text `lines` make when joined with line breaks, without
+ * joining them when none of them holds a line break itself (a capture's lines, as split).
+ */
+export function parseAriaSnapshotLines(lines: readonly string[]): AriaNode[] {
+  return lines.some((line) => line.includes('\n')) ? parseAriaSnapshot(lines.join('\n')) : parseLines(lines);
+}
+
+function parseLines(lines: readonly string[]): AriaNode[] {
   const first = lines.findIndex((line) => ITEM.test(line));
   if (first < 0) return [];
   const base = baseIndentOf(lines, first);

@@ -307,8 +307,18 @@ const NOT_A_PROVIDER = /^(?:your|my|our|their|his|her|another|other|a|an|the|thi
 const MAX_COMPARED_CHARS = 160;
 const SEPARATOR = /^[\s:|·,.!–—-]/;
 
+/** The last text {@link normalizeSignInText} was asked about and its answer: a name is asked about by several checks in a row. */
+let lastNormalized: { readonly text: string; readonly normalized: string } | undefined;
+
 /** NFKC, lower case, straight quotes, one space between words, no leading or trailing punctuation. */
 export function normalizeSignInText(text: string): string {
+  if (lastNormalized?.text === text) return lastNormalized.normalized;
+  const normalized = normalizedSignInText(text);
+  lastNormalized = { text, normalized };
+  return normalized;
+}
+
+function normalizedSignInText(text: string): string {
   return text
     .normalize('NFKC')
     .toLowerCase()

@@ -1,5 +1,5 @@
 import type { Locator, Page } from 'playwright-core';
-import { parseAriaSnapshot, textOf, walkReachable } from '../../shared/aria-snapshot.ts';
+import { parseAriaSnapshotLines, textOf, walkReachable } from '../../shared/aria-snapshot.ts';
 import type { SignInReason, SignInReasonCode } from '../../shared/authentication.ts';
 import { canonicalPageUrl } from '../../shared/page-url.ts';
 import { returnUrlOf } from '../../shared/sign-in-return.ts';
@@ -169,7 +169,7 @@ export function snapshotReasons(seen: Pick<PageUnderAssessment, 'title' | 'lines
   const singleSignOn: string[] = [];
   const passkeys: string[] = [];
   const headings: string[] = [];
-  for (const node of walkReachable(parseAriaSnapshot(seen.lines.join('\n')))) {
+  for (const node of walkReachable(parseAriaSnapshotLines(seen.lines))) {
     if (node.role === 'button' || node.role === 'link') {
       const name = (node.name ?? textOf(node)).trim();
       if (name === '') continue;

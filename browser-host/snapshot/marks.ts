@@ -1,5 +1,5 @@
 import type { CDPSession, Page } from 'playwright-core';
-import { type AriaNode, nodeOfSnapshotLine, parseAriaSnapshot, rewriteAriaLine, walkAria } from '../../shared/aria-snapshot.ts';
+import { type AriaNode, nodeOfSnapshotLine, parseAriaSnapshot, parseAriaSnapshotLines, rewriteAriaLine, walkAria } from '../../shared/aria-snapshot.ts';
 import type { IncompleteReason } from '../../shared/observation.ts';
 import type { Deadline } from '../deadline.ts';
 import { type PiercedDomNode, walkPiercedDom } from '../page/pierced-dom.ts';
@@ -184,7 +184,7 @@ export function withContentNames(lines: readonly string[]): string[] {
     const depth = (match[1] ?? '').length;
     let end = index + 1;
     while (end < lines.length && indentOf(lines[end] as string) > depth) end++;
-    const [node] = parseAriaSnapshot(lines.slice(index, end).join('\n'));
+    const [node] = parseAriaSnapshotLines(lines.slice(index, end));
     if (node === undefined || node.name !== undefined || !node.children.some((child) => child.ref !== undefined)) continue;
     const name = singlePieceName(node);
     if (name === undefined) continue;

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { needsQuotes } from '../../shared/aria-key.ts';
 import { readSnapshotLines } from '../../shared/aria-line-reader.ts';
-import { type AriaNode, parseAriaSnapshot, parseAriaSnapshotWithYaml, renderAriaSnapshot } from '../../shared/aria-snapshot.ts';
+import { type AriaNode, parseAriaSnapshot, parseAriaSnapshotLines, parseAriaSnapshotWithYaml, renderAriaSnapshot } from '../../shared/aria-snapshot.ts';
 
 // The direct reader of Playwright's one-item-per-line form (shared/aria-line-reader.ts) against
 // the YAML parser it stands in for: over written snapshots, their windows, and text changed in
@@ -136,6 +137,18 @@ describe('the direct snapshot reader against the YAML parser', () => {
     );
   });
 
+  it("reads a capture's lines, as split or holding line breaks of their own, as it reads the text they join into", () => {
+    fc.assert(
+      fc.property(fc.array(node(0), { minLength: 1, maxLength: 3 }), fc.array(damage, { minLength: 1, maxLength: 40 }), (forest, changes) => {
+        const lines = renderAriaSnapshot(forest)
+          .split('\n')
+          .map((line, index) => (changes[index % changes.length] as (line: string) => string)(line));
+        expect(parseAriaSnapshotLines(lines)).toEqual(parseAriaSnapshot(lines.join('\n')));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('leaves a line blank to JavaScript but not to YAML (an em space, a no-break space, a carriage return) to the YAML parser', () => {
     // String.prototype.trim drops these; YAML reads them as content (a value continued onto
     // the line) or as an error (the whole text then read line by line).
@@ -174,5 +187,14 @@ describe('the direct snapshot reader against the YAML parser', () => {
     expect(readSnapshotLines(sample.split('\n'), 0, 0)).toBeDefined();
     expect(read.direct).toEqual(read.yaml);
     expect(read.direct.length).toBeGreaterThan(5);
+  });
+});
+
+describe("Playwright's quoting rules", () => {
+  it('quote every word YAML reads as a boolean or null, in any letter case, and no longer word that starts like one', () => {
+    for (const keyword of ['y', 'N', 'yes', 'Yes', 'NO', 'true', 'True', 'FALSE', 'on', 'oN', 'Off', 'null', 'NULL', '~']) {
+      expect(needsQuotes(keyword), keyword).toBe(true);
+    }
+    for (const word of ['Yesterday', 'nullable', 'Onward', 'Offer', 'Trueness', 'falsehood', 'Nope']) expect(needsQuotes(word), word).toBe(false);
   });
 });

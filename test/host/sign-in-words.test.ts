@@ -5,13 +5,20 @@ import { ConfigError, parseHostConfig } from '../../browser-host/config.ts';
 import { SiteCatalog } from '../../browser-host/site-verification/catalog.ts';
 import { snapshotReasons, trailReasons } from '../../browser-host/site-verification/sign-in-evidence.ts';
 import { accountSiteDefinition } from '../../scripts/account-site.ts';
-import { namesPasskey, namesSingleSignOn, readsAsSignIn, signInReading, signInWords } from '../../shared/sign-in-words.ts';
+import { namesPasskey, namesSingleSignOn, normalizeSignInText, readsAsSignIn, signInReading, signInWords } from '../../shared/sign-in-words.ts';
 import { temporaryDirectory } from '../support/host-fixture.ts';
 
 // The reviewed word list and the pure parts of the sign-in evidence.
 
 const words = signInWords();
 const SECRET = 'x'.repeat(32);
+
+describe('normalized text', () => {
+  it('is the same for a text asked about again, right after or after others', () => {
+    const texts = ['Sign In', '\uff2c\uff4f\uff47 \uff49\uff4e', 'Sign In', '  “Continue”   with   Google! ', 'Sign In', 'Sign In'];
+    expect(texts.map((text) => normalizeSignInText(text))).toEqual(['sign in', 'log in', 'sign in', 'continue\u201d with google', 'sign in', 'sign in']);
+  });
+});
 
 describe('what reads as sign-in', () => {
   it('titles, headings and buttons that are a sign-in phrase, or start with one, in the most used languages', () => {
