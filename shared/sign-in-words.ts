@@ -312,10 +312,8 @@ let lastNormalized: { readonly text: string; readonly normalized: string } | und
 
 /** NFKC, lower case, straight quotes, one space between words, no leading or trailing punctuation. */
 export function normalizeSignInText(text: string): string {
-  if (lastNormalized?.text === text) return lastNormalized.normalized;
-  const normalized = normalizedSignInText(text);
-  lastNormalized = { text, normalized };
-  return normalized;
+  if (lastNormalized?.text !== text) lastNormalized = { text, normalized: normalizedSignInText(text) };
+  return lastNormalized.normalized;
 }
 
 function normalizedSignInText(text: string): string {
