@@ -96,8 +96,7 @@ export function countReachCandidates(deadline: Deadline, page: Page): Promise<nu
  * too) and its own ref, and one AI-mode snapshot of each non-empty inert subtree (at most 64).
  * Call it right before the page's own `ariaSnapshot`. With a `census` that counted no candidate
  * (element-census.ts), nothing is read; with `candidates` (a {@link countReachCandidates} begun
- * earlier), its count stands for the first one, and undefined there reads as everything
- * reachable, as a failed count does here. The subtree snapshots replace what `getByRef` resolves
+ * earlier), that count is the first read; a count that failed reads as everything reachable. The subtree snapshots replace what `getByRef` resolves
  * against, so nothing that resolves references may run beside them. Never throws: a page that
  * changes meanwhile gets no modal marks (see {@link markInert}).
  */
@@ -105,7 +104,7 @@ export async function readReach(deadline: Deadline, page: Page, census?: Element
   const timeout = Math.max(1, Math.min(deadline.remainingMs(), 2_000));
   if (census?.reach === 0) return EVERYTHING_REACHABLE;
   try {
-    const counted = candidates === undefined ? await deadline.race(page.locator(REACH_CANDIDATES).count()) : await candidates;
+    const counted = await (candidates ?? countReachCandidates(deadline, page));
     if (counted === undefined || counted === 0) return EVERYTHING_REACHABLE;
     const modals = page.locator('dialog:modal, [aria-modal="true"]:visible');
     const inertRoots = page.locator('[inert]:not(:empty)');
