@@ -1,7 +1,10 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { root } from './local-processes.ts';
+import { type DevVars, localPrincipalsSql, prepareLocalDatabase } from './setup.mjs';
 
 const execFileAsync = promisify(execFile);
 
@@ -111,3 +114,55 @@ export async function queryLocalD1(statements: string[], persistTo?: string): Pr
 
 /** How many times a local D1 statement is tried while `wrangler dev` holds the file. */
 const LOCAL_D1_ATTEMPTS = 5;
+
+/** Where migrated and seeded local D1 state directories are kept, one per {@link freshD1Key}. */
+export const D1_TEMPLATES_DIR = join(root, '.tmp', 'd1-templates');
+
+/**
+ * What a fresh local D1 is made of: the migrations (every file under drizzle/), wrangler.toml, the
+ * local principals' token hashes and the installed wrangler's version; a sha256, hex.
+ */
+function freshD1Key(vars: DevVars): string {
+  const hash = createHash('sha256');
+  const drizzle = join(root, 'drizzle');
+  const files = readdirSync(drizzle, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort();
+  for (const file of files) hash.update(file.slice(root.length)).update(readFileSync(file));
+  hash.update(readFileSync(join(root, 'wrangler.toml')));
+  hash.update(localPrincipalsSql(vars, 0));
+  hash.update(readFileSync(join(root, 'node_modules', 'wrangler', 'package.json')));
+  return hash.digest('hex');
+}
+
+/**
+ * Makes `persistTo` (a directory that does not exist yet) a local D1 state directory with every
+ * migration applied and the local principals seeded, as `prepareLocalDatabase` (scripts/setup.mjs)
+ * makes one. The first call for a given set of migrations, tokens and wrangler version runs
+ * `prepareLocalDatabase` once (the real `wrangler d1 migrations apply --local`, about 9 s on 2
+ * cores) into `templatesDir` (default `.tmp/d1-templates/`); every call copies that directory (about 1 MB), so each
+ * end-to-end stack still starts on a database of its own. A template of other migrations is
+ * removed when a new one is made. Concurrent first calls each build one and the first to finish
+ * keeps its own. Throws what `prepareLocalDatabase` throws (wrangler's exit).
+ */
+export function prepareFreshLocalD1(vars: DevVars, persistTo: string, templatesDir = D1_TEMPLATES_DIR): void {
+  const key = freshD1Key(vars);
+  const template = join(templatesDir, key);
+  if (!existsSync(template)) {
+    mkdirSync(templatesDir, { recursive: true });
+    const building = join(templatesDir, `${key}.building-${process.pid}`);
+    rmSync(building, { recursive: true, force: true });
+    prepareLocalDatabase(vars, building);
+    try {
+      renameSync(building, template);
+    } catch {
+      // Another process finished first: its template is the same.
+      rmSync(building, { recursive: true, force: true });
+    }
+    for (const entry of readdirSync(templatesDir)) {
+      if (entry !== key && !entry.includes('.building-')) rmSync(join(templatesDir, entry), { recursive: true, force: true });
+    }
+  }
+  cpSync(template, persistTo, { recursive: true });
+}

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type EdgeRuntime, edgeLaunchOf, queryLocalD1 } from './local-edge.ts';
+import { type EdgeRuntime, edgeLaunchOf, prepareFreshLocalD1, queryLocalD1 } from './local-edge.ts';
 import { type HostNetwork, type LocalHost, type ManagedHost, startLocalHost } from './local-hosts.ts';
 import { freePort, killProcessesUsing, root, type Started, signalGroup, startProcess, stopProcess, waitFor } from './local-processes.ts';
 import { DEFAULT_LOCAL_SQLITE_PATH, prepareLocalSqlite, querySqliteFile } from './local-sqlite.ts';
-import { prepareLocalDatabase, readDevVars } from './setup.mjs';
+import { readDevVars } from './setup.mjs';
 import { type StaticServer, startStaticServer } from './static-server.ts';
 
 export type { EdgeRuntime } from './local-edge.ts';
@@ -141,7 +141,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const fresh = options.database !== 'default';
   const persistTo = runtime === 'workers' && fresh ? join(scratch, 'd1') : undefined;
   const sqlitePath = runtime === 'workers' ? undefined : fresh ? join(scratch, 'edge.sqlite') : DEFAULT_LOCAL_SQLITE_PATH;
-  if (persistTo) prepareLocalDatabase(vars, persistTo);
+  if (persistTo) prepareFreshLocalD1(vars, persistTo);
   if (sqlitePath) await prepareLocalSqlite(vars, sqlitePath);
 
   const hosts: ManagedHost[] = [];
