@@ -2,8 +2,11 @@ import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Three projects, run one after another by `npm test`:
+ * Four projects, which `npm test` (scripts/test.mjs) runs in two lanes:
  * - edge: the Worker inside workerd against a real, migrated D1 (Cloudflare's vitest integration);
+ * - e2e-no-browser: the end-to-end parts that start no browser (the self-hosted edge's SQLite
+ *   and file stores, wrangler's local D1, the memory evaluation command, the TCP relay, the
+ *   model adapter against a stand-in), `test/e2e/no-browser/`;
  * - host: the browser host in Node driving real Chromium;
  * - e2e: real processes (`wrangler dev` and the host) driven over HTTP.
  */
@@ -45,8 +48,19 @@ export default defineConfig(async () => {
         },
         {
           test: {
+            name: 'e2e-no-browser',
+            include: ['test/e2e/no-browser/**/*.test.ts'],
+            environment: 'node',
+            testTimeout: 240_000,
+            hookTimeout: 240_000,
+            fileParallelism: false,
+          },
+        },
+        {
+          test: {
             name: 'e2e',
             include: ['test/e2e/**/*.test.ts'],
+            exclude: ['test/e2e/no-browser/**'],
             environment: 'node',
             testTimeout: 240_000,
             hookTimeout: 240_000,

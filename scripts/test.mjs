@@ -1,15 +1,19 @@
 #!/usr/bin/env node
 // `npm test` after set-up: the lint (`npm run lint`: Biome's rules, format check, import order
 // and cycles, then the 400-line rule of scripts/check-file-sizes.mjs), the check that drizzle/
-// matches the schema (scripts/check-migrations.mjs), the typecheck, then every
-// vitest project (edge in workerd, host in real Chromium, e2e with real processes). A failing
-// step does not hide the ones after it: all run, and the last line counts the tests,
-// `N passed, N failed`.
+// matches the schema (scripts/check-migrations.mjs), the typecheck, then every vitest project
+// (edge in workerd; e2e-no-browser, real processes without Chromium; host in real Chromium; e2e,
+// real stacks with Chromium). A failing step does not hide the ones after it: all run, and the
+// last line counts the tests, `N passed, N failed`.
 //
-// The edge project (workerd and D1, no browser, no timing) runs beside the lint, the typecheck
-// and the host project, its output held back and printed whole when it ends; the e2e project runs
-// alone afterwards. That keeps the whole run well under 30 minutes on 2 cores.
-import { spawn, spawnSync } from 'node:child_process';
+// Two lanes, then the e2e project alone. The background lane holds what starts no browser, one
+// step after the other: the lint, the file sizes, the migrations check, the typecheck, the edge
+// project, the e2e-no-browser project; each step's output is held back and printed whole when it
+// ends. The foreground lane is the host project (real Chromium), its output straight through.
+// When both are done, the e2e project runs alone: its stacks do not share the machine with
+// another browser suite (two e2e files at once fail their sign-in tests). That keeps the whole
+// run on a clean clone of 2 cores within about 27 minutes.
+import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +26,9 @@ mkdirSync(reports, { recursive: true });
 let passed = 0;
 let failed = 0;
 const problems = [];
-const requested = process.argv.slice(2).length ? process.argv.slice(2) : ['edge', 'host', 'e2e'];
+const requested = process.argv.slice(2).length ? process.argv.slice(2) : ['edge', 'e2e-no-browser', 'host', 'e2e'];
+/** The projects of the background lane, in order: none starts a browser. */
+const BACKGROUND = ['edge', 'e2e-no-browser'];
 
 const vitestArgs = (project) => ['run', '--project', project, '--reporter=default', '--reporter=json', `--outputFile.json=${join(reports, `${project}.json`)}`];
 
@@ -41,24 +47,32 @@ function count(project, status) {
   if (status !== 0 || summary.numFailedTests > 0 || summary.numTotalTests === 0) problems.push(`${project} (exit ${status})`);
 }
 
-/** Runs one project in the foreground, its output straight through. */
+/**
+ * Runs one project in the foreground, its output straight through; resolves when it has ended.
+ * Asynchronous, so the background lane's next step starts while it runs.
+ */
 function runProject(project) {
   console.log(`\n== vitest project ${project}`);
   rmSync(join(reports, `${project}.json`), { force: true });
-  const result = spawnSync(bin('vitest'), vitestArgs(project), { cwd: root, stdio: 'inherit' });
-  count(project, result.status);
+  const child = spawn(bin('vitest'), vitestArgs(project), { cwd: root, stdio: 'inherit' });
+  return new Promise((resolve) => {
+    child.on('error', (error) => console.log(`vitest did not start: ${error.message}`));
+    child.on('close', (status) => {
+      count(project, status);
+      resolve();
+    });
+  });
 }
 
 /**
- * Starts the edge project in the background, writing straight to a log file (the foreground
- * steps block this process, so nothing here may depend on its event loop meanwhile); the log is
- * printed when the project has ended.
+ * Runs `command` in the background, writing straight to a log file; prints the log
+ * under `== title` when it has ended and resolves to its exit status (null when it could not
+ * start or was killed).
  */
-function startEdge() {
-  rmSync(join(reports, 'edge.json'), { force: true });
-  const log = join(reports, 'edge.log');
+function runInBackground(title, name, command, args) {
+  const log = join(reports, `${name}.log`);
   const fd = openSync(log, 'w');
-  const child = spawn(bin('vitest'), vitestArgs('edge'), { cwd: root, stdio: ['ignore', fd, fd] });
+  const child = spawn(command, args, { cwd: root, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   return new Promise((resolve) => {
     let failure;
@@ -67,33 +81,39 @@ function startEdge() {
     });
     // 'close' follows 'exit', or 'error' when the child could not start.
     child.on('close', (status) => {
-      console.log('\n== vitest project edge (ran beside the lint, the typecheck and the host project)');
-      if (failure) console.log(`vitest did not start: ${failure.message}`);
+      console.log(`\n== ${title} (in the background lane, beside the host project)`);
+      if (failure) console.log(`${command} did not start: ${failure.message}`);
       else process.stdout.write(readFileSync(log, 'utf8'));
-      count('edge', status);
-      resolve();
+      resolve(failure ? null : status);
     });
   });
 }
 
-const edge = requested.includes('edge') ? startEdge() : Promise.resolve();
+/** The checks of the background lane: each a title, a name for its log and problem, and its command. */
+const CHECKS = [
+  ['lint', 'lint', bin('biome'), ['check', '.']],
+  ['file sizes', 'file-sizes', process.execPath, [join(root, 'scripts', 'check-file-sizes.mjs')]],
+  ['migrations match the schema', 'migrations', process.execPath, [join(root, 'scripts', 'check-migrations.mjs')]],
+  ['typecheck', 'typecheck', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']],
+];
 
-console.log('\n== lint');
-const lint = spawnSync(bin('biome'), ['check', '.'], { cwd: root, stdio: 'inherit' });
-if (lint.status !== 0) problems.push('lint');
-const fileSizes = spawnSync(process.execPath, [join(root, 'scripts', 'check-file-sizes.mjs')], { cwd: root, stdio: 'inherit' });
-if (fileSizes.status !== 0) problems.push('file sizes');
-const migrationsMatch = spawnSync(process.execPath, [join(root, 'scripts', 'check-migrations.mjs')], { cwd: root, stdio: 'inherit' });
-if (migrationsMatch.status !== 0) problems.push('migrations');
+/** The background lane: the checks, then the requested browser-free projects, one after the other. */
+async function runBackgroundLane() {
+  for (const [title, name, command, args] of CHECKS) {
+    const status = await runInBackground(title, name, command, args);
+    if (status !== 0) problems.push(title);
+  }
+  for (const project of BACKGROUND.filter((name) => requested.includes(name))) {
+    rmSync(join(reports, `${project}.json`), { force: true });
+    count(project, await runInBackground(`vitest project ${project}`, project, bin('vitest'), vitestArgs(project)));
+  }
+}
 
-console.log('\n== typecheck');
-const typecheck = spawnSync(bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
-if (typecheck.status !== 0) problems.push('typecheck');
-
-if (requested.includes('host')) runProject('host');
-await edge;
-if (requested.includes('e2e')) runProject('e2e');
-for (const project of requested.filter((name) => !['edge', 'host', 'e2e'].includes(name))) runProject(project);
+const background = runBackgroundLane();
+if (requested.includes('host')) await runProject('host');
+await background;
+if (requested.includes('e2e')) await runProject('e2e');
+for (const project of requested.filter((name) => ![...BACKGROUND, 'host', 'e2e'].includes(name))) await runProject(project);
 
 console.log(`\n${problems.length ? `failed: ${problems.join(', ')}` : 'all suites passed'}`);
 console.log(`${passed} passed, ${failed} failed`);

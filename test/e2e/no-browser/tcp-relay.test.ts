@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { type AddressInfo, createConnection, createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { startTcpRelay } from '../../scripts/tcp-relay.ts';
+import { startTcpRelay } from '../../../scripts/tcp-relay.ts';
 
 // The relay that bridges a host's network namespace to this machine's loopback (test/support/
 // host-network.ts). A peer behind a cut link never sends its FIN, so a connection the far side

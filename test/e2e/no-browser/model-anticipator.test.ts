@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { anticipate } from '../../edge/memories/anticipate.ts';
-import { costOfUsage, MODEL_CALL_TIMEOUT_MS, modelAnticipator } from '../../edge/memories/model-anticipator.ts';
-import type { CitedMemory } from '../../edge/memories/verifier.ts';
-import { ANTICIPATION_CALL_BUDGET, type AnticipationRequest } from '../../shared/memories.ts';
+import { anticipate } from '../../../edge/memories/anticipate.ts';
+import { costOfUsage, MODEL_CALL_TIMEOUT_MS, modelAnticipator } from '../../../edge/memories/model-anticipator.ts';
+import type { CitedMemory } from '../../../edge/memories/verifier.ts';
+import { ANTICIPATION_CALL_BUDGET, type AnticipationRequest } from '../../../shared/memories.ts';
 import {
   ANTHROPIC_API_VERSION,
   ANTICIPATION_RESPONSE_SCHEMA,
@@ -15,7 +15,7 @@ import {
   slow,
   startAnthropicStandIn,
   twoIdsOfFirstTwo,
-} from '../support/anthropic-stand-in.ts';
+} from '../../support/anthropic-stand-in.ts';
 
 // The model anticipation adapter (edge/memories/model-anticipator.ts) through the vendor's SDK,
 // against a local stand-in of the vendor's Messages API: what goes on the wire, and what the

@@ -3,12 +3,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { canonicalHash } from '../../edge/policy/canonical-hash.ts';
-import { DEFAULT_PROFILE_BODY, DEFAULT_PROFILE_VERSION } from '../../edge/policy/profile.ts';
-import { FROZEN_CORPORA } from '../../shared/memory-corpora.ts';
-import { EvidenceBundle, evidenceGates } from '../../shared/memory-evidence.ts';
+import { canonicalHash } from '../../../edge/policy/canonical-hash.ts';
+import { DEFAULT_PROFILE_BODY, DEFAULT_PROFILE_VERSION } from '../../../edge/policy/profile.ts';
+import { FROZEN_CORPORA } from '../../../shared/memory-corpora.ts';
+import { EvidenceBundle, evidenceGates } from '../../../shared/memory-evidence.ts';
 
-const root = join(import.meta.dirname, '..', '..');
+const root = join(import.meta.dirname, '..', '..', '..');
 const scratch = mkdtempSync(join(tmpdir(), 'memory-evaluate-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 

@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { screenshotKey } from '../../edge/artifacts/artifact-store.ts';
-import { fileArtifactStore } from '../../edge/self-hosted/file-artifact-store.ts';
+import { screenshotKey } from '../../../edge/artifacts/artifact-store.ts';
+import { fileArtifactStore } from '../../../edge/self-hosted/file-artifact-store.ts';
 
 // The artifact store of the Deno and Node edges (files under EDGE_ARTIFACTS_DIR), on the real
 // file system.

@@ -2,9 +2,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { prepareFreshLocalD1, queryLocalD1 } from '../../scripts/local-edge.ts';
-import { root } from '../../scripts/local-processes.ts';
-import { readDevVars } from '../../scripts/setup.mjs';
+import { prepareFreshLocalD1, queryLocalD1 } from '../../../scripts/local-edge.ts';
+import { root } from '../../../scripts/local-processes.ts';
+import { readDevVars } from '../../../scripts/setup.mjs';
 
 // Every end-to-end stack on Workers starts on a D1 of its own. Applying 23 migrations with
 // wrangler took about 9 s a stack; a migrated, seeded template is now made once and copied. These

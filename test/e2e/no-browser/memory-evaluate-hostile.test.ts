@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 // not load is a usage error (exit 2), not an unreachable edge; an edge that never answers or
 // answers something that is not the API ends the command with exit 3 within a bounded time.
 
-const root = join(import.meta.dirname, '..', '..');
+const root = join(import.meta.dirname, '..', '..', '..');
 
 function evaluate(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
   const started = Date.now();

@@ -1,10 +1,10 @@
 import process from 'node:process';
 import { and, count, eq, sql } from 'drizzle-orm';
-import { translateConstraint } from '../../edge/db/constraints.ts';
-import { rowsChanged } from '../../edge/db/rows-changed.ts';
-import { approvals, effects, grants, grantUses, messages, type RunRow, runs, toolCalls } from '../../edge/db/schema.ts';
-import { openSqliteDatabase } from '../../edge/db/sqlite.ts';
-import { DomainError } from '../../edge/domain-error.ts';
+import { translateConstraint } from '../../../edge/db/constraints.ts';
+import { rowsChanged } from '../../../edge/db/rows-changed.ts';
+import { approvals, effects, grants, grantUses, messages, type RunRow, runs, toolCalls } from '../../../edge/db/schema.ts';
+import { openSqliteDatabase } from '../../../edge/db/sqlite.ts';
+import { DomainError } from '../../../edge/domain-error.ts';
 
 /**
  * What the edge relies on from its database, exercised on a fresh SQLite file through the same

@@ -12,7 +12,7 @@ import { type BatchSemanticsReport, exerciseBatchSemantics } from './sqlite-batc
 // one at a time (a grant is never charged past its uses), foreign keys are enforced, and
 // refusals translate to the same API errors as on D1.
 
-const root = join(import.meta.dirname, '..', '..');
+const root = join(import.meta.dirname, '..', '..', '..');
 const migrations = join(root, 'drizzle');
 const scratch = mkdtempSync(join(tmpdir(), 'sqlite-semantics-'));
 
@@ -54,7 +54,7 @@ describe('the edge database on a SQLite file', () => {
         '--allow-env',
         '--allow-ffi',
         '--allow-sys',
-        join(root, 'test', 'e2e', 'sqlite-batch-semantics.ts'),
+        join(root, 'test', 'e2e', 'no-browser', 'sqlite-batch-semantics.ts'),
         join(scratch, 'deno.sqlite'),
         migrations,
       ],
