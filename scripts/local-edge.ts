@@ -153,12 +153,18 @@ export function prepareFreshLocalD1(vars: DevVars, persistTo: string, templatesD
     mkdirSync(templatesDir, { recursive: true });
     const building = join(templatesDir, `${key}.building-${process.pid}`);
     rmSync(building, { recursive: true, force: true });
-    prepareLocalDatabase(vars, building);
+    try {
+      prepareLocalDatabase(vars, building);
+    } catch (error) {
+      rmSync(building, { recursive: true, force: true });
+      throw error;
+    }
     try {
       renameSync(building, template);
-    } catch {
+    } catch (error) {
       // Another process finished first: its template is the same.
       rmSync(building, { recursive: true, force: true });
+      if (!existsSync(template)) throw error;
     }
     for (const entry of readdirSync(templatesDir)) {
       if (entry !== key && !entry.includes('.building-')) rmSync(join(templatesDir, entry), { recursive: true, force: true });
