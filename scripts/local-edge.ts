@@ -143,7 +143,8 @@ function freshD1Key(vars: DevVars): string {
  * `prepareLocalDatabase` once (the real `wrangler d1 migrations apply --local`, about 9 s on 2
  * cores) into `templatesDir` (default `.tmp/d1-templates/`); every call copies that directory (about 1 MB), so each
  * end-to-end stack still starts on a database of its own. A template of other migrations is
- * removed when a new one is made. Concurrent first calls each build one and the first to finish
+ * removed when a new one is made, and so is a half-built one whose process has ended (killed
+ * mid-build, it never reached its own clean-up). Concurrent first calls each build one and the first to finish
  * keeps its own. Throws what `prepareLocalDatabase` throws (wrangler's exit).
  */
 export function prepareFreshLocalD1(vars: DevVars, persistTo: string, templatesDir = D1_TEMPLATES_DIR): void {
@@ -167,8 +168,20 @@ export function prepareFreshLocalD1(vars: DevVars, persistTo: string, templatesD
       if (!existsSync(template)) throw error;
     }
     for (const entry of readdirSync(templatesDir)) {
-      if (entry !== key && !entry.includes('.building-')) rmSync(join(templatesDir, entry), { recursive: true, force: true });
+      const builder = entry.match(/\.building-(\d+)$/)?.[1];
+      const stale = builder === undefined ? entry !== key : !isAlive(Number(builder));
+      if (stale) rmSync(join(templatesDir, entry), { recursive: true, force: true });
     }
   }
   cpSync(template, persistTo, { recursive: true });
+}
+
+/** Whether a process `pid` exists (signal 0: nothing is sent; EPERM: it exists, owned by another user). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,5 +58,19 @@ describe('a fresh local D1 for each stack', () => {
     expect(left).toHaveLength(1);
     expect(left[0]).not.toBe(current);
     expect(existsSync(join(scratch, 'other', 'marker'))).toBe(false);
+  });
+
+  it('removes the half-built directory a killed build left behind, and keeps one a live process is still building', () => {
+    const ownTemplates = join(scratch, 'after-a-killed-build');
+    // A build stopped by Ctrl-C or SIGKILL never reaches its clean-up: its directory stays.
+    const deadPid = spawnSync(process.execPath, ['-e', '']).pid;
+    const killed = `${'0'.repeat(64)}.building-${deadPid}`;
+    const live = `${'1'.repeat(64)}.building-${process.ppid}`;
+    for (const entry of [killed, live]) mkdirSync(join(ownTemplates, entry, 'v3'), { recursive: true });
+    prepareFreshLocalD1(vars, join(scratch, 'after-killed'), ownTemplates);
+    const left = readdirSync(ownTemplates);
+    expect(left).not.toContain(killed);
+    expect(left).toContain(live);
+    expect(left).toHaveLength(2);
   });
 });
