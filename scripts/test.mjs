@@ -40,11 +40,21 @@ function count(project, status) {
     failed++;
     return;
   }
-  const summary = JSON.parse(readFileSync(report, 'utf8'));
+  let summary;
+  try {
+    summary = JSON.parse(readFileSync(report, 'utf8'));
+  } catch {
+    // Cut short (vitest killed while writing it): a failure, not a crash of the whole run.
+    problems.push(`${project} (unreadable report; exit ${status})`);
+    failed++;
+    return;
+  }
   passed += summary.numPassedTests;
-  // A file whose set-up or tear-down failed counts too, even when none of its tests did.
-  failed += summary.numFailedTests + (summary.numFailedTests === 0 ? summary.numFailedTestSuites : 0);
-  if (status !== 0 || summary.numFailedTests > 0 || summary.numTotalTests === 0) problems.push(`${project} (exit ${status})`);
+  // A file whose set-up or tear-down failed counts too, even when none of its tests did; so does
+  // a run vitest failed with every test passed (an unhandled error), as one.
+  const failures = summary.numFailedTests || summary.numFailedTestSuites;
+  failed += failures || (status !== 0 ? 1 : 0);
+  if (status !== 0 || failures > 0 || summary.numTotalTests === 0) problems.push(`${project} (exit ${status})`);
 }
 
 /**
