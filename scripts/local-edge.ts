@@ -120,7 +120,8 @@ export const D1_TEMPLATES_DIR = join(root, '.tmp', 'd1-templates');
 
 /**
  * What a fresh local D1 is made of: the migrations (every file under drizzle/), wrangler.toml, the
- * local principals' token hashes and the installed wrangler's version; a sha256, hex.
+ * local principals' token hashes, scripts/setup.mjs (which applies and seeds) and the installed
+ * wrangler's version; a sha256, hex.
  */
 function freshD1Key(vars: DevVars): string {
   const hash = createHash('sha256');
@@ -132,6 +133,8 @@ function freshD1Key(vars: DevVars): string {
   for (const file of files) hash.update(file.slice(root.length)).update(readFileSync(file));
   hash.update(readFileSync(join(root, 'wrangler.toml')));
   hash.update(localPrincipalsSql(vars, 0));
+  // How the template is made (prepareLocalDatabase's steps): a seeding step added there is a new database.
+  hash.update(readFileSync(join(root, 'scripts', 'setup.mjs')));
   hash.update(readFileSync(join(root, 'node_modules', 'wrangler', 'package.json')));
   return hash.digest('hex');
 }
