@@ -142,13 +142,13 @@ function freshD1Key(vars: DevVars): string {
 /**
  * Makes `persistTo` (a directory that does not exist yet) a local D1 state directory with every
  * migration applied and the local principals seeded, as `prepareLocalDatabase` (scripts/setup.mjs)
- * makes one. The first call for a given set of migrations, tokens and wrangler version runs
- * `prepareLocalDatabase` once (the real `wrangler d1 migrations apply --local`, about 9 s on 2
- * cores) into `templatesDir` (default `.tmp/d1-templates/`); every call copies that directory (about 1 MB), so each
- * end-to-end stack still starts on a database of its own. A template of other migrations is
- * removed when a new one is made, and so is a half-built one whose process has ended (killed
- * mid-build, it never reached its own clean-up). Concurrent first calls each build one and the first to finish
- * keeps its own. Throws what `prepareLocalDatabase` throws (wrangler's exit).
+ * makes one. The first call for a {@link freshD1Key} runs `prepareLocalDatabase` once (the real
+ * `wrangler d1 migrations apply --local`, about 9 s on 2 cores) into `templatesDir` (default
+ * `.tmp/d1-templates/`); every call copies that directory (about 1 MB), so each end-to-end stack
+ * still starts on a database of its own. A template of another key is removed when a new one is
+ * made, and so is a half-built one whose process has ended (killed mid-build, it never reached its
+ * own clean-up). Concurrent first calls each build one and the first to finish keeps its own.
+ * Throws what `prepareLocalDatabase` throws (wrangler's exit).
  */
 export function prepareFreshLocalD1(vars: DevVars, persistTo: string, templatesDir = D1_TEMPLATES_DIR): void {
   const key = freshD1Key(vars);
