@@ -11,10 +11,16 @@
  *   actionability trial; target at most 25 ms), against one direct `locator.click()`.
  * - Edge overhead per call (HTTP time less the host's dispatch as the edge measured it): at most
  *   20 ms for a proposal that dispatches, 25 ms for an approval that dispatches; D1 statements
- *   (`X-D1-Statements`): at most 4 per proposal, 6 per approval.
+ *   (`X-D1-Statements`): at most 4 per proposal, 6 per approval. Beside them, what no code of
+ *   ours can take away: the dev server's floor (`GET /v1/health`, which reads nothing, through
+ *   the same `wrangler dev`), and the D1 round trips each call makes (`X-D1-Round-Trips`, a batch
+ *   is one) with the median ms one takes.
  * - A quiet click over HTTP (the approval that dispatches it) against Playwright MCP's
  *   `browser_click` on the same page in the same run (about 0.6x expected).
  * - The phase table: where each observe's and act's time goes (bench/phase-table.ts).
+ * - Last, for reference, the edge overhead of the same edge code on Node (edge/node.ts over a
+ *   SQLite file), headless: what the code costs where the server in front of it and the database
+ *   are cheap. The targets are read on `wrangler dev` only.
  *
  * The owner approves each act 250 ms after it parked: no person approves faster, and the picture
  * of the parked page (taken in the page's turn right after the proposal) is done by then, as it
@@ -32,6 +38,7 @@ import { startVirtualDisplay } from '../browser-host/display.ts';
 import { BASE_CHROMIUM_ARGS } from '../browser-host/profiles.ts';
 import { ApiClient, observationOf } from '../scripts/api-client.ts';
 import { refOf } from '../scripts/aria-refs.ts';
+import type { EdgeRuntime } from '../scripts/local-edge.ts';
 import { startLocalStack } from '../scripts/local-stack.ts';
 import { ToolCallView } from '../shared/api.ts';
 import { phaseTable, type Spans, spansOf } from './phase-table.ts';
@@ -61,11 +68,12 @@ const pages = createServer((request, response) => {
 await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
 const pagesOrigin = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
 
-/** One HTTP call's figures: total ms, the host dispatch ms the edge recorded, D1 statements, Server-Timing spans. */
+/** One HTTP call's figures: total ms, the host dispatch ms the edge recorded, D1 statements and round trips, Server-Timing spans. */
 interface CallFigures {
   readonly httpMs: number;
   readonly dispatchMs: number;
   readonly statements: number;
+  readonly roundTrips: number;
   readonly spans: Spans;
   readonly call: ToolCallView;
 }
@@ -76,15 +84,29 @@ interface ModeFigures {
   readonly quietObserves: CallFigures[];
   readonly proposals: CallFigures[];
   readonly approvals: CallFigures[];
+  /** `GET /v1/health` through the same dev server, ms: a request that reads nothing and asks no host. */
+  readonly floor: number[];
   readonly raw: number[];
   readonly rawQuiet: number[];
   readonly directClick: number[];
   readonly mcpClicks: number[];
 }
 
-/** The whole system (wrangler dev and the host, `headless` or headed) against the two pages. */
-async function measureSystem(headless: boolean): Promise<Omit<ModeFigures, 'raw' | 'rawQuiet' | 'directClick' | 'mcpClicks'>> {
-  const stack = await startLocalStack({ database: 'fresh', headless, edgeVars: { D1_STATEMENT_COUNTER: '1' }, hostVars: { HOST_PHASE_TIMINGS: '1' } });
+/**
+ * The whole system (the edge on `runtime`, `wrangler dev` unless told, and the host, `headless` or
+ * headed) against the two pages.
+ */
+async function measureSystem(
+  headless: boolean,
+  runtime: EdgeRuntime = 'workers',
+): Promise<Omit<ModeFigures, 'raw' | 'rawQuiet' | 'directClick' | 'mcpClicks'>> {
+  const stack = await startLocalStack({
+    runtime,
+    database: 'fresh',
+    headless,
+    edgeVars: { D1_STATEMENT_COUNTER: '1' },
+    hostVars: { HOST_PHASE_TIMINGS: '1' },
+  });
   try {
     const owner = new ApiClient(stack.edgeUrl, stack.tokens.owner);
     const send = async (token: string, path: string, body: unknown, pick: (answer: unknown) => unknown = (answer) => answer): Promise<CallFigures> => {
@@ -102,6 +124,7 @@ async function measureSystem(headless: boolean): Promise<Omit<ModeFigures, 'raw'
         httpMs,
         dispatchMs: call.phases.dispatch?.elapsed_ms ?? 0,
         statements: Number(response.headers.get('X-D1-Statements')),
+        roundTrips: Number(response.headers.get('X-D1-Round-Trips')),
         spans: spansOf(response.headers.get('Server-Timing')),
         call,
       };
@@ -119,6 +142,16 @@ async function measureSystem(headless: boolean): Promise<Omit<ModeFigures, 'raw'
       const figures = await propose(run.id, 'browser.observe', {});
       if (figures.call.state !== 'succeeded') throw new Error(`observe ${i}: ${figures.call.state}`);
       if (i >= WARM_UP) observes.push(figures);
+    }
+
+    // The dev server's floor: a request that reads nothing and asks no host, on the same stack.
+    const floor: number[] = [];
+    for (let i = 0; i < WARM_UP + ROUNDS; i++) {
+      const started = performance.now();
+      const response = await fetch(`${stack.edgeUrl}/v1/health`);
+      await response.arrayBuffer();
+      if (response.status !== 200) throw new Error(`health: ${response.status}`);
+      if (i >= WARM_UP) floor.push(performance.now() - started);
     }
 
     // 2. Acts on the quiet page: observed, proposed (parks for the owner), approved (dispatches).
@@ -149,7 +182,7 @@ async function measureSystem(headless: boolean): Promise<Omit<ModeFigures, 'raw'
       }
     }
     await new ApiClient(stack.edgeUrl, stack.tokens.agent).report(run.id, 'completed', 'bench');
-    return { observes, quietObserves, proposals, approvals };
+    return { observes, quietObserves, proposals, approvals, floor };
   } finally {
     await stack.stop();
   }
@@ -204,6 +237,11 @@ async function measureReferences(headless: boolean): Promise<Pick<ModeFigures, '
     rmSync(profile, { recursive: true, force: true });
     await display?.close();
   }
+}
+
+/** Each call's edge overhead, ms: its HTTP time less the host's dispatch as the edge measured it. */
+function overhead(calls: readonly CallFigures[]): number[] {
+  return calls.map((x) => x.httpMs - x.dispatchMs);
 }
 
 /** A figure next to its target: `value` at most `limit`, with its unit. */
@@ -263,11 +301,19 @@ function report(mode: string, figures: ModeFigures): string[] {
   );
   console.log(row("reference: Playwright MCP's browser_click", figures.mcpClicks));
 
-  const overhead = (calls: CallFigures[]) => calls.map((x) => x.httpMs - x.dispatchMs);
   console.log('\nEdge overhead per call (HTTP time less the host dispatch):');
   console.log(row('proposal that dispatches (observe)', overhead(observes)));
   console.log(row('approval that dispatches (act)', overhead(approvals)));
   console.log(row('proposal that parks for approval (act)', overhead(proposals)));
+  console.log(row("reference: GET /v1/health (dev server's floor)", figures.floor));
+  const perRoundTrip = [...observes, ...approvals, ...proposals].flatMap((x) =>
+    x.roundTrips > 0 && x.spans.d1 !== undefined ? [x.spans.d1 / x.roundTrips] : [],
+  );
+  console.log(row('reference: one D1 round trip (d1 span / trips)', perRoundTrip));
+  const trips = (calls: CallFigures[]) => median(calls.map((x) => x.roundTrips));
+  console.log(
+    `  D1 round trips per call (medians): observe ${trips(observes)}, act ${trips(approvals)}, park ${trips(proposals)}; a batch is one, whatever it holds`,
+  );
 
   console.log('\nWhere the time goes:');
   for (const line of phaseTable([
@@ -301,6 +347,15 @@ try {
     const references = await measureReferences(headless);
     targets.push(...report(mode, { ...system, ...references }));
   }
+  // The same edge code on Node (edge/node.ts over a SQLite file), headless: what the edge's own
+  // code costs where the server in front of it and the database are cheap.
+  const onNode = await measureSystem(true, 'node');
+  console.log('\n=== reference: the same edge on Node (edge/node.ts, SQLite file), headless ===');
+  console.log('\nEdge overhead per call (HTTP time less the host dispatch):');
+  console.log(row('proposal that dispatches (observe)', overhead(onNode.observes)));
+  console.log(row('approval that dispatches (act)', overhead(onNode.approvals)));
+  console.log(row('proposal that parks for approval (act)', overhead(onNode.proposals)));
+  console.log(row("reference: GET /v1/health (the server's floor)", onNode.floor));
   console.log('\nTargets (issue 35), medians of this run:');
   for (const line of targets) console.log(line);
 } finally {

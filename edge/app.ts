@@ -131,6 +131,8 @@ export function createApp(portsFor: PortsFactory): OpenAPIHono<AppEnv> {
     await discardUnreadBody(c.req.raw);
     const sent = c.var.ports.statementsSent;
     if (sent) c.header('X-D1-Statements', String(sent()));
+    const roundTrips = c.var.ports.roundTripsMade;
+    if (roundTrips) c.header('X-D1-Round-Trips', String(roundTrips()));
     const profile = c.var.ports.profile;
     if (profile) c.header('Server-Timing', profile.serverTiming());
   });

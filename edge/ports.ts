@@ -52,6 +52,8 @@ export interface Ports {
   readonly requestId: string;
   /** When set, the number of database statements this request sent so far (see `X-D1-Statements`). */
   readonly statementsSent?: () => number;
+  /** When set, the number of round trips to the database this request made so far: a batch is one (see `X-D1-Round-Trips`). */
+  readonly roundTripsMade?: () => number;
   /** When set, where this request's time goes (see `Server-Timing`, edge/metrics/request-profile.ts). */
   readonly profile?: RequestProfile;
   /**

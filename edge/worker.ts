@@ -27,8 +27,9 @@ export interface WorkerEnv {
   LEASE_TTL_MS?: string;
   ADMISSION_WAIT_MS?: string;
   /**
-   * `1`: count D1 statements per request and answer them in `X-D1-Statements`, and where the
-   * request's time went in `Server-Timing` (edge/metrics/request-profile.ts).
+   * `1`: count D1 statements per request and answer them in `X-D1-Statements`, the round trips
+   * they took in `X-D1-Round-Trips`, and where the request's time went in `Server-Timing`
+   * (edge/metrics/request-profile.ts).
    */
   D1_STATEMENT_COUNTER?: string;
   /** The model vendor's API key (a secret): anticipation asks the model adapter when it is set (issue 34). */
@@ -52,7 +53,7 @@ function portsOf(env: WorkerEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, reque
   };
   return {
     db: drizzle(counter?.db ?? env.DB, { schema }),
-    ...(counter && profile ? { statementsSent: counter.count, profile } : {}),
+    ...(counter && profile ? { statementsSent: counter.count, roundTripsMade: counter.roundTrips, profile } : {}),
     dial,
     artifacts: r2ArtifactStore(env.ARTIFACTS),
     upgradeWebSocket,

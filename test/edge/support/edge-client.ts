@@ -247,7 +247,8 @@ export function workerdPorts(host?: HostConnector): Ports {
 
 /**
  * A JSON POST to `app` (a `createApp` over stand-in ports) as the holder of `token`: the status,
- * the body parsed, and the answer's D1 statement count (`X-D1-Statements`, 0 when not counted).
+ * the body parsed, and the answer's D1 statement and round-trip counts (`X-D1-Statements` and
+ * `X-D1-Round-Trips`, 0 when not counted).
  */
 export function poster(app: { request(input: string, init: RequestInit): Response | Promise<Response> }) {
   return async (path: string, token: string, body: unknown) => {
@@ -256,6 +257,11 @@ export function poster(app: { request(input: string, init: RequestInit): Respons
       headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
       body: JSON.stringify(body),
     });
-    return { status: response.status, statements: Number(response.headers.get('X-D1-Statements')), body: (await response.json()) as Record<string, unknown> };
+    return {
+      status: response.status,
+      statements: Number(response.headers.get('X-D1-Statements')),
+      roundTrips: Number(response.headers.get('X-D1-Round-Trips')),
+      body: (await response.json()) as Record<string, unknown>,
+    };
   };
 }
