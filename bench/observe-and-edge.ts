@@ -305,11 +305,11 @@ function report(mode: string, figures: ModeFigures): string[] {
   console.log(row('proposal that dispatches (observe)', overhead(observes)));
   console.log(row('approval that dispatches (act)', overhead(approvals)));
   console.log(row('proposal that parks for approval (act)', overhead(proposals)));
-  console.log(row("reference: GET /v1/health (dev server's floor)", figures.floor));
+  console.log(row("dev server's floor (GET /v1/health)", figures.floor));
   const perRoundTrip = [...observes, ...approvals, ...proposals].flatMap((x) =>
     x.roundTrips > 0 && x.spans.d1 !== undefined ? [x.spans.d1 / x.roundTrips] : [],
   );
-  console.log(row('reference: one D1 round trip (d1 span / trips)', perRoundTrip));
+  console.log(row('one D1 round trip (d1 span / trips)', perRoundTrip));
   const trips = (calls: CallFigures[]) => median(calls.map((x) => x.roundTrips));
   console.log(
     `  D1 round trips per call (medians): observe ${trips(observes)}, act ${trips(approvals)}, park ${trips(proposals)}; a batch is one, whatever it holds`,
@@ -355,7 +355,7 @@ try {
   console.log(row('proposal that dispatches (observe)', overhead(onNode.observes)));
   console.log(row('approval that dispatches (act)', overhead(onNode.approvals)));
   console.log(row('proposal that parks for approval (act)', overhead(onNode.proposals)));
-  console.log(row("reference: GET /v1/health (the server's floor)", onNode.floor));
+  console.log(row("the server's floor (GET /v1/health)", onNode.floor));
   console.log('\nTargets (issue 35), medians of this run:');
   for (const line of targets) console.log(line);
 } finally {
