@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { root } from './local-processes.ts';
@@ -139,6 +139,9 @@ function freshD1Key(vars: DevVars): string {
   return hash.digest('hex');
 }
 
+/** The file a template holds once it is whole: written last, after wrangler applied and seeded. */
+const TEMPLATE_WHOLE = '.template-whole';
+
 /**
  * Makes `persistTo` (a directory that does not exist yet) a local D1 state directory with every
  * migration applied and the local principals seeded, as `prepareLocalDatabase` (scripts/setup.mjs)
@@ -148,27 +151,48 @@ function freshD1Key(vars: DevVars): string {
  * still starts on a database of its own. A template of another key is removed when a new one is
  * made, and so is a half-built one whose process has ended (killed mid-build, it never reached its
  * own clean-up). Concurrent first calls each build one and the first to finish keeps its own.
- * Throws what `prepareLocalDatabase` throws (wrangler's exit).
+ * A template is used only when it holds its mark of being whole (`.template-whole`, written after
+ * wrangler finished): one emptied or cut short is built again, and a copy that comes out without
+ * the mark (its template was removed while it was copied) is made again once.
+ * Throws what `prepareLocalDatabase` throws (wrangler's exit), or when the second copy is not whole either.
  */
 export function prepareFreshLocalD1(vars: DevVars, persistTo: string, templatesDir = D1_TEMPLATES_DIR): void {
+  for (let attempt = 1; ; attempt++) {
+    const template = wholeTemplate(vars, templatesDir);
+    try {
+      cpSync(template, persistTo, { recursive: true });
+    } catch (error) {
+      if (attempt >= 2) throw error;
+    }
+    if (existsSync(join(persistTo, TEMPLATE_WHOLE))) return;
+    rmSync(persistTo, { recursive: true, force: true });
+    if (attempt >= 2) throw new Error(`the local D1 template ${template} was not whole twice in a row`);
+  }
+}
+
+/** The directory of {@link freshD1Key}'s whole template under `templatesDir`, built when there is none. */
+function wholeTemplate(vars: DevVars, templatesDir: string): string {
   const key = freshD1Key(vars);
   const template = join(templatesDir, key);
-  if (!existsSync(template)) {
+  if (!existsSync(join(template, TEMPLATE_WHOLE))) {
     mkdirSync(templatesDir, { recursive: true });
     const building = join(templatesDir, `${key}.building-${process.pid}`);
     rmSync(building, { recursive: true, force: true });
     try {
       prepareLocalDatabase(vars, building);
+      writeFileSync(join(building, TEMPLATE_WHOLE), `${key}\n`);
     } catch (error) {
       rmSync(building, { recursive: true, force: true });
       throw error;
     }
+    // One that is not whole goes first (a rename does not replace a directory that has files).
+    if (existsSync(template) && !existsSync(join(template, TEMPLATE_WHOLE))) rmSync(template, { recursive: true, force: true });
     try {
       renameSync(building, template);
     } catch (error) {
       // Another process finished first: its template is the same.
       rmSync(building, { recursive: true, force: true });
-      if (!existsSync(template)) throw error;
+      if (!existsSync(join(template, TEMPLATE_WHOLE))) throw error;
     }
     for (const entry of readdirSync(templatesDir)) {
       const builder = entry.match(/\.building-(\d+)$/)?.[1];
@@ -176,7 +200,7 @@ export function prepareFreshLocalD1(vars: DevVars, persistTo: string, templatesD
       if (stale) rmSync(join(templatesDir, entry), { recursive: true, force: true });
     }
   }
-  cpSync(template, persistTo, { recursive: true });
+  return template;
 }
 
 /** Whether a process `pid` exists (signal 0: nothing is sent; EPERM: it exists, owned by another user). */

@@ -14,6 +14,8 @@ import { readDevVars } from '../../../scripts/setup.mjs';
 const scratch = mkdtempSync(join(tmpdir(), 'fresh-local-d1-'));
 const templates = join(scratch, 'templates');
 const vars = readDevVars();
+/** Other tokens: another database. */
+const otherVars = { ...vars, AGENT_TOKEN: `${vars.AGENT_TOKEN}-other` };
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** The migrations drizzle/ holds: every `NNNN_name.sql`. */
@@ -51,13 +53,26 @@ describe('a fresh local D1 for each stack', () => {
     prepareFreshLocalD1(vars, join(scratch, 'copied'), templates);
     expect(existsSync(join(scratch, 'copied', 'marker'))).toBe(true);
     // Other tokens are another database: a template of its own, and the old one goes.
-    const otherVars = { ...vars, AGENT_TOKEN: `${vars.AGENT_TOKEN}-other` };
     mkdirSync(join(templates, 'stale'), { recursive: true });
     prepareFreshLocalD1(otherVars, join(scratch, 'other'), templates);
     const left = readdirSync(templates);
     expect(left).toHaveLength(1);
     expect(left[0]).not.toBe(current);
     expect(existsSync(join(scratch, 'other', 'marker'))).toBe(false);
+  });
+
+  it('builds again a template that is not whole (emptied, or cut short while being replaced) instead of copying it', async () => {
+    const ownTemplates = join(scratch, 'not-whole');
+    // The template the test before left (of other tokens), made here when run alone.
+    prepareFreshLocalD1(otherVars, join(scratch, 'before-emptied'), templates);
+    const [key] = readdirSync(templates);
+    // What is left when the template was emptied by hand, or removed while it was being copied.
+    mkdirSync(join(ownTemplates, key!, 'v3'), { recursive: true });
+    const afterwards = join(scratch, 'after-emptied');
+    prepareFreshLocalD1(otherVars, afterwards, ownTemplates);
+    const [migrations] = await queryLocalD1(['SELECT count(*) AS n FROM d1_migrations'], afterwards);
+    expect(migrations).toEqual([{ n: migrationCount }]);
+    expect(readdirSync(ownTemplates)).toEqual([key]);
   });
 
   it('removes the half-built directory a killed build left behind, and keeps one a live process is still building', () => {
