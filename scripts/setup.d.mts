@@ -8,3 +8,9 @@ export function prepareLocalDatabase(vars: DevVars, persistTo?: string): void;
 export function localPrincipalsSql(vars: DevVars, now?: number): string;
 /** Copies the API reference's (swagger-ui-dist) and the owner console's (edge/console/assets/) static files into `public/`. */
 export function ensureStaticAssets(): void;
+/**
+ * What `directory`'s npm packages need: `current` (installed from its package-lock.json, by
+ * content), `install` (`npm ci` should run) or `linked` (node_modules links to another directory
+ * whose packages are of another lock: `npm ci` would empty them, so set-up refuses).
+ */
+export function npmPackagesState(directory: string): 'current' | 'install' | 'linked';

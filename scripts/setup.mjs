@@ -3,7 +3,8 @@
 // `npm run bench`. Plain Node with no dependencies, because it runs before `npm ci` has.
 //  0. Node 22 LTS, when the machine's Node is older: from the npm registry into `.toolchain/`
 //     (scripts/toolchain.mjs); every step below, `npm ci` included, then runs on it;
-//  1. npm packages, when node_modules is missing or older than package-lock.json;
+//  1. npm packages, when node_modules was not installed from this package-lock.json (never through
+//     a node_modules that is a link to another checkout's: that would empty the other one);
 //  2. Debian's chromium and xvfb, when absent (apt-get as root; otherwise says what to run);
 //  3. `.dev.vars` with AGENT_TOKEN, OWNER_TOKEN, OPERATOR_TOKEN and HOST_SHARED_SECRET, when missing;
 //  4. the static files the edge serves (`public/`: the API reference's, copied from the npm
@@ -11,7 +12,7 @@
 //  5. the local D1: migrations applied and the three principals seeded (tokens stored hashed).
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { toolchainEnv } from './toolchain.mjs';
@@ -23,12 +24,47 @@ function run(command, args, options = {}) {
   execFileSync(command, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], ...options });
 }
 
+/** Where node_modules records the sha256 of the package-lock.json it was installed from. */
+const INSTALLED_LOCK = '.installed-lock-sha256';
+
+/**
+ * What `directory`'s npm packages need: `current` when node_modules was installed from the
+ * package-lock.json there, by its content (a fresh checkout's lock file is always newer than the
+ * packages, so a date says nothing); `install` when `npm ci` should run; `linked` when node_modules
+ * is a link to another directory whose packages are of another lock: `npm ci` would empty that
+ * directory's packages through the link, so it is not run. A node_modules installed before the
+ * record existed counts as current when its `.package-lock.json` is not older than the lock.
+ */
+export function npmPackagesState(directory) {
+  const modules = join(directory, 'node_modules');
+  const lock = join(directory, 'package-lock.json');
+  if (!existsSync(modules)) return 'install';
+  const recorded = join(modules, INSTALLED_LOCK);
+  const current = existsSync(recorded)
+    ? readFileSync(recorded, 'utf8').trim() === lockDigest(lock)
+    : existsSync(join(modules, '.package-lock.json')) && statSync(join(modules, '.package-lock.json')).mtimeMs >= statSync(lock).mtimeMs;
+  if (current) return 'current';
+  return lstatSync(modules).isSymbolicLink() ? 'linked' : 'install';
+}
+
+function lockDigest(lock) {
+  return createHash('sha256').update(readFileSync(lock)).digest('hex');
+}
+
 function ensureNodeModules() {
-  const marker = join(root, 'node_modules', '.package-lock.json');
-  const lock = join(root, 'package-lock.json');
-  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
-  say('installing npm packages (npm ci)');
-  run('npm', ['ci', '--no-audit', '--no-fund']);
+  const state = npmPackagesState(root);
+  const recorded = join(root, 'node_modules', INSTALLED_LOCK);
+  if (state === 'linked') {
+    throw new Error(
+      `node_modules is a link to ${realpathSync(join(root, 'node_modules'))}, whose packages are not of this package-lock.json; ` +
+        'npm ci here would empty them: install there, or replace the link with a directory of its own',
+    );
+  }
+  if (state === 'install') {
+    say('installing npm packages (npm ci)');
+    run('npm', ['ci', '--no-audit', '--no-fund']);
+  }
+  if (!existsSync(recorded)) writeFileSync(recorded, `${lockDigest(join(root, 'package-lock.json'))}\n`);
 }
 
 function ensureDebianPackages() {
