@@ -123,7 +123,7 @@ export const D1_TEMPLATES_DIR = join(root, '.tmp', 'd1-templates');
  * local principals' token hashes, scripts/setup.mjs (which applies and seeds) and the installed
  * wrangler's version; a sha256, hex.
  */
-function freshD1Key(vars: DevVars): string {
+export function freshD1Key(vars: DevVars): string {
   const hash = createHash('sha256');
   const drizzle = join(root, 'drizzle');
   const files = readdirSync(drizzle, { recursive: true, withFileTypes: true })
@@ -152,21 +152,23 @@ const TEMPLATE_WHOLE = '.template-whole';
  * made, and so is a half-built one whose process has ended (killed mid-build, it never reached its
  * own clean-up). Concurrent first calls each build one and the first to finish keeps its own.
  * A template is used only when it holds its mark of being whole (`.template-whole`, written after
- * wrangler finished): one emptied or cut short is built again, and a copy that comes out without
- * the mark (its template was removed while it was copied) is made again once.
- * Throws what `prepareLocalDatabase` throws (wrangler's exit), or when the second copy is not whole either.
+ * wrangler finished): one emptied or cut short is built again. A template is never removed in
+ * place: it is first moved aside in one rename, so a copy of it either completes before that or
+ * fails; a copy that fails is removed and made again once.
+ * Throws what `prepareLocalDatabase` throws (wrangler's exit), or the second copy's error.
  */
 export function prepareFreshLocalD1(vars: DevVars, persistTo: string, templatesDir = D1_TEMPLATES_DIR): void {
   for (let attempt = 1; ; attempt++) {
     const template = wholeTemplate(vars, templatesDir);
     try {
       cpSync(template, persistTo, { recursive: true });
+      if (existsSync(join(persistTo, TEMPLATE_WHOLE))) return;
+      throw new Error(`the local D1 template ${template} was not whole when it was copied`);
     } catch (error) {
+      // Its template was moved aside while it was copied: what came across goes.
+      rmSync(persistTo, { recursive: true, force: true });
       if (attempt >= 2) throw error;
     }
-    if (existsSync(join(persistTo, TEMPLATE_WHOLE))) return;
-    rmSync(persistTo, { recursive: true, force: true });
-    if (attempt >= 2) throw new Error(`the local D1 template ${template} was not whole twice in a row`);
   }
 }
 
@@ -186,7 +188,7 @@ function wholeTemplate(vars: DevVars, templatesDir: string): string {
       throw error;
     }
     // One that is not whole goes first (a rename does not replace a directory that has files).
-    if (existsSync(template) && !existsSync(join(template, TEMPLATE_WHOLE))) rmSync(template, { recursive: true, force: true });
+    if (existsSync(template) && !existsSync(join(template, TEMPLATE_WHOLE))) discardTemplate(template);
     try {
       renameSync(building, template);
     } catch (error) {
@@ -195,13 +197,33 @@ function wholeTemplate(vars: DevVars, templatesDir: string): string {
       if (!existsSync(join(template, TEMPLATE_WHOLE))) throw error;
     }
     for (const entry of readdirSync(templatesDir)) {
-      const builder = entry.match(/\.building-(\d+)$/)?.[1];
-      const stale = builder === undefined ? entry !== key : !isAlive(Number(builder));
-      if (stale) rmSync(join(templatesDir, entry), { recursive: true, force: true });
+      // A directory being built or removed is another process's while that process lives.
+      const owner = entry.match(/\.(building|removing)-(\d+)(?:-\d+)?$/);
+      if (owner !== null) {
+        if (!isAlive(Number(owner[2]))) rmSync(join(templatesDir, entry), { recursive: true, force: true });
+      } else if (entry !== key) discardTemplate(join(templatesDir, entry));
     }
   }
   return template;
 }
+
+/**
+ * Removes the template at `template`, moving it aside first in one rename (a copy under way then
+ * fails instead of completing with what was left). Nothing happens when another process moved it first.
+ */
+function discardTemplate(template: string): void {
+  const aside = `${template}.removing-${process.pid}-${++discarded}`;
+  try {
+    renameSync(template, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  rmSync(aside, { recursive: true, force: true });
+}
+
+/** Templates this process moved aside so far: each gets a name of its own. */
+let discarded = 0;
 
 /** Whether a process `pid` exists (signal 0: nothing is sent; EPERM: it exists, owned by another user). */
 function isAlive(pid: number): boolean {
