@@ -10,7 +10,10 @@ export function localPrincipalsSql(vars: DevVars, now?: number): string;
 export function ensureStaticAssets(): void;
 /**
  * What `directory`'s npm packages need: `current` (installed from its package-lock.json, by
- * content), `install` (`npm ci` should run) or `linked` (node_modules links to another directory
- * whose packages are of another lock: `npm ci` would empty them, so set-up refuses).
+ * content, and unchanged by npm since), `install` (`npm ci` should run) or `linked` (node_modules
+ * is a link whose packages are not recorded as installed from this lock: `npm ci` would empty
+ * them through the link, so set-up refuses).
  */
 export function npmPackagesState(directory: string): 'current' | 'install' | 'linked';
+/** Records in `directory`'s node_modules that it holds the packages of its package-lock.json, as npm left them. */
+export function recordNpmPackages(directory: string): void;

@@ -12,7 +12,7 @@
 //  5. the local D1: migrations applied and the three principals seeded (tokens stored hashed).
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { toolchainEnv } from './toolchain.mjs';
@@ -24,47 +24,76 @@ function run(command, args, options = {}) {
   execFileSync(command, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], ...options });
 }
 
-/** Where node_modules records the sha256 of the package-lock.json it was installed from. */
-const INSTALLED_LOCK = '.installed-lock-sha256';
+/** Where node_modules records what it was installed from (see {@link recordNpmPackages}). */
+const INSTALLED_FROM = '.installed-from';
 
 /**
  * What `directory`'s npm packages need: `current` when node_modules was installed from the
- * package-lock.json there, by its content (a fresh checkout's lock file is always newer than the
- * packages, so a date says nothing); `install` when `npm ci` should run; `linked` when node_modules
- * is a link to another directory whose packages are of another lock: `npm ci` would empty that
- * directory's packages through the link, so it is not run. A node_modules installed before the
- * record existed counts as current when its `.package-lock.json` is not older than the lock.
+ * package-lock.json there, by content (a fresh checkout's lock file is always newer than the
+ * packages, so a date says nothing), and npm has not changed it since (`npm install` rewrites
+ * `node_modules/.package-lock.json`); `install` when `npm ci` should run; `linked` when
+ * node_modules is a link (to another checkout's, or to nothing) whose packages are not recorded
+ * as installed from this lock: `npm ci` would empty them through the link, so it is not run.
+ * A node_modules directory installed before the record existed counts as current while its
+ * `.package-lock.json` is not older than the lock; a link never counts by date.
  */
 export function npmPackagesState(directory) {
   const modules = join(directory, 'node_modules');
-  const lock = join(directory, 'package-lock.json');
-  if (!existsSync(modules)) return 'install';
-  const recorded = join(modules, INSTALLED_LOCK);
-  const current = existsSync(recorded)
-    ? readFileSync(recorded, 'utf8').trim() === lockDigest(lock)
-    : existsSync(join(modules, '.package-lock.json')) && statSync(join(modules, '.package-lock.json')).mtimeMs >= statSync(lock).mtimeMs;
-  if (current) return 'current';
-  return lstatSync(modules).isSymbolicLink() ? 'linked' : 'install';
+  let linked;
+  try {
+    linked = lstatSync(modules).isSymbolicLink();
+  } catch {
+    return 'install';
+  }
+  const recorded = readInstalledFrom(modules);
+  if (recorded !== undefined) {
+    if (recorded === installedFrom(directory)) return 'current';
+    return linked ? 'linked' : 'install';
+  }
+  if (linked) return 'linked';
+  const hidden = join(modules, '.package-lock.json');
+  return existsSync(hidden) && statSync(hidden).mtimeMs >= statSync(join(directory, 'package-lock.json')).mtimeMs ? 'current' : 'install';
 }
 
-function lockDigest(lock) {
-  return createHash('sha256').update(readFileSync(lock)).digest('hex');
+/**
+ * Records in `directory`'s node_modules that it holds the packages of the package-lock.json
+ * there, as npm left them: the sha256 of that lock and of `node_modules/.package-lock.json`.
+ */
+export function recordNpmPackages(directory) {
+  writeFileSync(join(directory, 'node_modules', INSTALLED_FROM), `${installedFrom(directory)}\n`);
+}
+
+function installedFrom(directory) {
+  const digest = (file) => (existsSync(file) ? createHash('sha256').update(readFileSync(file)).digest('hex') : 'none');
+  return `lock ${digest(join(directory, 'package-lock.json'))} packages ${digest(join(directory, 'node_modules', '.package-lock.json'))}`;
+}
+
+function readInstalledFrom(modules) {
+  try {
+    return readFileSync(join(modules, INSTALLED_FROM), 'utf8').trim();
+  } catch {
+    return undefined;
+  }
 }
 
 function ensureNodeModules() {
   const state = npmPackagesState(root);
-  const recorded = join(root, 'node_modules', INSTALLED_LOCK);
   if (state === 'linked') {
+    const modules = join(root, 'node_modules');
+    const target = existsSync(modules) ? realpathSync(modules) : `${readlinkSync(modules)} (which does not exist)`;
     throw new Error(
-      `node_modules is a link to ${realpathSync(join(root, 'node_modules'))}, whose packages are not of this package-lock.json; ` +
-        'npm ci here would empty them: install there, or replace the link with a directory of its own',
+      `node_modules is a link to ${target}, whose packages are not recorded as installed from this package-lock.json; ` +
+        'npm ci here would empty them through the link: run `npm run setup` where the link points (with this lock), ' +
+        'or replace the link with a directory of its own',
     );
   }
   if (state === 'install') {
     say('installing npm packages (npm ci)');
     run('npm', ['ci', '--no-audit', '--no-fund']);
   }
-  if (!existsSync(recorded)) writeFileSync(recorded, `${lockDigest(join(root, 'package-lock.json'))}\n`);
+  // Through a link nothing is written: its record is the checkout's it points to.
+  const modules = join(root, 'node_modules');
+  if (state === 'install' || (!lstatSync(modules).isSymbolicLink() && readInstalledFrom(modules) === undefined)) recordNpmPackages(root);
 }
 
 function ensureDebianPackages() {

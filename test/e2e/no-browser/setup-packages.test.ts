@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { npmPackagesState } from '../../../scripts/setup.mjs';
+import { npmPackagesState, recordNpmPackages } from '../../../scripts/setup.mjs';
 
 // `npm run setup` (and with it `npm test` and `npm run demo`) runs `npm ci` only when the packages
 // were not installed from this package-lock.json. It once decided by date: a fresh checkout's lock
@@ -14,7 +13,6 @@ const scratch = mkdtempSync(join(tmpdir(), 'setup-packages-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const LOCK = '{"name":"governed-browser","lockfileVersion":3}\n';
-const digest = (text: string) => createHash('sha256').update(text).digest('hex');
 let checkouts = 0;
 
 /** A checkout with `lock` as its package-lock.json, written now (a fresh clone's date). */
@@ -25,14 +23,17 @@ function checkout(lock = LOCK): string {
   return directory;
 }
 
-/** node_modules in `directory` as `npm ci` and set-up leave it, installed from `lock`, dated `secondsAgo`. */
-function installed(directory: string, lock = LOCK, secondsAgo = 3_600): string {
+/**
+ * node_modules in `directory` as `npm ci` leaves it (its `.package-lock.json` dated `secondsAgo`),
+ * recorded by set-up unless `recorded` is false (an install made before the record existed).
+ */
+function installed(directory: string, { secondsAgo = 3_600, recorded = true } = {}): string {
   const modules = join(directory, 'node_modules');
   mkdirSync(modules, { recursive: true });
-  writeFileSync(join(modules, '.package-lock.json'), lock);
-  writeFileSync(join(modules, '.installed-lock-sha256'), `${digest(lock)}\n`);
+  writeFileSync(join(modules, '.package-lock.json'), LOCK);
   const then = new Date(Date.now() - secondsAgo * 1_000);
   utimesSync(join(modules, '.package-lock.json'), then, then);
+  if (recorded) recordNpmPackages(directory);
   return modules;
 }
 
@@ -40,17 +41,22 @@ describe('whether set-up installs the npm packages', () => {
   it('installs when there is no node_modules, and not when it was installed from the same lock, however old', () => {
     const fresh = checkout();
     expect(npmPackagesState(fresh)).toBe('install');
-    installed(fresh, LOCK, 86_400);
+    installed(fresh, { secondsAgo: 86_400 });
     expect(npmPackagesState(fresh)).toBe('current');
   });
 
-  it('installs when the lock changed since the packages were installed', () => {
-    const changed = checkout(`${LOCK} `);
-    installed(changed, LOCK, 0);
+  it('installs when the lock changed since, or when npm changed the packages since (npm install)', () => {
+    const changed = checkout();
+    installed(changed);
+    writeFileSync(join(changed, 'package-lock.json'), `${LOCK} `);
     expect(npmPackagesState(changed)).toBe('install');
+    const reinstalled = checkout();
+    const modules = installed(reinstalled);
+    writeFileSync(join(modules, '.package-lock.json'), `${LOCK}\n`);
+    expect(npmPackagesState(reinstalled)).toBe('install');
   });
 
-  it("never installs through a link to another checkout's packages of another lock, and uses them when they are of the same lock", () => {
+  it("never installs through a link to another checkout's packages unless they are recorded as of the same lock", () => {
     const main = checkout();
     const mainModules = installed(main);
     const sameLock = checkout();
@@ -59,13 +65,20 @@ describe('whether set-up installs the npm packages', () => {
     const otherLock = checkout(`${LOCK}\n`);
     symlinkSync(mainModules, join(otherLock, 'node_modules'));
     expect(npmPackagesState(otherLock)).toBe('linked');
+    // Packages installed before the record existed are not taken by date through a link.
+    const unrecorded = installed(checkout(), { recorded: false, secondsAgo: 0 });
+    const linkedToUnrecorded = checkout();
+    symlinkSync(unrecorded, join(linkedToUnrecorded, 'node_modules'));
+    expect(npmPackagesState(linkedToUnrecorded)).toBe('linked');
+    const dangling = checkout();
+    symlinkSync(join(scratch, 'nowhere'), join(dangling, 'node_modules'));
+    expect(npmPackagesState(dangling)).toBe('linked');
   });
 
-  it('takes packages installed before the record existed as current while they are not older than the lock', () => {
+  it('takes a node_modules directory installed before the record existed as current while it is not older than the lock', () => {
     const before = checkout();
-    const modules = join(before, 'node_modules');
-    mkdirSync(modules);
-    writeFileSync(join(modules, '.package-lock.json'), LOCK);
+    const modules = installed(before, { recorded: false, secondsAgo: 0 });
+    utimesSync(join(before, 'package-lock.json'), new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
     expect(npmPackagesState(before)).toBe('current');
     const then = new Date(Date.now() - 3_600_000);
     utimesSync(join(modules, '.package-lock.json'), then, then);
