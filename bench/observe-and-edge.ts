@@ -116,8 +116,10 @@ async function measureSystem(
         headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
         body: JSON.stringify(body),
       });
-      const answer = (await response.json()) as unknown;
+      // The call ends when its answer has arrived; reading the JSON is the agent's own work.
+      const text = await response.text();
       const httpMs = performance.now() - started;
+      const answer = JSON.parse(text) as unknown;
       if (response.status >= 300 && response.status !== 202) throw new Error(`${path}: ${response.status} ${JSON.stringify(answer)}`);
       const call = ToolCallView.parse(pick(answer));
       return {
