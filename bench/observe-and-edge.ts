@@ -246,6 +246,15 @@ function overhead(calls: readonly CallFigures[]): number[] {
   return calls.map((x) => x.httpMs - x.dispatchMs);
 }
 
+/** Prints the edge overhead of each kind of call and, labelled `floorLabel`, the server's floor (ms). */
+function printEdgeOverhead(figures: Pick<ModeFigures, 'observes' | 'approvals' | 'proposals' | 'floor'>, floorLabel: string): void {
+  console.log('\nEdge overhead per call (HTTP time less the host dispatch):');
+  console.log(row('proposal that dispatches (observe)', overhead(figures.observes)));
+  console.log(row('approval that dispatches (act)', overhead(figures.approvals)));
+  console.log(row('proposal that parks for approval (act)', overhead(figures.proposals)));
+  console.log(row(floorLabel, figures.floor));
+}
+
 /** A figure next to its target: `value` at most `limit`, with its unit. */
 function target(value: number, limit: number, unit: 'x' | ' ms' | ''): string {
   const shown = unit === 'x' ? value.toFixed(2) : value.toFixed(1);
@@ -303,11 +312,7 @@ function report(mode: string, figures: ModeFigures): string[] {
   );
   console.log(row("reference: Playwright MCP's browser_click", figures.mcpClicks));
 
-  console.log('\nEdge overhead per call (HTTP time less the host dispatch):');
-  console.log(row('proposal that dispatches (observe)', overhead(observes)));
-  console.log(row('approval that dispatches (act)', overhead(approvals)));
-  console.log(row('proposal that parks for approval (act)', overhead(proposals)));
-  console.log(row("dev server's floor (GET /v1/health)", figures.floor));
+  printEdgeOverhead(figures, "dev server's floor (GET /v1/health)");
   const perRoundTrip = [...observes, ...approvals, ...proposals].flatMap((x) =>
     x.roundTrips > 0 && x.spans.d1 !== undefined ? [x.spans.d1 / x.roundTrips] : [],
   );
@@ -353,11 +358,7 @@ try {
   // code costs where the server in front of it and the database are cheap.
   const onNode = await measureSystem(true, 'node');
   console.log('\n=== reference: the same edge on Node (edge/node.ts, SQLite file), headless ===');
-  console.log('\nEdge overhead per call (HTTP time less the host dispatch):');
-  console.log(row('proposal that dispatches (observe)', overhead(onNode.observes)));
-  console.log(row('approval that dispatches (act)', overhead(onNode.approvals)));
-  console.log(row('proposal that parks for approval (act)', overhead(onNode.proposals)));
-  console.log(row("the server's floor (GET /v1/health)", onNode.floor));
+  printEdgeOverhead(onNode, "the server's floor (GET /v1/health)");
   console.log('\nTargets (issue 35), medians of this run:');
   for (const line of targets) console.log(line);
 } finally {
