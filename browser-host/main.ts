@@ -1,6 +1,7 @@
 /**
- * CLI entry: `npx tsx browser-host/main.ts [--headless]` (or `npm run host`), configured by the
- * environment (see config.ts). Prints exactly one line, `browser-host listening on ws://...`, when
+ * CLI entry: `node --import tsx browser-host/main.ts [--headless]` (or `npm run host`), configured
+ * by the environment (see config.ts). Not through the `tsx` command: it relays SIGTERM to its child
+ * and kills it when the child has not answered within 30 ms, so a busy host would not drain. Prints exactly one line, `browser-host listening on ws://...`, when
  * ready. SIGTERM drains first (issue 32: nothing new is admitted, live leases and ceremonies
  * finish, every profile is snapshotted; at most `HOST_DRAIN_TIMEOUT_MS`), then closes every
  * browser, stops Xvfb and exits 0; SIGINT, or a second signal while draining, closes at once.

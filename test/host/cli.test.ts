@@ -1,23 +1,37 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { connectHost } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory } from '../support/host-fixture.ts';
 
-const TSX = 'node_modules/.bin/tsx';
 let running: ChildProcess | undefined;
 
 afterEach(async () => {
-  if (running && running.exitCode === null && running.signalCode === null) {
+  if (running?.pid !== undefined && running.exitCode === null && running.signalCode === null) {
+    // npm's process alone would leave its script, the host and its browsers running.
+    for (const { pid } of descendantsOf(running.pid)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // ended already
+      }
+    }
     running.kill('SIGKILL');
     await once(running, 'exit');
   }
   running = undefined;
 });
 
-/** Runs `tsx browser-host/main.ts` with exactly `env` (plus PATH), collecting its output. */
+/**
+ * Runs `npm run -s host -- ...args`, what an operator starts and signals, with exactly `env` (plus
+ * PATH and HOME), collecting its output. The signals go to npm's own process.
+ */
 function runHost(env: Record<string, string>, args: string[] = []) {
-  const child = spawn(TSX, ['browser-host/main.ts', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('npm', ['run', '-s', 'host', '--', ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   running = child;
   let stdout = '';
   let stderr = '';
@@ -34,6 +48,38 @@ function runHost(env: Record<string, string>, args: string[] = []) {
   listening.catch(() => {}); // a test that expects an early exit never awaits it
 
   return { child, listening, exited, output: () => ({ stdout, stderr }) };
+}
+
+/** Every process now running under `root` (pid), at any depth (1 for a child), with its command name, read from /proc. */
+function descendantsOf(root: number): { pid: number; command: string; depth: number }[] {
+  const table = new Map<number, { parent: number; command: string }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      table.set(Number(entry), { command: stat.slice(stat.indexOf('(') + 1, close), parent: Number(stat.slice(close + 2).split(' ')[1]) });
+    } catch {
+      // the process ended while the table was read
+    }
+  }
+  const found: { pid: number; command: string; depth: number }[] = [];
+  for (const [pid, { command, parent }] of table) {
+    let at = parent;
+    let depth = 1;
+    while (at !== root && at > 1 && depth < 64) {
+      at = table.get(at)?.parent ?? 0;
+      depth++;
+    }
+    if (at === root) found.push({ pid, command, depth });
+  }
+  return found;
+}
+
+/** The host's own process under the launcher `root` (pid): the deepest Node process of its tree (npm, the toolchain and the host are all Node; Chromium is not). */
+function hostProcessOf(root: number): number {
+  const nodes = descendantsOf(root).filter((process) => process.command === 'node');
+  return nodes.sort((a, b) => b.depth - a.depth)[0]?.pid ?? root;
 }
 
 describe('the browser-host CLI', () => {
@@ -86,6 +132,40 @@ describe('the browser-host CLI', () => {
       await client.call('lease.release', { lease_id: lease.lease_id });
       expect(await host.exited).toBe(0);
       expect(host.output().stderr).toContain('browser-host: draining (at most 60000 ms) before stopping');
+    } finally {
+      await profiles.remove();
+    }
+  });
+
+  test('a host busy when SIGTERM reaches the command that started it still drains: the signal is relayed and nothing kills the host', async () => {
+    const profiles = await temporaryDirectory('host-cli-');
+    try {
+      const host = runHost({ HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: '0', HOST_PROFILES_DIR: profiles.dir, HOST_DRAIN_TIMEOUT_MS: '60000' }, [
+        '--headless',
+      ]);
+      const client = await connectHost(await host.listening, TEST_SECRET);
+      const lease = await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+      const hostPid = hostProcessOf(host.child.pid ?? 0);
+      expect(hostPid).not.toBe(host.child.pid);
+      // A host whose event loop is held for 300 ms (a long synchronous step, a loaded machine) when the signal comes.
+      process.kill(hostPid, 'SIGSTOP');
+      let hostLived = true;
+      try {
+        host.child.kill('SIGTERM');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      } finally {
+        try {
+          process.kill(hostPid, 'SIGCONT');
+        } catch {
+          hostLived = false;
+        }
+      }
+      expect(hostLived, 'the host process was killed while its loop was held').toBe(true);
+      await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1, browsers: 1 }), {
+        timeout: 10_000,
+      });
+      await client.call('lease.release', { lease_id: lease.lease_id });
+      expect(await host.exited).toBe(0);
     } finally {
       await profiles.remove();
     }
