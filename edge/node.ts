@@ -1,5 +1,5 @@
 /**
- * The Node entry (`npm run edge:node`, or `npx tsx edge/node.ts [--test-scheduled]`): the same
+ * The Node entry (`npm run edge:node`, or `node --import tsx edge/node.ts [--test-scheduled]`): the same
  * app as the Worker, served by `@hono/node-server`, over a local SQLite file (migrated at start),
  * with the `ws` package's WebSocket for the browser host (Node 20 has no stable global one) and
  * croner firing the cron pass every minute, as the Worker's cron trigger does. Configured by the

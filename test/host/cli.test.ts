@@ -1,36 +1,44 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { connectHost } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory } from '../support/host-fixture.ts';
 
 let running: ChildProcess | undefined;
 
-afterEach(async () => {
-  if (running?.pid !== undefined && running.exitCode === null && running.signalCode === null) {
-    // npm's process alone would leave its script, the host and its browsers running.
-    for (const { pid } of descendantsOf(running.pid)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // ended already
-      }
-    }
-    running.kill('SIGKILL');
-    await once(running, 'exit');
+/** Ends `pid` with SIGKILL (a negative pid: its process group); nothing when it has ended already. */
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // ended already
   }
+}
+
+afterEach(async () => {
+  const npm = running;
   running = undefined;
+  if (npm?.pid === undefined) return;
+  // npm's process alone would leave its script, the host and its browsers running: every process
+  // of the tree (Chromium has a group of its own), then the group (a host whose parent already
+  // ended is no longer in the tree, but still in npm's group).
+  for (const { pid } of descendantsOf(npm.pid)) killQuietly(pid);
+  killQuietly(-npm.pid);
+  if (npm.exitCode === null && npm.signalCode === null) await once(npm, 'exit');
 });
 
 /**
  * Runs `npm run -s host -- ...args`, what an operator starts and signals, with exactly `env` (plus
- * PATH and HOME), collecting its output. The signals go to npm's own process.
+ * PATH and HOME), collecting its output. npm leads a process group of its own (its pid is the
+ * group's id), as a service manager's unit would.
  */
 function runHost(env: Record<string, string>, args: string[] = []) {
   const child = spawn('npm', ['run', '-s', 'host', '--', ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   running = child;
   let stdout = '';
@@ -74,6 +82,17 @@ function descendantsOf(root: number): { pid: number; command: string; depth: num
     if (at === root) found.push({ pid, command, depth });
   }
   return found;
+}
+
+/** Whether `signal` waits, undelivered, at process `pid` (a stopped process keeps it pending), from /proc/<pid>/status. */
+function isPending(pid: number, signal: 'SIGTERM'): boolean {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const bit = 1n << BigInt(constants.signals[signal] - 1);
+  for (const field of ['SigPnd', 'ShdPnd']) {
+    const mask = new RegExp(`^${field}:\\s*([0-9a-f]+)$`, 'm').exec(status)?.[1];
+    if (mask !== undefined && (BigInt(`0x${mask}`) & bit) !== 0n) return true;
+  }
+  return false;
 }
 
 /** The host's own process under the launcher `root` (pid): the deepest Node process of its tree (npm, the toolchain and the host are all Node; Chromium is not). */
@@ -147,12 +166,15 @@ describe('the browser-host CLI', () => {
       const lease = await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
       const hostPid = hostProcessOf(host.child.pid ?? 0);
       expect(hostPid).not.toBe(host.child.pid);
-      // A host whose event loop is held for 300 ms (a long synchronous step, a loaded machine) when the signal comes.
+      // A host whose event loop is held (a long synchronous step, a loaded machine) when the signal
+      // comes: stopped until the SIGTERM has reached it, and 200 ms more (the tsx command killed a
+      // child that had not answered in 2 x 30 ms).
       process.kill(hostPid, 'SIGSTOP');
       let hostLived = true;
       try {
         host.child.kill('SIGTERM');
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        await vi.waitFor(() => expect(isPending(hostPid, 'SIGTERM')).toBe(true), { timeout: 10_000, interval: 20 });
+        await new Promise((resolve) => setTimeout(resolve, 200));
       } finally {
         try {
           process.kill(hostPid, 'SIGCONT');
@@ -166,6 +188,46 @@ describe('the browser-host CLI', () => {
       });
       await client.call('lease.release', { lease_id: lease.lease_id });
       expect(await host.exited).toBe(0);
+    } finally {
+      await profiles.remove();
+    }
+  });
+
+  test('SIGTERM to the whole process group (a service manager stopping the unit) drains once: the copy its launcher relays does not force the close', async () => {
+    const profiles = await temporaryDirectory('host-cli-');
+    try {
+      const host = runHost({ HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: '0', HOST_PROFILES_DIR: profiles.dir, HOST_DRAIN_TIMEOUT_MS: '60000' }, [
+        '--headless',
+      ]);
+      const client = await connectHost(await host.listening, TEST_SECRET);
+      const lease = await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+      process.kill(-(host.child.pid ?? 0), 'SIGTERM');
+      await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1 }), { timeout: 10_000 });
+      // Every copy has arrived by now (npm and the launcher relay at once); the lease still stands.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1, browsers: 1 });
+      await client.call('lease.release', { lease_id: lease.lease_id });
+      expect(await host.exited).toBe(0);
+      expect(host.output().stderr).not.toContain('stopping anyway');
+    } finally {
+      await profiles.remove();
+    }
+  });
+
+  test('a second SIGTERM a second or more after the first closes at once, the live lease with it', async () => {
+    const profiles = await temporaryDirectory('host-cli-');
+    try {
+      const host = runHost({ HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: '0', HOST_PROFILES_DIR: profiles.dir, HOST_DRAIN_TIMEOUT_MS: '600000' }, [
+        '--headless',
+      ]);
+      const client = await connectHost(await host.listening, TEST_SECRET);
+      await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+      host.child.kill('SIGTERM');
+      await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1 }), { timeout: 10_000 });
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      host.child.kill('SIGTERM');
+      expect(await host.exited).toBe(0);
+      expect(host.output().stderr).not.toContain('not drained');
     } finally {
       await profiles.remove();
     }
