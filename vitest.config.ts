@@ -8,7 +8,8 @@ import { defineConfig } from 'vitest/config';
  *   and file stores, wrangler's local D1, the memory evaluation command, the TCP relay, the
  *   model adapter against a stand-in), `test/e2e/no-browser/`;
  * - host: the browser host in Node driving real Chromium;
- * - e2e: real processes (`wrangler dev` and the host) driven over HTTP.
+ * - e2e: real processes (`wrangler dev` and the host) driven over HTTP, two files at a time
+ *   (`--maxWorkers=2`, given by scripts/test.mjs).
  */
 export default defineConfig(async () => {
   const migrations = await readD1Migrations('drizzle');
@@ -64,7 +65,7 @@ export default defineConfig(async () => {
             environment: 'node',
             testTimeout: 240_000,
             hookTimeout: 240_000,
-            fileParallelism: false,
+            fileParallelism: true,
           },
         },
       ],
