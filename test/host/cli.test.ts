@@ -101,6 +101,32 @@ function hostProcessOf(root: number): number {
   return nodes.sort((a, b) => b.depth - a.depth)[0]?.pid ?? root;
 }
 
+/**
+ * Starts a headless host with `npm run host` (its drain bounded by `drainTimeoutMs` ms), connects
+ * to it and takes one lease, runs `body` with them, then removes the profiles directory.
+ */
+async function withLeasedHost(
+  drainTimeoutMs: number,
+  body: (started: { host: ReturnType<typeof runHost>; client: Awaited<ReturnType<typeof connectHost>>; leaseId: string }) => Promise<void>,
+): Promise<void> {
+  const profiles = await temporaryDirectory('host-cli-');
+  try {
+    const host = runHost({ HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: '0', HOST_PROFILES_DIR: profiles.dir, HOST_DRAIN_TIMEOUT_MS: String(drainTimeoutMs) }, [
+      '--headless',
+    ]);
+    const client = await connectHost(await host.listening, TEST_SECRET);
+    const lease = await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+    await body({ host, client, leaseId: lease.lease_id });
+  } finally {
+    await profiles.remove();
+  }
+}
+
+/** Waits (at most 10 s) until the host reports draining with its one lease still live. */
+async function untilDraining(client: Awaited<ReturnType<typeof connectHost>>): Promise<void> {
+  await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1 }), { timeout: 10_000 });
+}
+
 describe('the browser-host CLI', () => {
   test('prints one listening line, serves the wire, and exits 0 on SIGTERM (headed, its own Xvfb)', async () => {
     const profiles = await temporaryDirectory('host-cli-');
@@ -133,37 +159,23 @@ describe('the browser-host CLI', () => {
   });
 
   test('SIGTERM drains first: new leases are refused host_draining, the live lease finishes, then the host exits 0', async () => {
-    const profiles = await temporaryDirectory('host-cli-');
-    try {
-      const host = runHost({ HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: '0', HOST_PROFILES_DIR: profiles.dir, HOST_DRAIN_TIMEOUT_MS: '60000' }, [
-        '--headless',
-      ]);
-      const client = await connectHost(await host.listening, TEST_SECRET);
-      const lease = await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+    await withLeasedHost(60_000, async ({ host, client, leaseId }) => {
       host.child.kill('SIGTERM');
-      await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1 }), { timeout: 10_000 });
+      await untilDraining(client);
       // The signal is the host's to handle: its browser is not closed behind the drain's back.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1, browsers: 1 });
       const refused = await client.request('lease.acquire', { run_id: 'r2', profile_id: 'p2', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
       expect(refused).toMatchObject({ error: { code: 'host_draining' } });
       expect(host.child.exitCode).toBeNull();
-      await client.call('lease.release', { lease_id: lease.lease_id });
+      await client.call('lease.release', { lease_id: leaseId });
       expect(await host.exited).toBe(0);
       expect(host.output().stderr).toContain('browser-host: draining (at most 60000 ms) before stopping');
-    } finally {
-      await profiles.remove();
-    }
+    });
   });
 
   test('a host busy when SIGTERM reaches the command that started it still drains: the signal is relayed and nothing kills the host', async () => {
-    const profiles = await temporaryDirectory('host-cli-');
-    try {
-      const host = runHost({ HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: '0', HOST_PROFILES_DIR: profiles.dir, HOST_DRAIN_TIMEOUT_MS: '60000' }, [
-        '--headless',
-      ]);
-      const client = await connectHost(await host.listening, TEST_SECRET);
-      const lease = await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+    await withLeasedHost(60_000, async ({ host, client, leaseId }) => {
       const hostPid = hostProcessOf(host.child.pid ?? 0);
       expect(hostPid).not.toBe(host.child.pid);
       // A host whose event loop is held (a long synchronous step, a loaded machine) when the signal
@@ -186,51 +198,33 @@ describe('the browser-host CLI', () => {
       await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1, browsers: 1 }), {
         timeout: 10_000,
       });
-      await client.call('lease.release', { lease_id: lease.lease_id });
+      await client.call('lease.release', { lease_id: leaseId });
       expect(await host.exited).toBe(0);
-    } finally {
-      await profiles.remove();
-    }
+    });
   });
 
   test('SIGTERM to the whole process group (a service manager stopping the unit) drains once: the copy its launcher relays does not force the close', async () => {
-    const profiles = await temporaryDirectory('host-cli-');
-    try {
-      const host = runHost({ HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: '0', HOST_PROFILES_DIR: profiles.dir, HOST_DRAIN_TIMEOUT_MS: '60000' }, [
-        '--headless',
-      ]);
-      const client = await connectHost(await host.listening, TEST_SECRET);
-      const lease = await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+    await withLeasedHost(60_000, async ({ host, client, leaseId }) => {
       process.kill(-(host.child.pid ?? 0), 'SIGTERM');
-      await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1 }), { timeout: 10_000 });
+      await untilDraining(client);
       // Every copy has arrived by now (npm and the launcher relay at once); the lease still stands.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1, browsers: 1 });
-      await client.call('lease.release', { lease_id: lease.lease_id });
+      await client.call('lease.release', { lease_id: leaseId });
       expect(await host.exited).toBe(0);
       expect(host.output().stderr).not.toContain('stopping anyway');
-    } finally {
-      await profiles.remove();
-    }
+    });
   });
 
   test('a second SIGTERM a second or more after the first closes at once, the live lease with it', async () => {
-    const profiles = await temporaryDirectory('host-cli-');
-    try {
-      const host = runHost({ HOST_SHARED_SECRET: TEST_SECRET, HOST_PORT: '0', HOST_PROFILES_DIR: profiles.dir, HOST_DRAIN_TIMEOUT_MS: '600000' }, [
-        '--headless',
-      ]);
-      const client = await connectHost(await host.listening, TEST_SECRET);
-      await client.call('lease.acquire', { run_id: 'r1', profile_id: 'p1', origins: ['http://127.0.0.1:9'], ttl_ms: 60_000 });
+    await withLeasedHost(600_000, async ({ host, client }) => {
       host.child.kill('SIGTERM');
-      await vi.waitFor(async () => expect(await client.call('host.status', {})).toMatchObject({ draining: true, leases: 1 }), { timeout: 10_000 });
+      await untilDraining(client);
       await new Promise((resolve) => setTimeout(resolve, 1_200));
       host.child.kill('SIGTERM');
       expect(await host.exited).toBe(0);
       expect(host.output().stderr).not.toContain('not drained');
-    } finally {
-      await profiles.remove();
-    }
+    });
   });
 
   test('invalid configuration is a clear message and exit code 1', async () => {
