@@ -11,7 +11,12 @@ function navigate(client: HostClient, leaseId: string, url: string): Promise<Obs
   return client.call('page.navigate', { lease_id: leaseId, url, timeout_ms: 15_000 });
 }
 
-/** Observes the relabel page with `query`, waits `waitMs` for it to change, then clicks "Save draft" as observed. */
+/**
+ * Observes the relabel page with `query`, waits `waitMs` for it to change, then clicks "Save draft"
+ * as observed. The page changes by its own timer from its load, so the observation must end before
+ * that timer fires: 3 s leaves room for a loaded machine (at 800 ms a CI run observed the page
+ * already changed), and `waitMs` counts from the observation's end, after which the change has come.
+ */
 async function clickSaveDraftAfterChange(client: HostClient, leaseId: string, fixtures: FixtureServer, query: string, waitMs: number) {
   const page = await navigate(client, leaseId, fixtures.url(`confinement/relabel.html?${query}`));
   const reference = refOf(page.snapshot, 'button', 'Save draft');
@@ -26,7 +31,7 @@ async function clickSaveDraftAfterChange(client: HostClient, leaseId: string, fi
 
 describe('the host re-checks an act target right before the input', () => {
   test('a button relabelled and rewired after the observation fails target_changed and its new handler never runs', async ({ client, lease, fixtures }) => {
-    const response = await clickSaveDraftAfterChange(client, lease.lease_id, fixtures, 'rewire_after_ms=800', 1_200);
+    const response = await clickSaveDraftAfterChange(client, lease.lease_id, fixtures, 'rewire_after_ms=3000', 3_500);
     expect(response).toMatchObject({ error: { code: 'target_changed' } });
     expect(fixtures.hits('delete')).toBe(0);
     expect(fixtures.hits('save')).toBe(0);
@@ -37,7 +42,7 @@ describe('the host re-checks an act target right before the input', () => {
     lease,
     fixtures,
   }) => {
-    const response = await clickSaveDraftAfterChange(client, lease.lease_id, fixtures, 'cover_after_ms=600', 1_000);
+    const response = await clickSaveDraftAfterChange(client, lease.lease_id, fixtures, 'cover_after_ms=3000', 3_500);
     expect(response).toMatchObject({ error: { code: 'target_changed' } });
     expect(fixtures.hits('delete')).toBe(0);
     // The page is left as it was for the next observe.
