@@ -3,12 +3,13 @@ import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { afterEach, describe, expect, test, vi } from 'vitest';
+import { signalGroup } from '../../scripts/local-processes.ts';
 import { connectHost } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory } from '../support/host-fixture.ts';
 
 let running: ChildProcess | undefined;
 
-/** Ends `pid` with SIGKILL (a negative pid: its process group); nothing when it has ended already. */
+/** Ends process `pid` with SIGKILL; nothing when it has ended already. */
 function killQuietly(pid: number): void {
   try {
     process.kill(pid, 'SIGKILL');
@@ -25,7 +26,7 @@ afterEach(async () => {
   // of the tree (Chromium has a group of its own), then the group (a host whose parent already
   // ended is no longer in the tree, but still in npm's group).
   for (const { pid } of descendantsOf(npm.pid)) killQuietly(pid);
-  killQuietly(-npm.pid);
+  signalGroup(npm.pid, 'SIGKILL');
   if (npm.exitCode === null && npm.signalCode === null) await once(npm, 'exit');
 });
 
