@@ -14,7 +14,7 @@
 // the machine with another browser suite. (Two e2e files at once used to fail their sign-in
 // tests: on Workers every host connection ended 10 s after it opened, and a sign-in in the live
 // view took longer than that on a loaded machine; fixed in d55630e.) On a clean clone of 2 cores
-// the e2e project took 905 s so, against 1318 s one file at a time, with the same 178 tests.
+// the e2e project took 905 s, against 1318 s one file at a time, with the same 178 tests.
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
