@@ -9,8 +9,9 @@ import { defineConfig } from 'vitest/config';
  *   and file stores, wrangler's local D1, the memory evaluation command, the TCP relay, the
  *   model adapter against a stand-in), `test/e2e/no-browser/`;
  * - host: the browser host in Node driving real Chromium;
- * - e2e: real processes (`wrangler dev` and the host) driven over HTTP, two files at a time
- *   (`--maxWorkers=2`, given by scripts/test.mjs).
+ * - e2e: real processes (`wrangler dev` and the host) driven over HTTP; `npm test` runs each file
+ *   on its own (at most two at once, from a queue both lanes take from when their own steps are
+ *   done); `vitest run --project e2e` runs them as many at once as vitest's workers.
  */
 export default defineConfig(async () => {
   const migrations = await readD1Migrations('drizzle');

@@ -6,18 +6,21 @@
 // real stacks with Chromium). A failing step does not hide the ones after it: all run, and the
 // last line counts the tests, `N passed, N failed`.
 //
-// Two lanes, then the e2e project alone. The background lane holds what starts no browser, one
-// step after the other: the lint, the file sizes, the migrations check, the typecheck, the edge
-// project, the e2e-no-browser project; each step's output is held back and printed whole when it
-// ends. The foreground lane is the host project (real Chromium), its output straight through.
-// When both are done, the e2e project runs alone, two files at a time: its stacks do not share
-// the machine with another browser suite. (Two e2e files at once used to fail their sign-in
-// tests: on Workers every host connection ended 10 s after it opened, and a sign-in in the live
-// view took longer than that on a loaded machine; fixed in d55630e.) On a clean clone of 2 cores
-// the e2e project took 905 s, against 1318 s one file at a time, with the same 178 tests.
+// Two lanes, each ending on a shared queue of e2e files. The background lane holds what starts
+// no browser, one step after the other: the lint, the file sizes, the migrations check, the
+// typecheck, the edge project, the e2e-no-browser project; each step's output is held back and
+// printed whole when it ends. The foreground lane is the host project (real Chromium), its output
+// straight through. Each lane, once its own steps are done, takes e2e files one at a time from
+// the queue (each file its own vitest run, printed whole when it ends), so the e2e suite starts
+// beside the host project as soon as the background lane is free and runs two files at a time
+// once the host project is done. The queue is longest file first, by the durations of the last
+// run on this clone when there are any (`.tmp/test-reports/e2e/`), else by file size: a long file
+// left for last would keep one lane running alone. On a clean clone of 2 cores the three steps in
+// turn (host, then the e2e project two files at a time) took 37.6 min; the edge project alone,
+// 872 s then, is now about 100 s (one workerd runtime for many files, vitest.config.ts).
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -32,22 +35,22 @@ const requested = process.argv.slice(2).length ? process.argv.slice(2) : ['edge'
 /** The projects of the background lane, in order: none starts a browser. */
 const BACKGROUND = ['edge', 'e2e-no-browser'];
 
-/** How many e2e files run at once (each starts its own edge, host and Chromium). */
-const E2E_FILES_AT_ONCE = 2;
+/** Where the e2e files' reports go, one per file. */
+const e2eReports = join(reports, 'e2e');
 
-const vitestArgs = (project) => [
+/** The arguments of a vitest run of `project` (only `files` of it when given) writing its JSON report to `report`. */
+const vitestArgs = (project, report = join(reports, `${project}.json`), files = []) => [
   'run',
   '--project',
   project,
-  ...(project === 'e2e' ? [`--maxWorkers=${E2E_FILES_AT_ONCE}`] : []),
+  ...files,
   '--reporter=default',
   '--reporter=json',
-  `--outputFile.json=${join(reports, `${project}.json`)}`,
+  `--outputFile.json=${report}`,
 ];
 
-/** Counts a finished project from its JSON report. */
-function count(project, status) {
-  const report = join(reports, `${project}.json`);
+/** Counts a finished vitest run (`project`: its name in the problems) from its JSON report. */
+function count(project, status, report = join(reports, `${project}.json`)) {
   if (!existsSync(report)) {
     problems.push(`${project} (no report; exit ${status})`);
     failed++;
@@ -88,12 +91,11 @@ function runProject(project) {
 }
 
 /**
- * Runs `command` in the background, writing straight to a log file; prints the log
+ * Runs `command` in the background, writing straight to the log file `log`; prints the log
  * under `== title` when it has ended and resolves to its exit status (null when it could not
  * start or was killed).
  */
-function runInBackground(title, name, command, args) {
-  const log = join(reports, `${name}.log`);
+function runInBackground(title, log, command, args) {
   const fd = openSync(log, 'w');
   const child = spawn(command, args, { cwd: root, stdio: ['ignore', fd, fd] });
   closeSync(fd);
@@ -104,7 +106,7 @@ function runInBackground(title, name, command, args) {
     });
     // 'close' follows 'exit', or 'error' when the child could not start.
     child.on('close', (status) => {
-      console.log(`\n== ${title} (in the background lane, beside the host project)`);
+      console.log(`\n== ${title}`);
       if (failure) console.log(`${command} did not start: ${failure.message}`);
       else process.stdout.write(readFileSync(log, 'utf8'));
       resolve(failure ? null : status);
@@ -122,20 +124,61 @@ const CHECKS = [
 
 /** The background lane: the checks, then the requested browser-free projects, one after the other. */
 async function runBackgroundLane() {
+  const beside = requested.includes('host') ? ' (in the background lane, beside the host project)' : '';
   for (const [title, name, command, args] of CHECKS) {
-    const status = await runInBackground(title, name, command, args);
+    const status = await runInBackground(`${title}${beside}`, join(reports, `${name}.log`), command, args);
     if (status !== 0) problems.push(title);
   }
   for (const project of BACKGROUND.filter((name) => requested.includes(name))) {
     rmSync(join(reports, `${project}.json`), { force: true });
-    count(project, await runInBackground(`vitest project ${project}`, project, bin('vitest'), vitestArgs(project)));
+    const log = join(reports, `${project}.log`);
+    count(project, await runInBackground(`vitest project ${project}${beside}`, log, bin('vitest'), vitestArgs(project)));
   }
 }
 
-const background = runBackgroundLane();
-if (requested.includes('host')) await runProject('host');
-await background;
-if (requested.includes('e2e')) await runProject('e2e');
+/** Seconds an e2e file took in the last run on this clone, from its report; undefined when unknown. */
+function lastDurationOf(file) {
+  try {
+    const [result] = JSON.parse(readFileSync(join(e2eReports, `${basename(file)}.json`), 'utf8')).testResults;
+    return (result.endTime - result.startTime) / 1000;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The e2e project's files (vitest.config.ts: every `.test.ts` under test/e2e/ but test/e2e/no-browser/),
+ * relative to the root, longest first: by the last run's durations when every file has one, else
+ * by size in bytes.
+ */
+function e2eFilesLongestFirst() {
+  const files = readdirSync(join(root, 'test', 'e2e'), { recursive: true })
+    .filter((file) => file.endsWith('.test.ts') && !file.startsWith('no-browser/'))
+    .map((file) => join('test', 'e2e', file));
+  const durations = new Map(files.map((file) => [file, lastDurationOf(file)]));
+  const weight = [...durations.values()].every((seconds) => seconds !== undefined) ? (file) => durations.get(file) : (file) => statSync(join(root, file)).size;
+  return files.sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
+}
+
+/** The e2e files no lane has taken yet. */
+const e2eQueue = requested.includes('e2e') ? e2eFilesLongestFirst() : [];
+if (e2eQueue.length) mkdirSync(e2eReports, { recursive: true });
+
+/** Takes e2e files from the queue, one at a time, until it is empty; `lane` names the lane in each file's title. */
+async function runE2eQueue(lane) {
+  for (let file = e2eQueue.shift(); file !== undefined; file = e2eQueue.shift()) {
+    const report = join(e2eReports, `${basename(file)}.json`);
+    rmSync(report, { force: true });
+    const log = join(e2eReports, `${basename(file)}.log`);
+    const status = await runInBackground(`vitest project e2e: ${file} (${lane})`, log, bin('vitest'), vitestArgs('e2e', report, [file]));
+    count(`e2e ${file}`, status, report);
+  }
+}
+
+await Promise.all([
+  runBackgroundLane().then(() => runE2eQueue('background lane')),
+  (requested.includes('host') ? runProject('host') : Promise.resolve()).then(() => runE2eQueue('host lane')),
+]);
 for (const project of requested.filter((name) => ![...BACKGROUND, 'host', 'e2e'].includes(name))) await runProject(project);
 
 console.log(`\n${problems.length ? `failed: ${problems.join(', ')}` : 'all suites passed'}`);

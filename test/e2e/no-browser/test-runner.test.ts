@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { root } from '../../../scripts/local-processes.ts';
@@ -14,17 +14,38 @@ const execFileAsync = promisify(execFile);
 const scratch = mkdtempSync(join(tmpdir(), 'test-runner-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-/** A vitest stand-in: writes the report `VITEST_REPORT` (text; none when unset) and exits `VITEST_EXIT`. */
+/**
+ * A vitest stand-in: writes the report `VITEST_REPORT` (text; none when unset) and exits
+ * `VITEST_EXIT`; a run given the file `VITEST_FAILING_FILE` writes `VITEST_FAILED_REPORT` and
+ * exits 1. Each run appends its arguments' files (or `-`) to `ran.log` in its working directory.
+ */
 const VITEST = `#!/usr/bin/env node
+const fs = require('node:fs');
 const out = process.argv.find((arg) => arg.startsWith('--outputFile.json=')).slice('--outputFile.json='.length);
-if (process.env.VITEST_REPORT) require('node:fs').writeFileSync(out, process.env.VITEST_REPORT);
-process.exit(Number(process.env.VITEST_EXIT));
+const files = process.argv.filter((arg) => arg.endsWith('.test.ts'));
+fs.appendFileSync('ran.log', (files.join(' ') || '-') + '\\n');
+const failing = files.includes(process.env.VITEST_FAILING_FILE);
+const report = failing ? process.env.VITEST_FAILED_REPORT : process.env.VITEST_REPORT;
+if (report) fs.writeFileSync(out, report);
+process.exit(failing ? 1 : Number(process.env.VITEST_EXIT));
 `;
 
-/** Runs a copy of scripts/test.mjs for project `edge` with the stand-ins; its exit code and last two lines. */
-async function runTestScript(env: Record<string, string>): Promise<{ code: number; lines: string[] }> {
+/**
+ * Runs a copy of scripts/test.mjs for `projects` (default `edge`) with the stand-ins, in a root
+ * that also holds the empty test files `files`; its exit code, last two lines, and the files each
+ * vitest run was given (`-` for a whole project), in the order they began.
+ */
+async function runTestScript(
+  env: Record<string, string>,
+  projects: readonly string[] = ['edge'],
+  files: readonly string[] = [],
+): Promise<{ code: number; lines: string[]; ran: string[] }> {
   const at = mkdtempSync(join(scratch, 'root-'));
   mkdirSync(join(at, 'scripts'));
+  for (const file of files) {
+    mkdirSync(join(at, dirname(file)), { recursive: true });
+    writeFileSync(join(at, file), '');
+  }
   mkdirSync(join(at, 'node_modules', '.bin'), { recursive: true });
   copyFileSync(join(root, 'scripts', 'test.mjs'), join(at, 'scripts', 'test.mjs'));
   for (const check of ['check-file-sizes.mjs', 'check-migrations.mjs']) writeFileSync(join(at, 'scripts', check), '');
@@ -36,19 +57,24 @@ async function runTestScript(env: Record<string, string>): Promise<{ code: numbe
     writeFileSync(join(at, 'node_modules', '.bin', name), text);
     chmodSync(join(at, 'node_modules', '.bin', name), 0o755);
   }
-  const run = execFileAsync(process.execPath, [join(at, 'scripts', 'test.mjs'), 'edge'], { env: { ...process.env, ...env } });
+  const run = execFileAsync(process.execPath, [join(at, 'scripts', 'test.mjs'), ...projects], { cwd: at, env: { ...process.env, ...env } });
   const { code, stdout } = await run.then(
     (done) => ({ code: 0, stdout: done.stdout }),
     (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
   );
-  return { code, lines: stdout.trim().split('\n').slice(-2) };
+  const ran = readFileSync(join(at, 'ran.log'), 'utf8').trim().split('\n');
+  return { code, lines: stdout.trim().split('\n').slice(-2), ran };
 }
 
 const passing = JSON.stringify({ numPassedTests: 3, numFailedTests: 0, numFailedTestSuites: 0, numTotalTests: 3 });
 
 describe('npm test (scripts/test.mjs) counts every way a project can fail', () => {
   it('passes a project whose tests all pass', async () => {
-    expect(await runTestScript({ VITEST_REPORT: passing, VITEST_EXIT: '0' })).toEqual({ code: 0, lines: ['all suites passed', '3 passed, 0 failed'] });
+    expect(await runTestScript({ VITEST_REPORT: passing, VITEST_EXIT: '0' })).toEqual({
+      code: 0,
+      lines: ['all suites passed', '3 passed, 0 failed'],
+      ran: ['-'],
+    });
   });
 
   it('counts a failure, and still ends with its totals, when the report was cut short', async () => {
@@ -61,5 +87,15 @@ describe('npm test (scripts/test.mjs) counts every way a project can fail', () =
     const { code, lines } = await runTestScript({ VITEST_REPORT: passing, VITEST_EXIT: '1' });
     expect(code).toBe(1);
     expect(lines).toEqual(['failed: edge (exit 1)', '3 passed, 1 failed']);
+  });
+
+  it('runs each e2e file on its own, none of test/e2e/no-browser/, and counts the one that failed by name', async () => {
+    const failed = JSON.stringify({ numPassedTests: 1, numFailedTests: 2, numFailedTestSuites: 0, numTotalTests: 3 });
+    const files = ['test/e2e/a.test.ts', 'test/e2e/bb.test.ts', 'test/e2e/nested/c.test.ts', 'test/e2e/no-browser/d.test.ts'];
+    const env = { VITEST_REPORT: passing, VITEST_EXIT: '0', VITEST_FAILING_FILE: 'test/e2e/bb.test.ts', VITEST_FAILED_REPORT: failed };
+    const { code, lines, ran } = await runTestScript(env, ['e2e'], files);
+    expect(code).toBe(1);
+    expect(lines).toEqual(['failed: e2e test/e2e/bb.test.ts (exit 1)', '7 passed, 2 failed']);
+    expect([...ran].sort()).toEqual(['test/e2e/a.test.ts', 'test/e2e/bb.test.ts', 'test/e2e/nested/c.test.ts']);
   });
 });
