@@ -14,12 +14,14 @@
 // runs the command with that Node's directory first on PATH (and `NODE`, `npm_node_execpath`
 // pointing at it), so tsx, vitest, wrangler, npm itself and every process they start run on
 // Node 22. On Node 22 or newer it runs the command unchanged. It installs the toolchain first when
-// it is missing, exits with the command's status (or re-raises the signal that ended it), and
+// it is missing, exits with the command's status (or re-raises the signal that ended it; one
+// Node ignores or keeps for itself, such as SIGPIPE or SIGUSR1, becomes exit 128 + its number), and
 // forwards SIGINT, SIGTERM and SIGHUP to the command.
 //
 // Plain Node with no dependencies (it runs before `npm ci`, on whatever Node the machine has).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -100,6 +102,13 @@ export function toolchainEnv(env = process.env) {
   return { ...env, PATH: [binDir, env.PATH].filter(Boolean).join(delimiter), NODE: node, npm_node_execpath: node };
 }
 
+/**
+ * The signals the launcher re-raises on itself when they ended its command, so that it ends by
+ * the same signal: each ends a Node process by default once this launcher's own relay of it is
+ * removed.
+ */
+const REPEATABLE_SIGNALS = new Set(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGKILL', 'SIGQUIT', 'SIGABRT', 'SIGALRM']);
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const [command, ...args] = process.argv.slice(2);
   if (!command) {
@@ -121,11 +130,13 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     process.exit(127);
   });
   child.on('exit', (code, signal) => {
-    if (signal) {
+    if (signal && REPEATABLE_SIGNALS.has(signal)) {
       process.removeAllListeners(signal);
       process.kill(process.pid, signal);
       return;
     }
-    process.exit(code ?? 1);
+    // Any other signal Node ignores (SIGPIPE) or treats as its own (SIGUSR1 starts its
+    // inspector): exit as a shell reports a command it ended, 128 + its number.
+    process.exit(signal ? 128 + (constants.signals[signal] ?? 0) : (code ?? 1));
   });
 }
