@@ -96,6 +96,11 @@ function isPending(pid: number, signal: 'SIGTERM'): boolean {
   return false;
 }
 
+/** Whether process `pid` is stopped (state T in /proc/<pid>/stat). */
+function isStopped(pid: number): boolean {
+  return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)?.[0] === 'T';
+}
+
 /** The host's own process under the launcher `root` (pid): the deepest Node process of its tree (npm, the toolchain and the host are all Node; Chromium is not). */
 function hostProcessOf(root: number): number {
   const nodes = descendantsOf(root).filter((process) => process.command === 'node');
@@ -185,6 +190,9 @@ describe('the browser-host CLI', () => {
       process.kill(hostPid, 'SIGSTOP');
       let hostLived = true;
       try {
+        // Stopped before the SIGTERM is sent: a process not yet stopped when both arrive takes the
+        // SIGTERM first (the lower number), into Node's own signal handler, and never shows it pending.
+        await vi.waitFor(() => expect(isStopped(hostPid)).toBe(true), { timeout: 10_000, interval: 20 });
         host.child.kill('SIGTERM');
         await vi.waitFor(() => expect(isPending(hostPid, 'SIGTERM')).toBe(true), { timeout: 10_000, interval: 20 });
         await new Promise((resolve) => setTimeout(resolve, 200));
