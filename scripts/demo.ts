@@ -16,6 +16,7 @@ import { LOCAL_OWNER_ID, type LocalStack, startLocalStack } from './local-stack.
 import { runMcpJourney } from './mcp-journey.ts';
 import { runRecipeJourney } from './recipe-journey.ts';
 import { runSignInJourney } from './sign-in-journey.ts';
+import { isStoppingOnSignal } from './stop-on-signal.ts';
 import { runTodoJourney } from './todo-journey.ts';
 import { describeStep, table } from './transcript.ts';
 
@@ -107,7 +108,9 @@ try {
   );
 } catch (error) {
   exitCode = 1;
-  console.error(`\nDemo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  // Ctrl-C: the stack is being stopped under the demo's calls (scripts/stop-on-signal.ts).
+  if (isStoppingOnSignal()) console.error('\nDemo stopped before it finished.');
+  else console.error(`\nDemo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 } finally {
   console.log('Shutting down the host and the edge...');
   await stack?.stop();

@@ -7,6 +7,7 @@ import { freePort, killProcessesUsing, root, type Started, signalGroup, startPro
 import { DEFAULT_LOCAL_SQLITE_PATH, prepareLocalSqlite, querySqliteFile } from './local-sqlite.ts';
 import { readDevVars } from './setup.mjs';
 import { type StaticServer, startStaticServer } from './static-server.ts';
+import { stopOnSignal } from './stop-on-signal.ts';
 
 export type { EdgeRuntime } from './local-edge.ts';
 export { queryLocalD1 } from './local-edge.ts';
@@ -147,20 +148,24 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const hosts: ManagedHost[] = [];
   let edge: Started | undefined;
   let site: StaticServer | undefined;
-  const stop = async () => {
-    await Promise.all([...(edge ? [stopProcess(edge)] : []), ...hosts.map((host) => host.stop())]);
-    await site?.close();
-    // A Chromium is not in its host's process group: end whatever still works in the directory.
-    await killProcessesUsing(scratch);
-    // A process that just died may leave a file behind for a moment: retry, as rm -rf would.
-    rmSync(scratch, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
-  };
+  // Once: a signal (stopOnSignal) and the script's own clean-up may both ask.
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      await Promise.all([...(edge ? [stopProcess(edge)] : []), ...hosts.map((host) => host.stop())]);
+      await site?.close();
+      // A Chromium is not in its host's process group: end whatever still works in the directory.
+      await killProcessesUsing(scratch);
+      // A process that just died may leave a file behind for a moment: retry, as rm -rf would.
+      rmSync(scratch, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    })());
   const onExit = () => {
     for (const pid of [edge?.child.pid, ...hosts.map((host) => host.pid)]) {
       signalGroup(pid, 'SIGKILL');
     }
   };
   process.once('exit', onExit);
+  const releaseSignals = stopOnSignal(stop);
 
   try {
     site = await startStaticServer(join(root, 'node_modules', 'todomvc'));
@@ -256,12 +261,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         if (!response.ok) throw new Error(`the cron trigger answered ${response.status}`);
       },
       stop: async () => {
-        process.removeListener('exit', onExit);
         await stop();
+        process.removeListener('exit', onExit);
+        releaseSignals();
       },
     };
   } catch (error) {
     await stop();
+    releaseSignals();
     throw error;
   }
 }
