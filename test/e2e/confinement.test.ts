@@ -127,7 +127,7 @@ describe('approvals bound to what the owner saw', () => {
   }) => {
     const run = await newRun({ owner, site }, 'save my draft');
     try {
-      const page = await open(agent, run, site.url('confinement/relabel.html?rewire_after_ms=1500'));
+      const page = await open(agent, run, site.url('confinement/relabel.html?rewire_after_ms=3000'));
       const proposal = await agent.propose(
         run.id,
         'browser.act',
@@ -136,10 +136,11 @@ describe('approvals bound to what the owner saw', () => {
       );
       expect(proposal.status).toBe(202);
       const pending = (await owner.pendingApprovals()).find((approval) => approval.tool_call_id === proposal.body.id);
-      expect(pending?.summary).toBe(`Click the button "Save draft" on "Drafts" (${site.url('confinement/relabel.html?rewire_after_ms=1500')})`);
+      expect(pending?.summary).toBe(`Click the button "Save draft" on "Drafts" (${site.url('confinement/relabel.html?rewire_after_ms=3000')})`);
       expect(pending?.target).toMatchObject({ role: 'button', name: 'Save draft', frame_origin: site.origin, page_title: 'Drafts' });
-      // The page rewires the button while the owner reads.
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      // The page rewires the button while the owner reads (3 s after its load: the open and the
+      // proposal must come before, on a machine that may be running another stack beside this one).
+      await new Promise((resolve) => setTimeout(resolve, 3_500));
       const decided = await owner.decide(pending!.id, 'approve');
       expect(decided.tool_call).toMatchObject({ state: 'failed', error: { code: 'target_changed' } });
       expect(site.hits('delete')).toBe(0);
