@@ -12,6 +12,7 @@ import { BASE_CHROMIUM_ARGS } from '../browser-host/profiles.ts';
 import { ApiClient, observationOf } from '../scripts/api-client.ts';
 import { refOf } from '../scripts/aria-refs.ts';
 import { startLocalStack } from '../scripts/local-stack.ts';
+import { SCRIPT_HANDLES_SIGNALS } from '../scripts/stop-on-signal.ts';
 import { row, summary } from './stats.ts';
 
 const ROUNDS = 20;
@@ -50,6 +51,7 @@ try {
     executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
     headless: true,
     args: [...BASE_CHROMIUM_ARGS],
+    ...SCRIPT_HANDLES_SIGNALS,
   });
   try {
     const page = context.pages()[0] ?? (await context.newPage());

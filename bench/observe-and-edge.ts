@@ -40,6 +40,7 @@ import { ApiClient, observationOf } from '../scripts/api-client.ts';
 import { refOf } from '../scripts/aria-refs.ts';
 import type { EdgeRuntime } from '../scripts/local-edge.ts';
 import { startLocalStack } from '../scripts/local-stack.ts';
+import { SCRIPT_HANDLES_SIGNALS } from '../scripts/stop-on-signal.ts';
 import { ToolCallView } from '../shared/api.ts';
 import { phaseTable, type Spans, spansOf } from './phase-table.ts';
 import { measurePlaywrightMcpClicks } from './playwright-mcp-reference.ts';
@@ -205,6 +206,7 @@ async function measureReferences(headless: boolean): Promise<Pick<ModeFigures, '
       headless,
       args: [...BASE_CHROMIUM_ARGS],
       ...(env === undefined ? {} : { env }),
+      ...SCRIPT_HANDLES_SIGNALS,
     });
     try {
       const direct: Page = context.pages()[0] ?? (await context.newPage());

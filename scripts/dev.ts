@@ -10,6 +10,7 @@
 import { parseArgs } from 'node:util';
 import { ApiClient } from './api-client.ts';
 import { EDGE_RUNTIMES, type EdgeRuntime, LOCAL_OWNER_ID, MAX_LOCAL_HOSTS, startLocalStack } from './local-stack.ts';
+import { isStoppingOnSignal } from './stop-on-signal.ts';
 
 const port = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);
@@ -69,23 +70,13 @@ Ctrl-C stops ${hosts === 1 ? 'both' : 'them all'}.`);
 
 // wrangler dev never fires cron triggers by itself: fire the cron pass every minute, as the
 // deployed Worker's trigger does (schedules, sign-in maintenance, recipe runs that go on). The
-// Node and Deno entries run their own scheduler.
-const cron =
-  runtime === 'workers'
-    ? setInterval(() => {
-        stack
-          .triggerCron()
-          .catch((error: unknown) => console.error(`dev: the cron pass could not be triggered: ${error instanceof Error ? error.message : String(error)}`));
-      }, 60_000)
-    : undefined;
-
-let stopping = false;
-const stop = async () => {
-  if (stopping) return;
-  stopping = true;
-  if (cron) clearInterval(cron);
-  await stack.stop();
-  process.exit(0);
-};
-process.on('SIGINT', stop);
-process.on('SIGTERM', stop);
+// Node and Deno entries run their own scheduler. Ctrl-C (or SIGTERM, SIGHUP) stops the stack
+// through startLocalStack's stopOnSignal and exits 128 + the signal's number; another Ctrl-C a
+// second or more later exits at once.
+if (runtime === 'workers') {
+  setInterval(() => {
+    stack.triggerCron().catch((error: unknown) => {
+      if (!isStoppingOnSignal()) console.error(`dev: the cron pass could not be triggered: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  }, 60_000);
+}

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { BASE_CHROMIUM_ARGS } from '../browser-host/profiles.ts';
+import { SCRIPT_HANDLES_SIGNALS } from './stop-on-signal.ts';
 
 /**
  * The scripted owner who signs in through the console's live view (issue 16), in a Chromium of
@@ -78,6 +79,7 @@ export async function openOwnerConsole(consoleLink: string): Promise<OwnerConsol
       headless: true,
       args: [...BASE_CHROMIUM_ARGS],
       viewport: { width: 1280, height: 900 },
+      ...SCRIPT_HANDLES_SIGNALS,
     });
     const page = context.pages()[0] ?? (await context.newPage());
     await page.goto(consoleLink);

@@ -31,8 +31,6 @@ function exitFor(signal: (typeof STOPPING_SIGNALS)[number]): never {
 }
 
 function onStoppingSignal(signal: (typeof STOPPING_SIGNALS)[number]): void {
-  // A script with a handler of its own (scripts/dev.ts) stops what it started itself.
-  if (process.listenerCount(signal) > 1) return;
   // Another signal while stopping: a copy of the first, or the person insisting: end now
   // (`exit` handlers still kill the process groups).
   if (stoppingSince !== undefined) {
@@ -49,8 +47,9 @@ function onStoppingSignal(signal: (typeof STOPPING_SIGNALS)[number]): void {
  * process exits with 128 + the signal's number; another signal a second or more after the first
  * exits at once (sooner, it is taken for a copy of the first). Scripts only:
  * under vitest (`VITEST` set) nothing is registered, since the runner ends its workers itself and
- * the tests' own clean-up stops their stacks. A process that handles the signal itself (another
- * listener) keeps that handling.
+ * the tests' own clean-up stops their stacks. It acts whatever other listeners the signal has:
+ * Playwright adds its own to every browser a script launches in its process, and those close
+ * that browser and exit at once (pass {@link SCRIPT_HANDLES_SIGNALS} to such launches).
  * @returns a function that releases `stop` once it is no longer needed (the stack was stopped).
  */
 export function stopOnSignal(stop: () => Promise<void>): () => void {
@@ -67,3 +66,11 @@ export function stopOnSignal(stop: () => Promise<void>): () => void {
 export function isStoppingOnSignal(): boolean {
   return stoppingSince !== undefined;
 }
+
+/**
+ * Launch options for a browser a script starts in its own process (playwright-core) while a stack
+ * runs: Playwright's own SIGINT, SIGTERM and SIGHUP handlers would close that browser and exit
+ * before {@link stopOnSignal}'s stop has ended the stack, leaving the host's Chromium behind. The
+ * browser still ends with the script (its pipe to the script closes).
+ */
+export const SCRIPT_HANDLES_SIGNALS = { handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false } as const;

@@ -95,5 +95,10 @@ describe('a script that started a local stack', () => {
     expect(child.exitCode).toBe(code);
     expect(await accepts(edgeUrl!)).toBe(false);
     expect(await accepts(hostUrl!.replace(/^ws/, 'http'))).toBe(false);
+    // The stack's own stop ran (the exit handler alone would only kill the edge's and the host's
+    // process groups): it said so, nothing it started runs any more, and its directory is gone.
+    expect(output).toContain(`${signal}: stopping what this script started`);
+    expect(processesWithEnvironment(`TMPDIR=${scratch}`)).toEqual([]);
+    expect(readdirSync(scratch).filter((name) => name.startsWith('governed-browser-'))).toEqual([]);
   });
 });

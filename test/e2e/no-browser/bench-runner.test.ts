@@ -1,26 +1,20 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { ended, root } from '../../../scripts/local-processes.ts';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { ended, root, signalGroup } from '../../../scripts/local-processes.ts';
 import { until } from '../../support/until.ts';
 
 // scripts/bench.mjs (what `npm run bench` runs) in a scratch root whose benchmarks are
 // stand-ins: each prints its name; `BENCH_FAILS` names one that exits 3, `BENCH_WAITS` one that
 // runs until SIGTERM and then exits as a stopped stack script does (143).
 
-const BENCHMARKS = [
-  'observe-and-edge',
-  'screenshot-overhead',
-  'live-view',
-  'act-round-trip',
-  'settle',
-  'decision-cost',
-  'fleet',
-  'profile-snapshot',
-  'form-fill',
-];
+/** Every benchmark, in the runner's order, as it names them when refusing an unknown one. */
+const BENCHMARKS = (() => {
+  const refused = spawnSync(process.execPath, [join(root, 'scripts', 'bench.mjs'), 'no-such-benchmark'], { encoding: 'utf8' });
+  return (/the benchmarks: (.+)$/m.exec(refused.stderr)?.[1] ?? '').split(', ');
+})();
 const STAND_IN = `const name = new URL(import.meta.url).pathname.split('/').at(-1).replace(/\\.ts$/, '');
 console.log('ran ' + name);
 if (process.env.BENCH_FAILS === name) process.exit(3);
@@ -38,6 +32,12 @@ copyFileSync(join(root, 'scripts', 'bench.mjs'), join(scratch, 'scripts', 'bench
 symlinkSync(join(root, 'node_modules'), join(scratch, 'node_modules'));
 for (const name of BENCHMARKS) writeFileSync(join(scratch, 'bench', `${name}.ts`), STAND_IN);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** Runners started and not yet seen to end, with the stand-in benchmarks they started (one process group each). */
+const runners: ChildProcess[] = [];
+afterEach(() => {
+  for (const runner of runners.splice(0)) signalGroup(runner.pid, 'SIGKILL');
+});
 
 /** Starts the runner with `args` and `env`; its process and everything it printed so far. */
 function startRunner(args: readonly string[], env: Record<string, string> = {}): { child: ChildProcess; output: () => string } {
@@ -65,6 +65,7 @@ async function run(args: readonly string[], env: Record<string, string> = {}): P
 
 describe('npm run bench (scripts/bench.mjs)', () => {
   it('runs every benchmark in turn', async () => {
+    expect(BENCHMARKS).toContain('observe-and-edge');
     expect(await run([])).toMatchObject({ code: 0, ran: BENCHMARKS });
   });
 
