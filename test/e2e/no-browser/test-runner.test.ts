@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -62,7 +62,7 @@ async function runTestScript(
     (done) => ({ code: 0, stdout: done.stdout }),
     (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
   );
-  const ran = readFileSync(join(at, 'ran.log'), 'utf8').trim().split('\n');
+  const ran = existsSync(join(at, 'ran.log')) ? readFileSync(join(at, 'ran.log'), 'utf8').trim().split('\n') : [];
   return { code, lines: stdout.trim().split('\n').slice(-2), ran };
 }
 
@@ -97,5 +97,11 @@ describe('npm test (scripts/test.mjs) counts every way a project can fail', () =
     expect(code).toBe(1);
     expect(lines).toEqual(['failed: e2e test/e2e/bb.test.ts (exit 1)', '7 passed, 2 failed']);
     expect([...ran].sort()).toEqual(['test/e2e/a.test.ts', 'test/e2e/bb.test.ts', 'test/e2e/nested/c.test.ts']);
+  });
+
+  it('fails an e2e project that has no test files', async () => {
+    const { code, lines } = await runTestScript({ VITEST_REPORT: passing, VITEST_EXIT: '0' }, ['e2e'], ['test/e2e/no-browser/d.test.ts']);
+    expect(code).toBe(1);
+    expect(lines).toEqual(['failed: e2e (no test files)', '0 passed, 1 failed']);
   });
 });
