@@ -7,15 +7,42 @@ import { fileURLToPath } from 'node:url';
 /** The repository root: where the local stack's processes run. */
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** A free loopback TCP port. */
+/** The lowest port the kernel hands out for outgoing connections and `listen(0)` (Linux's default start). */
+function ephemeralPortsStart(): number {
+  try {
+    const start = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(start) && start > 10_000 ? start : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Where {@link freePort} draws from: this port up to the kernel's ephemeral range. */
+const LOWEST_FREE_PORT = 10_000;
+
+/**
+ * A free loopback TCP port for a server a test or script starts (the edge, a host, an inspector),
+ * drawn at random below the kernel's ephemeral range and checked by binding it. A port the kernel
+ * chose (`listen(0)`) comes from the range outgoing connections use too: between this check and the
+ * server's own bind, any connection on a busy machine (Chromium, a host's WebSocket, another stack)
+ * could take it as its source port, and `wrangler dev` then failed with "Address already in use".
+ * @throws Error when 50 random ports in a row are all taken.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const end = ephemeralPortsStart();
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = LOWEST_FREE_PORT + Math.floor(Math.random() * (end - LOWEST_FREE_PORT));
+    if (await canListenOn(port)) return port;
+  }
+  throw new Error(`no free loopback port found from ${LOWEST_FREE_PORT} to ${end - 1}`);
+}
+
+/** Whether a server can listen on loopback `port` now (it is closed again before this resolves). */
+function canListenOn(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
