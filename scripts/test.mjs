@@ -15,9 +15,9 @@
 // beside the host project as soon as the background lane is free and runs two files at a time
 // once the host project is done. The queue is longest file first, by the durations of the last
 // run on this clone when there are any (`.tmp/test-reports/e2e/`), else by file size: a long file
-// left for last would keep one lane running alone. On a clean clone of 2 cores this took 31.5 min,
+// left for last would keep one lane running alone. On a clean clone of 2 cores this took 31.2 min,
 // against 37.6 with the e2e project after the host project (and the edge project at 872 s then,
-// 213 s now: one workerd runtime for many files, vitest.config.ts). Both cores were busy for
+// 148-213 s now: one workerd runtime for many files, vitest.config.ts). Both cores were busy for
 // nearly all of it, so more lanes would not make it shorter; less work would.
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
