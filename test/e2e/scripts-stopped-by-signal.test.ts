@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ended, killProcessesUsing, root, signalGroup } from '../../scripts/local-processes.ts';
+import { killQuietly } from '../support/process-state.ts';
 import { until } from '../support/until.ts';
 
 // A script that started a local stack (`npm run demo`, a benchmark) and is stopped by a signal,
@@ -21,7 +22,7 @@ afterEach(async () => {
   for (const dir of scratchDirs.splice(0)) {
     // What a script that failed to stop left running (wrangler's workerd names no directory of
     // the stack on its command line, but inherited the script's TMPDIR).
-    for (const pid of processesWithEnvironment(`TMPDIR=${dir}`)) signalGroup(pid, 'SIGKILL') || killQuietly(pid);
+    for (const pid of processesWithEnvironment(`TMPDIR=${dir}`)) if (!signalGroup(pid, 'SIGKILL')) killQuietly(pid);
     await killProcessesUsing(dir);
     rmSync(dir, { recursive: true, force: true });
   }
@@ -39,16 +40,6 @@ function processesWithEnvironment(entry: string): number[] {
       }
     })
     .map(Number);
-}
-
-/** SIGKILL to `pid`, ignoring a process that has already gone. */
-function killQuietly(pid: number): boolean {
-  try {
-    process.kill(pid, 'SIGKILL');
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Whether something accepts TCP connections at `url`'s host and port. */

@@ -6,17 +6,9 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { signalGroup } from '../../scripts/local-processes.ts';
 import { connectHost } from '../support/host-client.ts';
 import { TEST_SECRET, temporaryDirectory } from '../support/host-fixture.ts';
+import { killQuietly, processStateOf } from '../support/process-state.ts';
 
 let running: ChildProcess | undefined;
-
-/** Ends process `pid` with SIGKILL; nothing when it has ended already. */
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // ended already
-  }
-}
 
 afterEach(async () => {
   const npm = running;
@@ -94,11 +86,6 @@ function isPending(pid: number, signal: 'SIGTERM'): boolean {
     if (mask !== undefined && (BigInt(`0x${mask}`) & bit) !== 0n) return true;
   }
   return false;
-}
-
-/** Whether process `pid` is stopped (state T in /proc/<pid>/stat). */
-function isStopped(pid: number): boolean {
-  return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)?.[0] === 'T';
 }
 
 /** The host's own process under the launcher `root` (pid): the deepest Node process of its tree (npm, the toolchain and the host are all Node; Chromium is not). */
@@ -192,7 +179,7 @@ describe('the browser-host CLI', () => {
       try {
         // Stopped before the SIGTERM is sent: a process not yet stopped when both arrive takes the
         // SIGTERM first (the lower number), into Node's own signal handler, and never shows it pending.
-        await vi.waitFor(() => expect(isStopped(hostPid)).toBe(true), { timeout: 10_000, interval: 20 });
+        await vi.waitFor(() => expect(processStateOf(hostPid)).toBe('T'), { timeout: 10_000, interval: 20 });
         host.child.kill('SIGTERM');
         await vi.waitFor(() => expect(isPending(hostPid, 'SIGTERM')).toBe(true), { timeout: 10_000, interval: 20 });
         await new Promise((resolve) => setTimeout(resolve, 200));

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ended, root, signalGroup } from '../../../scripts/local-processes.ts';
+import { processStateOf } from '../../support/process-state.ts';
 import { until } from '../../support/until.ts';
 
 // scripts/stop-on-signal.ts: a script stopped by a signal stops what it started in process
@@ -43,11 +43,8 @@ async function startScript(mode?: string): Promise<{ child: ChildProcess; output
 
 /** Whether process `pid` is running (a zombie, ended but not yet reaped, is not). */
 function isRunning(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)?.[0] !== 'Z';
-  } catch {
-    return false;
-  }
+  const state = processStateOf(pid);
+  return state !== undefined && state !== 'Z';
 }
 
 /** Resolves to the exit code once the process has ended. */
